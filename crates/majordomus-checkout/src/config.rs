@@ -1,0 +1,208 @@
+//! `majordomus.toml`: the optional, team-shared settings at the repository root. Every
+//! setting has a default, so no file is needed; a file with a typo is an error rather than a
+//! setting silently ignored.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The file name looked for at the repository root.
+pub const CONFIG_FILE: &str = "majordomus.toml";
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub timings: Timings,
+    pub episodes: EpisodesConfig,
+}
+
+/// `[timings]`: how long majordomus waits for what.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timings {
+    /// How long a probe of a sibling's server may take before it counts as not answering.
+    pub probe_timeout_ms: u64,
+    /// How long an MCP-over-HTTP session may stay silent before it is dropped.
+    pub idle_timeout_secs: u64,
+    /// How long a detached episode waits for its client to come back before it is closed.
+    pub reattach_grace_secs: u64,
+    /// How long a silent server whose process runs is waited for before its lease is taken.
+    pub busy_grace_ms: u64,
+    /// How long a lease may go without a URL before its owner counts as abandoned.
+    pub starting_grace_ms: u64,
+    /// How long `serve stop` waits for a server to exit.
+    pub stop_timeout_ms: u64,
+}
+
+/// `[episodes]`: the repository's own episode driver, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EpisodesConfig {
+    /// Program and arguments run with each episode event as JSON on stdin, in place of the
+    /// built-in journal.
+    pub command: Option<Vec<String>>,
+    /// How long one run of the command may take.
+    pub timeout_ms: u64,
+}
+
+impl Default for Timings {
+    fn default() -> Timings {
+        Timings {
+            probe_timeout_ms: 300,
+            idle_timeout_secs: 90,
+            reattach_grace_secs: 900,
+            busy_grace_ms: 2_000,
+            starting_grace_ms: 10_000,
+            stop_timeout_ms: 3_000,
+        }
+    }
+}
+
+impl Timings {
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_millis(self.probe_timeout_ms)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    pub fn reattach_grace(&self) -> Duration {
+        Duration::from_secs(self.reattach_grace_secs)
+    }
+
+    pub fn busy_grace(&self) -> Duration {
+        Duration::from_millis(self.busy_grace_ms)
+    }
+
+    pub fn starting_grace(&self) -> Duration {
+        Duration::from_millis(self.starting_grace_ms)
+    }
+
+    pub fn stop_timeout(&self) -> Duration {
+        Duration::from_millis(self.stop_timeout_ms)
+    }
+}
+
+impl Default for EpisodesConfig {
+    fn default() -> EpisodesConfig {
+        EpisodesConfig {
+            command: None,
+            timeout_ms: 2_000,
+        }
+    }
+}
+
+impl EpisodesConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// A `majordomus.toml` that exists but cannot be used: which file, and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+/// Reads `majordomus.toml` in `root`; defaults when there is none.
+pub fn load(root: &Path) -> Result<Config, ConfigError> {
+    let path = root.join(CONFIG_FILE);
+    let problem = |problem: String| ConfigError {
+        path: path.clone(),
+        problem,
+    };
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Config::default()),
+        Err(error) => return Err(problem(format!("cannot be read ({error})"))),
+    };
+    let config: Config = toml::from_str(&text).map_err(|error| problem(error.to_string()))?;
+    if config
+        .episodes
+        .command
+        .as_ref()
+        .is_some_and(|command| command.is_empty())
+    {
+        return Err(problem(
+            "episodes.command is empty: name the program to run, or remove the setting".into(),
+        ));
+    }
+    if config.timings.probe_timeout_ms == 0 {
+        return Err(problem(
+            "timings.probe_timeout_ms is 0: no server could ever answer in time".into(),
+        ));
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
+        load(dir.path())
+    }
+
+    #[test]
+    fn no_file_means_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = load(dir.path()).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.timings.probe_timeout(), Duration::from_millis(300));
+        assert_eq!(config.timings.idle_timeout(), Duration::from_secs(90));
+        assert_eq!(config.timings.reattach_grace(), Duration::from_secs(900));
+        assert_eq!(config.timings.busy_grace(), Duration::from_secs(2));
+        assert_eq!(config.timings.starting_grace(), Duration::from_secs(10));
+        assert_eq!(config.timings.stop_timeout(), Duration::from_secs(3));
+        assert_eq!(config.episodes.command, None);
+        assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_partial_file_keeps_the_other_defaults() {
+        let config = load_text(
+            "[timings]\nprobe_timeout_ms = 500\n\n[episodes]\ncommand = [\"./record\", \"--json\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.timings.probe_timeout_ms, 500);
+        assert_eq!(config.timings.busy_grace_ms, 2_000);
+        assert_eq!(config.episodes.command.unwrap(), ["./record", "--json"]);
+        assert_eq!(config.episodes.timeout_ms, 2_000);
+        assert_eq!(load_text("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_naming_the_file_and_the_problem() {
+        let error = load_text("[timings]\nprobe_timeout = 500\n").unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains(CONFIG_FILE), "{message}");
+        assert!(message.contains("probe_timeout"), "{message}");
+
+        let message = load_text("[timing]\n").unwrap_err().to_string();
+        assert!(message.contains("timing"), "{message}");
+
+        let message = load_text("[timings]\nbusy_grace_ms = \"2s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("busy_grace_ms"), "{message}");
+
+        let message = load_text("[episodes]\ncommand = []\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("episodes.command is empty"), "{message}");
+
+        let message = load_text("[timings]\nprobe_timeout_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("probe_timeout_ms is 0"), "{message}");
+    }
+}

@@ -1,0 +1,554 @@
+//! The checkout a directory belongs to, and the worktrees of its repository, as git sees them.
+//!
+//! Git is spawned once to find a checkout and once to list the repository's worktrees; each
+//! listed worktree is turned into a [`Checkout`] from the files git keeps, because a gather
+//! covers every worktree (a hundred is not unusual) and a spawn per worktree would dominate it.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use majordomus_domain::ids::identity_digest;
+
+/// Environment variables through which a caller (a git hook, a shell that exported `GIT_DIR`)
+/// would point git at some other repository than the one the directory is in.
+const LOCATING_VARIABLES: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// What the reftable backend leaves in `HEAD` for old readers; the real branch is elsewhere.
+const REFTABLE_HEAD_STUB: &str = "refs/heads/.invalid";
+
+/// Why a checkout or its worktrees could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    /// A directory git was asked about does not exist or cannot be resolved.
+    #[error("cannot resolve {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The `git` executable could not be started at all.
+    #[error("cannot run git ({0}): majordomus needs git on PATH")]
+    GitUnavailable(#[source] io::Error),
+    /// Git ran and refused; `stderr` is its own explanation.
+    #[error("`git {command}` in {dir} failed: {stderr}")]
+    Git {
+        command: String,
+        dir: PathBuf,
+        stderr: String,
+    },
+}
+
+/// One working tree: the primary one, a linked worktree, or a directory outside git.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkout {
+    /// The canonical root of the working tree (the directory itself outside git).
+    pub root: PathBuf,
+    /// This checkout's own git dir: `.git` for the primary, `.git/worktrees/<name>` for a
+    /// linked one; `None` outside git. Its lease lives here, out of the working tree.
+    pub git_dir: Option<PathBuf>,
+    /// The canonical git dir every checkout of the repository shares; `None` outside git.
+    pub common_dir: Option<PathBuf>,
+    /// The checked-out branch, short name; `None` when detached or outside git.
+    pub branch: Option<String>,
+    /// Whether this is the repository's primary working tree (true outside git: it has no
+    /// siblings to defer to).
+    pub primary: bool,
+    /// `identity_digest` of the root: stable across restarts, reveals no path.
+    pub id: String,
+    /// `identity_digest` of the common dir: the same for every checkout of the repository.
+    pub git_id: Option<String>,
+}
+
+/// One entry of `git worktree list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// The worktree's root as git registered it.
+    pub path: PathBuf,
+    /// The commit checked out; `None` for an unborn branch.
+    pub head: Option<String>,
+    /// The branch checked out, short name (without `refs/heads/`).
+    pub branch: Option<String>,
+    /// Whether git lists it first: the repository's primary working tree.
+    pub primary: bool,
+    /// Whether HEAD is detached.
+    pub detached: bool,
+    /// Whether git considers it prunable (its directory is gone).
+    pub prunable: bool,
+}
+
+impl Checkout {
+    /// The checkout containing `dir`. A directory outside any git repository is a checkout
+    /// of its own, with no git dirs and no siblings.
+    pub fn discover(dir: &Path) -> Result<Checkout, CheckoutError> {
+        let dir = canonical(dir)?;
+        let command = [
+            "rev-parse",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "--git-common-dir",
+        ];
+        let output = run_git(&dir, &command)?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // LC_ALL=C keeps this message in English whatever the user's locale.
+            if stderr.contains("not a git repository") {
+                return Ok(Checkout::outside_git(dir));
+            }
+            return Err(git_failed(&dir, &command, &output));
+        }
+        let mut lines = output
+            .stdout
+            .split(|&byte| byte == b'\n')
+            .map(|line| PathBuf::from(OsStr::from_bytes(line)));
+        let (Some(toplevel), Some(git_dir), Some(common_dir)) =
+            (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(CheckoutError::Git {
+                command: command.join(" "),
+                dir,
+                stderr: "printed fewer than three paths".into(),
+            });
+        };
+        let root = canonical(&toplevel)?;
+        let git_dir = canonical(&git_dir)?;
+        // --git-common-dir may answer relative to the directory git ran in.
+        let common_dir = canonical(&dir.join(common_dir))?;
+        let branch = head_branch(&git_dir, &root)?;
+        Ok(Checkout {
+            id: path_digest(&root),
+            git_id: Some(path_digest(&common_dir)),
+            primary: git_dir == common_dir,
+            root,
+            git_dir: Some(git_dir),
+            common_dir: Some(common_dir),
+            branch,
+        })
+    }
+
+    fn outside_git(root: PathBuf) -> Checkout {
+        Checkout {
+            id: path_digest(&root),
+            root,
+            git_dir: None,
+            common_dir: None,
+            branch: None,
+            primary: true,
+            git_id: None,
+        }
+    }
+}
+
+impl Worktree {
+    /// This worktree as a [`Checkout`] of `repository` (any checkout of the same repository),
+    /// read from the files git keeps instead of spawning git for it.
+    ///
+    /// A linked worktree's git dir is named by the `gitdir:` line of its `.git` file; the
+    /// primary's is the common dir. A worktree whose directory is gone keeps its listed path
+    /// and has no git dir, so its lease reads as absent.
+    pub fn checkout(&self, repository: &Checkout) -> Checkout {
+        let root = self
+            .path
+            .canonicalize()
+            .unwrap_or_else(|_| self.path.clone());
+        let git_dir = if self.primary {
+            repository.common_dir.clone()
+        } else {
+            linked_git_dir(&root)
+        };
+        Checkout {
+            id: path_digest(&root),
+            root,
+            git_dir,
+            common_dir: repository.common_dir.clone(),
+            branch: self.branch.clone(),
+            primary: self.primary,
+            git_id: repository.git_id.clone(),
+        }
+    }
+}
+
+/// The working trees of `checkout`'s repository in git's order, the primary first; bare
+/// entries are skipped. Outside git the checkout is its own only worktree, so the answer
+/// always includes the checkout asked about.
+pub fn list_worktrees(checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutError> {
+    if checkout.git_dir.is_none() {
+        return Ok(vec![Worktree {
+            path: checkout.root.clone(),
+            head: None,
+            branch: None,
+            primary: true,
+            detached: false,
+            prunable: false,
+        }]);
+    }
+    let command = ["worktree", "list", "--porcelain", "-z"];
+    let output = run_git(&checkout.root, &command)?;
+    if !output.status.success() {
+        return Err(git_failed(&checkout.root, &command, &output));
+    }
+    Ok(parse_worktree_list(&output.stdout))
+}
+
+/// Parses `git worktree list --porcelain -z`: NUL-terminated `key[ value]` fields, each
+/// record closed by an empty field.
+fn parse_worktree_list(porcelain: &[u8]) -> Vec<Worktree> {
+    let mut worktrees = Vec::new();
+    // The record being read, and whether it is a bare repository (never a checkout).
+    let mut current: Option<(Worktree, bool)> = None;
+    let mut records = 0;
+    for field in porcelain.split(|&byte| byte == 0) {
+        let (key, value) = match field.iter().position(|&byte| byte == b' ') {
+            Some(space) => (&field[..space], &field[space + 1..]),
+            None => (field, &[][..]),
+        };
+        let text = || String::from_utf8_lossy(value).into_owned();
+        match (key, current.as_mut()) {
+            (b"", _) => {
+                if let Some((worktree, false)) = current.take() {
+                    worktrees.push(worktree);
+                }
+            }
+            (b"worktree", _) => {
+                if let Some((worktree, false)) = current.take() {
+                    worktrees.push(worktree);
+                }
+                current = Some((
+                    Worktree {
+                        path: PathBuf::from(OsStr::from_bytes(value)),
+                        head: None,
+                        branch: None,
+                        primary: records == 0,
+                        detached: false,
+                        prunable: false,
+                    },
+                    false,
+                ));
+                records += 1;
+            }
+            (b"HEAD", Some((worktree, _))) => {
+                // An unborn branch lists the all-zero id: there is no commit yet.
+                worktree.head = Some(text()).filter(|id| id.bytes().any(|digit| digit != b'0'));
+            }
+            (b"branch", Some((worktree, _))) => {
+                let reference = text();
+                let short = reference.strip_prefix("refs/heads/").unwrap_or(&reference);
+                worktree.branch = Some(short.to_owned());
+            }
+            (b"detached", Some((worktree, _))) => worktree.detached = true,
+            (b"prunable", Some((worktree, _))) => worktree.prunable = true,
+            (b"bare", Some((_, bare))) => *bare = true,
+            _ => {}
+        }
+    }
+    if let Some((worktree, false)) = current {
+        worktrees.push(worktree);
+    }
+    worktrees
+}
+
+/// The branch `HEAD` names in `git_dir` (the git dir of the checkout at `root`), short name;
+/// `None` when detached.
+fn head_branch(git_dir: &Path, root: &Path) -> Result<Option<String>, CheckoutError> {
+    let head_file = git_dir.join("HEAD");
+    let head = fs::read_to_string(&head_file).map_err(|source| CheckoutError::Io {
+        path: head_file,
+        source,
+    })?;
+    let Some(reference) = head.trim_end().strip_prefix("ref: ") else {
+        return Ok(None);
+    };
+    if reference != REFTABLE_HEAD_STUB {
+        let short = reference.strip_prefix("refs/heads/").unwrap_or(reference);
+        return Ok(Some(short.to_owned()));
+    }
+    // Under reftable the file is a stub; only git can say which branch HEAD names.
+    let command = ["symbolic-ref", "--quiet", "--short", "HEAD"];
+    let output = run_git(root, &command)?;
+    Ok(output.status.success().then(|| {
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned()
+    }))
+}
+
+/// The git dir a linked worktree's `.git` file points at.
+fn linked_git_dir(root: &Path) -> Option<PathBuf> {
+    let pointer = fs::read_to_string(root.join(".git")).ok()?;
+    let target = pointer
+        .lines()
+        .find_map(|line| line.strip_prefix("gitdir: "))?;
+    // Newer git may write the pointer relative to the worktree.
+    let target = root.join(target.trim_end());
+    Some(target.canonicalize().unwrap_or(target))
+}
+
+/// Runs git in `dir` (see [`git_command`]).
+fn run_git(dir: &Path, args: &[&str]) -> Result<Output, CheckoutError> {
+    git_command(dir, args)
+        .output()
+        .map_err(CheckoutError::GitUnavailable)
+}
+
+/// A git command for `dir`, shielded from the caller's repository-locating environment and
+/// locale, and from any prompt.
+fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command.arg("-C").arg(dir).args(args);
+    for variable in LOCATING_VARIABLES {
+        command.env_remove(variable);
+    }
+    command
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(Stdio::null());
+    command
+}
+
+fn git_failed(dir: &Path, args: &[&str], output: &Output) -> CheckoutError {
+    CheckoutError::Git {
+        command: args.join(" "),
+        dir: dir.to_path_buf(),
+        stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+    }
+}
+
+fn canonical(path: &Path) -> Result<PathBuf, CheckoutError> {
+    path.canonicalize().map_err(|source| CheckoutError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn path_digest(path: &Path) -> String {
+    identity_digest(&path.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{Repository, git};
+
+    #[test]
+    fn ids_are_the_digest_of_the_canonical_paths() {
+        let repo = Repository::new();
+        let checkout = Checkout::discover(&repo.root().join("src")).unwrap();
+        assert_eq!(checkout.root, repo.root());
+        assert_eq!(checkout.id, identity_digest(repo.root().to_str().unwrap()));
+        let common = repo.root().join(".git");
+        assert_eq!(checkout.common_dir.as_deref(), Some(common.as_path()));
+        assert_eq!(checkout.git_dir.as_deref(), Some(common.as_path()));
+        assert_eq!(
+            checkout.git_id.as_deref(),
+            Some(identity_digest(common.to_str().unwrap()).as_str())
+        );
+        assert_eq!(checkout.branch.as_deref(), Some("main"));
+        assert!(checkout.primary);
+        // Same directory, same ids: nothing random or time-dependent goes in.
+        assert_eq!(Checkout::discover(&repo.root()).unwrap(), checkout);
+        // A path through a symlink is the same checkout.
+        let link = repo.root().with_file_name("link");
+        std::os::unix::fs::symlink(repo.root(), &link).unwrap();
+        assert_eq!(Checkout::discover(&link).unwrap(), checkout);
+    }
+
+    #[test]
+    fn the_branch_is_found_under_the_reftable_backend_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        git(
+            &root,
+            &[
+                "init",
+                "--quiet",
+                "--ref-format=reftable",
+                "--initial-branch",
+                "tables",
+            ],
+        );
+        let head = fs::read_to_string(root.join(".git/HEAD")).unwrap();
+        assert!(head.contains(REFTABLE_HEAD_STUB), "{head}");
+        let checkout = Checkout::discover(&root).unwrap();
+        assert_eq!(checkout.branch.as_deref(), Some("tables"));
+    }
+
+    #[test]
+    fn a_linked_worktree_has_its_own_git_dir_and_shares_the_common_one() {
+        let repo = Repository::new();
+        let linked = repo.add_worktree("feature/one");
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let checkout = Checkout::discover(&linked).unwrap();
+        assert_eq!(checkout.root, linked);
+        assert!(!checkout.primary);
+        assert_eq!(checkout.branch.as_deref(), Some("feature/one"));
+        assert_eq!(checkout.common_dir, primary.common_dir);
+        assert_eq!(checkout.git_id, primary.git_id);
+        assert_ne!(checkout.id, primary.id);
+        let git_dir = checkout.git_dir.as_deref().unwrap();
+        assert!(
+            git_dir.starts_with(repo.root().join(".git/worktrees")),
+            "{git_dir:?}"
+        );
+    }
+
+    #[test]
+    fn a_directory_outside_git_is_a_checkout_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let checkout = Checkout::discover(&root).unwrap();
+        assert_eq!(checkout.root, root);
+        assert_eq!(
+            (checkout.git_dir.as_ref(), checkout.common_dir.as_ref()),
+            (None, None)
+        );
+        assert_eq!(checkout.git_id, None);
+        assert!(checkout.primary);
+        let worktrees = list_worktrees(&checkout).unwrap();
+        assert_eq!(worktrees.len(), 1);
+        assert_eq!(worktrees[0].checkout(&checkout), checkout);
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = Checkout::discover(&dir.path().join("nope")).unwrap_err();
+        assert!(matches!(error, CheckoutError::Io { .. }), "{error}");
+    }
+
+    #[test]
+    fn detached_heads_and_unborn_branches_have_no_branch_or_head() {
+        let repo = Repository::new();
+        let detached = repo.root().with_file_name("detached");
+        git(
+            &repo.root(),
+            &["worktree", "add", "--detach", detached.to_str().unwrap()],
+        );
+        let checkout = Checkout::discover(&detached).unwrap();
+        assert_eq!(checkout.branch, None);
+        let listed = list_worktrees(&checkout).unwrap();
+        assert!(listed[1].detached && listed[1].branch.is_none() && listed[1].head.is_some());
+
+        let unborn = tempfile::tempdir().unwrap();
+        git(
+            unborn.path(),
+            &["init", "--quiet", "--initial-branch", "fresh"],
+        );
+        let checkout = Checkout::discover(unborn.path()).unwrap();
+        assert_eq!(checkout.branch.as_deref(), Some("fresh"));
+        let listed = list_worktrees(&checkout).unwrap();
+        assert_eq!(listed[0].head, None);
+        assert_eq!(listed[0].branch.as_deref(), Some("fresh"));
+    }
+
+    #[test]
+    fn worktrees_are_listed_primary_first_and_become_the_checkouts_discover_finds() {
+        let repo = Repository::new();
+        let one = repo.add_worktree("one");
+        let two = repo.add_worktree("topic/two");
+        let from_linked = Checkout::discover(&two).unwrap();
+        let listed = list_worktrees(&from_linked).unwrap();
+
+        let branches: Vec<_> = listed.iter().map(|w| w.branch.as_deref()).collect();
+        assert_eq!(branches, [Some("main"), Some("one"), Some("topic/two")]);
+        let primaries: Vec<_> = listed.iter().map(|w| w.primary).collect();
+        assert_eq!(primaries, [true, false, false]);
+        assert!(
+            listed
+                .iter()
+                .all(|w| w.head.is_some() && !w.detached && !w.prunable)
+        );
+
+        for (worktree, dir) in listed.iter().zip([repo.root(), one, two]) {
+            assert_eq!(
+                worktree.checkout(&from_linked),
+                Checkout::discover(&dir).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_removed_worktree_directory_is_listed_as_prunable() {
+        let repo = Repository::new();
+        let gone = repo.add_worktree("gone");
+        fs::remove_dir_all(&gone).unwrap();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let listed = list_worktrees(&primary).unwrap();
+        assert!(listed[1].prunable);
+        let checkout = listed[1].checkout(&primary);
+        assert_eq!(checkout.root, gone);
+        assert_eq!(checkout.git_dir, None);
+    }
+
+    #[test]
+    fn bare_entries_are_skipped_and_no_linked_worktree_becomes_primary() {
+        let repo = Repository::new();
+        let bare = repo.root().with_file_name("bare.git");
+        let linked = repo.root().with_file_name("linked");
+        let (root, bare_path) = (repo.root(), bare.to_str().unwrap());
+        git(&root, &["clone", "--quiet", "--bare", ".", bare_path]);
+        git(
+            &bare,
+            &[
+                "worktree",
+                "add",
+                "--quiet",
+                "-b",
+                "work",
+                linked.to_str().unwrap(),
+            ],
+        );
+        let checkout = Checkout::discover(&linked).unwrap();
+        assert!(!checkout.primary);
+        let listed = list_worktrees(&checkout).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].branch.as_deref(), Some("work"));
+        assert!(!listed[0].primary);
+        assert_eq!(listed[0].checkout(&checkout), checkout);
+    }
+
+    #[test]
+    fn the_callers_git_environment_is_removed() {
+        let command = git_command(Path::new("/"), &["status"]);
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_str().unwrap())
+            .collect();
+        for variable in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_COMMON_DIR",
+            "GIT_INDEX_FILE",
+        ] {
+            assert!(removed.contains(&variable), "{variable} is passed through");
+        }
+    }
+
+    #[test]
+    fn porcelain_parsing_handles_every_field() {
+        let porcelain = b"worktree /r\0bare\0\0\
+            worktree /r/a b\0HEAD 0123abcd\0branch refs/heads/x/y\0locked because\0\0\
+            worktree /r/c\0HEAD 4567\0detached\0prunable gitdir file points nowhere\0\0";
+        let listed = parse_worktree_list(porcelain);
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].path, Path::new("/r/a b"));
+        assert_eq!(listed[0].branch.as_deref(), Some("x/y"));
+        assert_eq!(listed[0].head.as_deref(), Some("0123abcd"));
+        assert!(!listed[0].primary);
+        assert!(listed[1].detached && listed[1].prunable);
+        assert_eq!(listed[1].branch, None);
+    }
+}

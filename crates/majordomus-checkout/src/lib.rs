@@ -1,0 +1,28 @@
+//! Everything majordomus reads from git and the file system: which checkout a directory
+//! belongs to and which worktrees share its repository ([`git`]), the lease by which a
+//! checkout's server is found and won ([`lease`]), whether a lease's owner still runs
+//! ([`process`]), where a checkout's server stands ([`standing`]) and the repository's
+//! `majordomus.toml` ([`config`]).
+//!
+//! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
+//! election loop; this crate supplies the building blocks and the pure decisions.
+
+pub mod config;
+pub mod git;
+pub mod lease;
+pub mod process;
+pub mod standing;
+
+pub use config::{CONFIG_FILE, Config, ConfigError, EpisodesConfig, Timings};
+pub use git::{Checkout, CheckoutError, Worktree, list_worktrees};
+pub use lease::{
+    CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, lease_age, lease_path,
+    read_lease, take_over, try_create,
+};
+pub use process::{ExecutableStamp, executable_stamp, process_alive, process_start_time};
+pub use standing::{
+    ElectionVerdict, Evidence, ProbeAnswer, Standing, classify_for_election, judge_standing,
+};
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -1,0 +1,783 @@
+//! One server's board: its peers, their claims, and the overlaps an announcement meets.
+//!
+//! ```
+//! use std::time::SystemTime;
+//! use majordomus_domain::board::PeerBoard;
+//! use majordomus_domain::peers::{AnnounceInput, ClientInfo, Transport};
+//!
+//! let now = SystemTime::now();
+//! let mut board = PeerBoard::new("/home/me/repo");
+//! let first = board.attach(Transport::Stdio, ClientInfo::uninitialized(), now);
+//! let second = board.attach(Transport::Http, ClientInfo::uninitialized(), now);
+//! let claim = |intent: &str, path: &str| AnnounceInput {
+//!     intent: intent.into(),
+//!     scope: vec![path.into()],
+//!     claim: None,
+//! };
+//!
+//! board.announce(&first, claim("rework the cli", "apps/cli"), now).unwrap();
+//! let answer = board.announce(&second, claim("fix a flag", "apps/cli/src/flags.rs"), now).unwrap();
+//! assert_eq!(answer.overlaps.len(), 1);
+//! assert_eq!(answer.overlaps[0].peer, first);
+//! assert_eq!(answer.overlaps[0].paths[0].theirs, "apps/cli");
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::time::SystemTime;
+
+use crate::has_line_break;
+use crate::ids::rfc3339;
+use crate::index::PathIndex;
+use crate::paths::{ClaimPath, normalize};
+use crate::peers::{
+    AnnounceInput, Announced, Announcement, ClientInfo, Overlap, OverlapPath, Peer, PeerId,
+    Transport,
+};
+
+/// How many departed peers (gone, but holding claims) a board keeps; beyond it the ones
+/// that left earliest are forgotten, so a long-lived server does not grow without bound.
+pub const DEPARTED_CAP: usize = 32;
+
+/// Why an announcement was refused; the app maps each kind to its error of the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnnounceError {
+    /// The input is malformed: a blank or multi-line intent, a blank claim name, or a
+    /// scope path that cannot be claimed.
+    InvalidInput(String),
+    /// The peer is not attached to this board.
+    NotFound(String),
+}
+
+impl fmt::Display for AnnounceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnnounceError::InvalidInput(message) | AnnounceError::NotFound(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for AnnounceError {}
+
+/// One server's peers and their claims, indexed by path so that an announcement finds the
+/// claims it meets without comparing itself with all of them.
+#[derive(Debug)]
+pub struct PeerBoard {
+    checkout_root: String,
+    last_peer: u64,
+    last_claim: u64,
+    peers: BTreeMap<u64, Slot>,
+    /// Departed peers' numbers, earliest departure first.
+    departed: VecDeque<u64>,
+    index: PathIndex<ClaimRef>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    client: ClientInfo,
+    transport: Transport,
+    connected_at: String,
+    last_seen: SystemTime,
+    attached: bool,
+    /// Keyed by name; `None` (the unnamed claim) sorts first, as answers list them.
+    claims: BTreeMap<Option<String>, Claim>,
+}
+
+#[derive(Debug)]
+struct Claim {
+    intent: String,
+    paths: Vec<ClaimPath>,
+    at: String,
+    /// Order of announcing on this board; timestamps only resolve to the second.
+    sequence: u64,
+}
+
+/// What the index files under a path: which peer's which claim, and which of its paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClaimRef {
+    peer: u64,
+    name: Option<String>,
+    path: usize,
+}
+
+impl PeerBoard {
+    /// An empty board for the checkout rooted at `checkout_root` (canonical and absolute),
+    /// against which absolute scope paths are made relative.
+    pub fn new(checkout_root: impl Into<String>) -> Self {
+        PeerBoard {
+            checkout_root: checkout_root.into(),
+            last_peer: 0,
+            last_claim: 0,
+            peers: BTreeMap::new(),
+            departed: VecDeque::new(),
+            index: PathIndex::new(),
+        }
+    }
+
+    /// Attaches a new peer and returns its id: `p1`, `p2`, … never reused by this board.
+    pub fn attach(&mut self, transport: Transport, client: ClientInfo, now: SystemTime) -> PeerId {
+        self.last_peer += 1;
+        self.peers.insert(
+            self.last_peer,
+            Slot {
+                client,
+                transport,
+                connected_at: rfc3339(now),
+                last_seen: now,
+                attached: true,
+                claims: BTreeMap::new(),
+            },
+        );
+        PeerId::nth(self.last_peer)
+    }
+
+    /// Records what the peer's client said about itself; unknown peers are ignored.
+    pub fn set_client(&mut self, id: &PeerId, client: ClientInfo) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.client = client;
+        }
+    }
+
+    /// Notes that the peer was just heard from; unknown peers are ignored.
+    pub fn touch(&mut self, id: &PeerId, now: SystemTime) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.last_seen = now;
+        }
+    }
+
+    /// The peer's connection is gone. Without claims it leaves the board; with claims it
+    /// stays, detached, because the work it announced outlives the connection. Beyond
+    /// [`DEPARTED_CAP`] departed peers, the earliest to leave are forgotten.
+    pub fn detach(&mut self, id: &PeerId) {
+        let Some(number) = peer_number(id) else {
+            return;
+        };
+        let Some(slot) = self.peers.get_mut(&number) else {
+            return;
+        };
+        if !slot.attached {
+            return;
+        }
+        if slot.claims.is_empty() {
+            self.peers.remove(&number);
+            return;
+        }
+        slot.attached = false;
+        self.departed.push_back(number);
+        while self.departed.len() > DEPARTED_CAP {
+            if let Some(oldest) = self.departed.pop_front() {
+                self.forget(oldest);
+            }
+        }
+    }
+
+    /// Records a claim of an attached peer and answers with the peer as now recorded, every
+    /// other peer's claim the new one meets, and the paths a replaced claim gave up.
+    ///
+    /// The intent is one non-blank line; a claim name, when given, is non-blank too. An
+    /// unnamed claim replaces the peer's unnamed claim, a named one the claim of that name.
+    pub fn announce(
+        &mut self,
+        id: &PeerId,
+        input: AnnounceInput,
+        now: SystemTime,
+    ) -> Result<Announced, AnnounceError> {
+        let number = self.attached_number(id)?;
+        let intent = one_line(
+            "intent",
+            &input.intent,
+            "say in one line what you are doing",
+        )?;
+        let name = input
+            .claim
+            .as_deref()
+            .map(|name| {
+                one_line(
+                    "claim",
+                    name,
+                    "name the claim, or leave `claim` out to announce your unnamed claim",
+                )
+            })
+            .transpose()?;
+        let paths = input
+            .scope
+            .iter()
+            .map(|raw| normalize(raw, &self.checkout_root))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| AnnounceError::InvalidInput(e.to_string()))?;
+
+        let replaced = self
+            .peers
+            .get_mut(&number)
+            .and_then(|slot| slot.claims.remove(&name));
+        let mut released: Vec<String> = Vec::new();
+        if let Some(old) = replaced {
+            self.unindex(number, &name, &old.paths);
+            for old_path in &old.paths {
+                let kept = paths.iter().any(|p| p.meets(old_path));
+                if !kept && !released.iter().any(|r| r == old_path.as_written()) {
+                    released.push(old_path.as_written().to_owned());
+                }
+            }
+        }
+
+        let overlaps = self.overlaps_with(number, &paths);
+        for (at, path) in paths.iter().enumerate() {
+            self.index.insert(
+                path.components(),
+                ClaimRef {
+                    peer: number,
+                    name: name.clone(),
+                    path: at,
+                },
+            );
+        }
+        self.last_claim += 1;
+        let claim = Claim {
+            intent,
+            paths,
+            at: rfc3339(now),
+            sequence: self.last_claim,
+        };
+        let slot = self
+            .peers
+            .get_mut(&number)
+            .expect("the peer was found attached above");
+        slot.claims.insert(name, claim);
+        slot.last_seen = now;
+
+        Ok(Announced {
+            peer: view(number, slot, now),
+            overlaps,
+            released,
+        })
+    }
+
+    /// The peer as the board lists it, attached or departed.
+    pub fn peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
+        let number = peer_number(id)?;
+        self.peers.get(&number).map(|slot| view(number, slot, now))
+    }
+
+    /// Every peer on the board, departed ones included, in attachment order. `checkout` is
+    /// left empty: the board does not know where it is.
+    pub fn peers(&self, now: SystemTime) -> Vec<Peer> {
+        self.peers
+            .iter()
+            .map(|(&number, slot)| view(number, slot, now))
+            .collect()
+    }
+
+    /// How many peers are attached.
+    pub fn attached_count(&self) -> usize {
+        self.peers.values().filter(|slot| slot.attached).count()
+    }
+
+    /// How many attached peers hold no claim: their silence is not evidence of no collision.
+    pub fn silent_count(&self) -> usize {
+        self.peers
+            .values()
+            .filter(|slot| slot.attached && slot.claims.is_empty())
+            .count()
+    }
+
+    fn slot_mut(&mut self, id: &PeerId) -> Option<&mut Slot> {
+        self.peers.get_mut(&peer_number(id)?)
+    }
+
+    fn attached_number(&self, id: &PeerId) -> Result<u64, AnnounceError> {
+        let number = peer_number(id).filter(|n| self.peers.contains_key(n));
+        match number {
+            Some(n) if self.peers[&n].attached => Ok(n),
+            Some(_) => Err(AnnounceError::NotFound(format!(
+                "peer `{id}` has left this board and cannot announce; reconnect and announce \
+                 as the new peer"
+            ))),
+            None => Err(AnnounceError::NotFound(format!(
+                "no peer `{id}` is attached to this board; announce through an MCP session \
+                 connected to this server"
+            ))),
+        }
+    }
+
+    /// Every other peer's claim that meets one of `paths`, one entry per claim, in
+    /// attachment order and then claim order.
+    fn overlaps_with(&self, number: u64, paths: &[ClaimPath]) -> Vec<Overlap> {
+        let mut met: BTreeMap<(u64, &Option<String>), BTreeSet<(usize, usize)>> = BTreeMap::new();
+        for (yours, path) in paths.iter().enumerate() {
+            for hit in self.index.meeting(path.components()) {
+                if hit.peer != number {
+                    met.entry((hit.peer, &hit.name))
+                        .or_default()
+                        .insert((yours, hit.path));
+                }
+            }
+        }
+        met.into_iter()
+            .map(|((peer, name), pairs)| {
+                let slot = &self.peers[&peer];
+                let claim = &slot.claims[name];
+                Overlap {
+                    peer: PeerId::nth(peer),
+                    attached: slot.attached,
+                    intent: claim.intent.clone(),
+                    checkout: None,
+                    paths: pairs
+                        .into_iter()
+                        .map(|(yours, theirs)| OverlapPath {
+                            yours: paths[yours].as_written().to_owned(),
+                            theirs: claim.paths[theirs].as_written().to_owned(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    fn unindex(&mut self, peer: u64, name: &Option<String>, paths: &[ClaimPath]) {
+        for (at, path) in paths.iter().enumerate() {
+            let entry = ClaimRef {
+                peer,
+                name: name.clone(),
+                path: at,
+            };
+            let removed = self.index.remove(path.components(), &entry);
+            debug_assert!(removed, "every claimed path is indexed");
+        }
+    }
+
+    fn forget(&mut self, number: u64) {
+        if let Some(slot) = self.peers.remove(&number) {
+            for (name, claim) in &slot.claims {
+                self.unindex(number, name, &claim.paths);
+            }
+        }
+    }
+}
+
+/// The number `n` of a well-formed id `p{n}`; anything else names no peer.
+fn peer_number(id: &PeerId) -> Option<u64> {
+    let number = id.as_str().strip_prefix('p')?.parse().ok()?;
+    (PeerId::nth(number) == *id).then_some(number)
+}
+
+/// `text` trimmed, if it is one non-blank line; otherwise the refusal, naming `field`.
+fn one_line(field: &str, text: &str, advice: &str) -> Result<String, AnnounceError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(AnnounceError::InvalidInput(format!(
+            "`{field}` is blank: {advice}"
+        )));
+    }
+    if has_line_break(text) {
+        return Err(AnnounceError::InvalidInput(format!(
+            "`{field}` spans several lines: {advice}"
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
+    let announcement = |(name, claim): (&Option<String>, &Claim)| Announcement {
+        name: name.clone(),
+        intent: claim.intent.clone(),
+        scope: claim
+            .paths
+            .iter()
+            .map(|p| p.as_written().to_owned())
+            .collect(),
+        at: claim.at.clone(),
+    };
+    Peer {
+        id: PeerId::nth(number),
+        client: slot.client.clone(),
+        transport: slot.transport,
+        connected_at: slot.connected_at.clone(),
+        last_seen_seconds_ago: now
+            .duration_since(slot.last_seen)
+            .map_or(0, |ago| ago.as_secs()),
+        attached: slot.attached,
+        claims: slot.claims.iter().map(announcement).collect(),
+        announcement: slot
+            .claims
+            .iter()
+            .max_by_key(|(_, claim)| claim.sequence)
+            .map(announcement),
+        checkout: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const ROOT: &str = "/work/repo";
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_796_005_600 + seconds)
+    }
+
+    fn client(name: &str) -> ClientInfo {
+        ClientInfo {
+            name: name.into(),
+            version: "1".into(),
+            title: None,
+        }
+    }
+
+    fn input(intent: &str, scope: &[&str], claim: Option<&str>) -> AnnounceInput {
+        AnnounceInput {
+            intent: intent.into(),
+            scope: scope.iter().map(|s| (*s).to_owned()).collect(),
+            claim: claim.map(str::to_owned),
+        }
+    }
+
+    fn board_with(n: usize) -> (PeerBoard, Vec<PeerId>) {
+        let mut board = PeerBoard::new(ROOT);
+        let ids = (0..n)
+            .map(|_| board.attach(Transport::Http, client("codex"), at(0)))
+            .collect();
+        (board, ids)
+    }
+
+    fn announce(
+        board: &mut PeerBoard,
+        id: &PeerId,
+        scope: &[&str],
+        claim: Option<&str>,
+    ) -> Announced {
+        board
+            .announce(id, input("work", scope, claim), at(10))
+            .unwrap()
+    }
+
+    #[test]
+    fn ids_count_up_and_are_never_reused() {
+        let (mut board, ids) = board_with(2);
+        assert_eq!(ids, [PeerId::nth(1), PeerId::nth(2)]);
+        board.detach(&ids[1]);
+        let third = board.attach(Transport::Stdio, client("claude-code"), at(5));
+        assert_eq!(third.as_str(), "p3");
+        let listed: Vec<_> = board.peers(at(5)).into_iter().map(|p| p.id).collect();
+        assert_eq!(listed, [PeerId::nth(1), PeerId::nth(3)]);
+    }
+
+    #[test]
+    fn a_peer_records_its_client_connection_and_last_message() {
+        let (mut board, ids) = board_with(1);
+        board.set_client(&ids[0], client("gemini-cli"));
+        board.touch(&ids[0], at(20));
+        let peer = board.peer(&ids[0], at(27)).unwrap();
+        assert_eq!(peer.client.name, "gemini-cli");
+        assert_eq!(peer.transport, Transport::Http);
+        assert_eq!(peer.connected_at, "2026-11-30T02:26:40Z");
+        assert_eq!(peer.last_seen_seconds_ago, 7);
+        assert!(peer.attached && peer.claims.is_empty() && peer.checkout.is_none());
+        // a clock that stepped back reads as "just now", not as an error
+        assert_eq!(board.peer(&ids[0], at(1)).unwrap().last_seen_seconds_ago, 0);
+        // ids that name no peer are ignored or absent
+        board.touch(&PeerId("p01".into()), at(30));
+        assert!(board.peer(&PeerId("p01".into()), at(30)).is_none());
+        assert!(board.peer(&PeerId("q1".into()), at(30)).is_none());
+    }
+
+    #[test]
+    fn leaving_without_claims_removes_leaving_with_claims_departs() {
+        let (mut board, ids) = board_with(3);
+        announce(&mut board, &ids[1], &["src"], None);
+        assert_eq!((board.attached_count(), board.silent_count()), (3, 2));
+        board.detach(&ids[0]);
+        board.detach(&ids[1]);
+        assert!(board.peer(&ids[0], at(11)).is_none());
+        let departed = board.peer(&ids[1], at(11)).unwrap();
+        assert!(!departed.attached);
+        assert_eq!(departed.claims[0].scope, ["src"]);
+        assert_eq!((board.attached_count(), board.silent_count()), (1, 1));
+        // a second detach changes nothing
+        board.detach(&ids[1]);
+        assert_eq!(board.peers(at(11)).len(), 2);
+    }
+
+    #[test]
+    fn beyond_the_cap_the_earliest_departed_are_forgotten() {
+        let (mut board, ids) = board_with(DEPARTED_CAP + 2);
+        for (k, id) in ids.iter().enumerate() {
+            announce(&mut board, id, &[&format!("area/{k}")], None);
+        }
+        // 33 depart, in reverse attachment order so "earliest departed" is not "lowest id"
+        for id in ids[1..].iter().rev() {
+            board.detach(id);
+        }
+        let last = ids.last().unwrap();
+        assert!(
+            board.peer(last, at(11)).is_none(),
+            "first to leave, first forgotten"
+        );
+        assert!(board.peer(&ids[1], at(11)).is_some());
+        assert_eq!(board.peers(at(11)).len(), DEPARTED_CAP + 1);
+        // its claims left the index with it
+        let answer = announce(&mut board, &ids[0], &["area"], Some("all"));
+        assert_eq!(
+            answer.overlaps.len(),
+            DEPARTED_CAP,
+            "own unnamed claim excluded"
+        );
+        assert!(answer.overlaps.iter().all(|o| o.peer != *last));
+        assert_eq!(board.index.len(), DEPARTED_CAP + 2);
+    }
+
+    #[test]
+    fn malformed_announcements_are_refused_with_reasons() {
+        let (mut board, ids) = board_with(1);
+        let refuse = |board: &mut PeerBoard, input: AnnounceInput| match board.announce(
+            &ids[0],
+            input,
+            at(1),
+        ) {
+            Err(AnnounceError::InvalidInput(message)) => message,
+            other => panic!("expected InvalidInput, got {other:?}"),
+        };
+        assert!(refuse(&mut board, input("  ", &[], None)).contains("`intent` is blank"));
+        assert!(refuse(&mut board, input("one\ntwo", &[], None)).contains("several lines"));
+        assert!(refuse(&mut board, input("x", &[], Some(" "))).contains("`claim` is blank"));
+        assert!(refuse(&mut board, input("x", &[], Some("a\r\nb"))).contains("`claim`"));
+        let message = refuse(&mut board, input("x", &["src", "../up"], None));
+        assert!(message.contains("`../up`"), "{message}");
+        assert!(refuse(&mut board, input("x", &["/etc"], None)).contains("`/etc`"));
+        assert!(refuse(&mut board, input("x", &[""], None)).contains("empty"));
+        // nothing refused was recorded
+        assert!(board.peer(&ids[0], at(1)).unwrap().claims.is_empty());
+    }
+
+    #[test]
+    fn only_attached_peers_announce() {
+        let (mut board, ids) = board_with(1);
+        let unknown = board.announce(&PeerId::nth(9), input("x", &[], None), at(1));
+        assert!(matches!(unknown, Err(AnnounceError::NotFound(m)) if m.contains("`p9`")));
+        announce(&mut board, &ids[0], &["a"], None);
+        board.detach(&ids[0]);
+        let gone = board.announce(&ids[0], input("x", &[], None), at(1));
+        assert!(matches!(gone, Err(AnnounceError::NotFound(m)) if m.contains("left")));
+    }
+
+    #[test]
+    fn an_answer_echoes_the_peer_with_trimmed_text_and_written_paths() {
+        let (mut board, ids) = board_with(1);
+        let answer = board
+            .announce(
+                &ids[0],
+                input("  tidy docs ", &["./docs//"], Some(" d ")),
+                at(3),
+            )
+            .unwrap();
+        assert_eq!(answer.peer.id, ids[0]);
+        let claim = &answer.peer.claims[0];
+        assert_eq!(claim.intent, "tidy docs");
+        assert_eq!(claim.name.as_deref(), Some("d"));
+        assert_eq!(claim.scope, ["./docs//"]);
+        assert_eq!(claim.at, "2026-11-30T02:26:43Z");
+        assert_eq!(answer.peer.announcement.as_ref(), Some(claim));
+        assert!(answer.overlaps.is_empty() && answer.released.is_empty());
+    }
+
+    #[test]
+    fn named_claims_stand_side_by_side_in_name_order() {
+        let (mut board, ids) = board_with(1);
+        announce(&mut board, &ids[0], &["z"], Some("zeta"));
+        announce(&mut board, &ids[0], &["b"], Some("beta"));
+        announce(&mut board, &ids[0], &["u"], None);
+        let answer = announce(&mut board, &ids[0], &["b2"], Some("beta"));
+        let names: Vec<_> = answer
+            .peer
+            .claims
+            .iter()
+            .map(|c| c.name.as_deref())
+            .collect();
+        assert_eq!(names, [None, Some("beta"), Some("zeta")]);
+        // all announced within one second: the sequence, not the clock, says which is latest
+        assert_eq!(answer.peer.announcement.unwrap().scope, ["b2"]);
+        assert_eq!(answer.peer.claims[1].scope, ["b2"]);
+    }
+
+    #[test]
+    fn replacing_a_claim_releases_only_paths_nothing_new_meets() {
+        let (mut board, ids) = board_with(1);
+        announce(&mut board, &ids[0], &["a"], None);
+        assert!(
+            announce(&mut board, &ids[0], &["a/b"], None)
+                .released
+                .is_empty()
+        );
+        announce(&mut board, &ids[0], &["a", "b"], Some("n"));
+        assert_eq!(
+            announce(&mut board, &ids[0], &["a/c"], Some("n")).released,
+            ["b"]
+        );
+        // a claim under a new name replaces nothing
+        assert!(
+            announce(&mut board, &ids[0], &[], Some("other"))
+                .released
+                .is_empty()
+        );
+        // widening releases nothing; emptying releases everything, as written
+        assert!(
+            announce(&mut board, &ids[0], &["."], None)
+                .released
+                .is_empty()
+        );
+        announce(&mut board, &ids[0], &["./x/", "./x/", "y"], None);
+        assert_eq!(
+            announce(&mut board, &ids[0], &[], None).released,
+            ["./x/", "y"]
+        );
+    }
+
+    #[test]
+    fn an_empty_scope_claims_nothing_but_is_an_announcement() {
+        let (mut board, ids) = board_with(2);
+        announce(&mut board, &ids[0], &["."], None);
+        let answer = announce(&mut board, &ids[1], &[], None);
+        assert!(answer.overlaps.is_empty());
+        assert_eq!(answer.peer.claims.len(), 1);
+        assert_eq!(board.silent_count(), 0);
+        let later = announce(&mut board, &ids[0], &["src"], Some("more"));
+        assert!(later.overlaps.is_empty());
+    }
+
+    #[test]
+    fn overlaps_name_each_other_claim_once_departed_ones_included() {
+        let (mut board, ids) = board_with(4);
+        board
+            .announce(&ids[0], input("old work", &["apps/cli"], None), at(1))
+            .unwrap();
+        board.detach(&ids[0]);
+        board
+            .announce(
+                &ids[1],
+                input("docs", &["docs", "apps/cli/README.md"], None),
+                at(2),
+            )
+            .unwrap();
+        board
+            .announce(&ids[1], input("tests", &["tests"], Some("t")), at(2))
+            .unwrap();
+        announce(&mut board, &ids[2], &["apps/web", "app"], None);
+        announce(&mut board, &ids[3], &["apps/cli/src"], Some("mine"));
+
+        let answer = board
+            .announce(
+                &ids[3],
+                input(
+                    "cli rework",
+                    &["./apps/cli", "tests/cli", "docs/**/*.md"],
+                    None,
+                ),
+                at(3),
+            )
+            .unwrap();
+        let pairs = |o: &Overlap| -> Vec<(String, String)> {
+            o.paths
+                .iter()
+                .map(|p| (p.yours.clone(), p.theirs.clone()))
+                .collect()
+        };
+        let summary: Vec<_> = answer
+            .overlaps
+            .iter()
+            .map(|o| (o.peer.as_str(), o.attached, o.intent.as_str(), pairs(o)))
+            .collect();
+        let pair = |y: &str, t: &str| (y.to_owned(), t.to_owned());
+        assert_eq!(
+            summary,
+            [
+                (
+                    "p1",
+                    false,
+                    "old work",
+                    vec![pair("./apps/cli", "apps/cli")]
+                ),
+                (
+                    "p2",
+                    true,
+                    "docs",
+                    vec![
+                        pair("./apps/cli", "apps/cli/README.md"),
+                        pair("docs/**/*.md", "docs")
+                    ]
+                ),
+                ("p2", true, "tests", vec![pair("tests/cli", "tests")]),
+            ]
+        );
+        assert!(answer.overlaps.iter().all(|o| o.checkout.is_none()));
+    }
+
+    #[test]
+    fn the_whole_repository_meets_every_claim() {
+        let (mut board, ids) = board_with(3);
+        announce(&mut board, &ids[0], &["a/b/c"], None);
+        announce(&mut board, &ids[1], &["*.md"], None);
+        let answer = announce(&mut board, &ids[2], &["."], None);
+        assert_eq!(answer.overlaps.len(), 2);
+        let later = announce(&mut board, &ids[0], &["zzz"], Some("elsewhere"));
+        assert_eq!(later.overlaps.len(), 2, "`*.md` and `.` are everywhere");
+    }
+
+    #[test]
+    fn a_thousand_peers_with_ten_paths_each_answer_like_brute_force() {
+        let peers = 1_000;
+        let (mut board, ids) = board_with(peers);
+        for (k, id) in ids.iter().enumerate() {
+            let scope: Vec<String> = (0..10)
+                .map(|j| match (k + j) % 5 {
+                    0 => format!("area{}/mod{j}", k % 40),
+                    1 => format!("area{}/mod{j}/file{k}.rs", k % 40),
+                    2 => format!("area{}", (k * 7 + j) % 97),
+                    3 => format!("lib/{}/src/**/*.rs", (k + j) % 13),
+                    _ => format!("deep/{}/{}/{}", k % 3, j, k),
+                })
+                .collect();
+            let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+            announce(&mut board, id, &scope, None);
+            if k % 10 == 0 {
+                board.detach(id);
+            }
+        }
+        let probe = ["area3/mod4", "lib/5", "deep/1/2/301", "area50/x"];
+        let newcomer = board.attach(Transport::Stdio, client("cursor"), at(0));
+        let answer = announce(&mut board, &newcomer, &probe, None);
+
+        // brute force: every pair of paths, compared directly
+        let mut expected: Vec<(PeerId, bool, Vec<(String, String)>)> = Vec::new();
+        for peer in board.peers(at(11)) {
+            if peer.id == newcomer {
+                continue;
+            }
+            let mut pairs = Vec::new();
+            for yours in probe {
+                let mine = normalize(yours, ROOT).unwrap();
+                for theirs in &peer.claims[0].scope {
+                    if mine.meets(&normalize(theirs, ROOT).unwrap()) {
+                        pairs.push((yours.to_owned(), theirs.clone()));
+                    }
+                }
+            }
+            if !pairs.is_empty() {
+                expected.push((peer.id, peer.attached, pairs));
+            }
+        }
+        let got: Vec<_> = answer
+            .overlaps
+            .into_iter()
+            .map(|o| {
+                let pairs = o.paths.into_iter().map(|p| (p.yours, p.theirs)).collect();
+                (o.peer, o.attached, pairs)
+            })
+            .collect();
+        assert!(expected.len() > 50 && expected.iter().any(|e| !e.1));
+        assert_eq!(got, expected);
+    }
+}

@@ -1,0 +1,400 @@
+//! The peer board's vocabulary: who is attached, what they claimed, and where claims meet.
+//!
+//! These are the shapes `peers.announce` and `peers.list` answer with; their doc comments
+//! are the descriptions clients read in the tool schemas.
+//!
+//! ```
+//! use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId};
+//!
+//! assert_eq!(PeerId::nth(3).as_str(), "p3");
+//! let input: AnnounceInput =
+//!     serde_json::from_str(r#"{"intent": "fix the parser", "scope": ["src/parse"]}"#).unwrap();
+//! assert_eq!(input.scope, ["src/parse"]);
+//! assert!(serde_json::from_str::<AnnounceInput>(r#"{"intent": "x", "paths": []}"#).is_err());
+//! assert_eq!(ClientInfo::uninitialized().name, "(not initialized)");
+//! ```
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
+/// that server runs. A position on one board, not a durable identity.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct PeerId(pub String);
+
+impl PeerId {
+    /// The id of the `n`th peer to attach: `p{n}`.
+    pub fn nth(n: u64) -> Self {
+        PeerId(format!("p{n}"))
+    }
+
+    /// The id as written in answers.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PeerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a client said about itself when it initialized the MCP session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientInfo {
+    /// The client's `clientInfo.name`, such as `claude-code`, `codex` or `gemini-cli`.
+    pub name: String,
+    /// The client's `clientInfo.version`.
+    pub version: String,
+    /// The client's `clientInfo.title`, when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+impl ClientInfo {
+    /// What a peer is known as before (or without) an `initialize` naming its client.
+    pub fn uninitialized() -> Self {
+        ClientInfo {
+            name: "(not initialized)".to_owned(),
+            version: String::new(),
+            title: None,
+        }
+    }
+}
+
+/// How a peer reached its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// The client that started the server, speaking over the process's stdin and stdout.
+    Stdio,
+    /// MCP over HTTP at `/mcp`: a `majordomus mcp` bridge, or a client connecting directly.
+    Http,
+}
+
+impl Transport {
+    /// The word this transport is written as in answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+        }
+    }
+}
+
+/// One claim a peer holds: what it is doing and which paths it expects to touch. A peer
+/// may hold several, told apart by name; announcing under the same name replaces one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Announcement {
+    /// The claim's name, when the peer gave one; absent for the peer's unnamed claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// One line in the peer's own words: the task, question or intent.
+    pub intent: String,
+    /// Repository-relative paths the peer expects to touch, as it wrote them. A warning
+    /// to others, not a lock: nothing enforces it.
+    pub scope: Vec<String>,
+    /// When it was announced, RFC 3339 in UTC.
+    pub at: String,
+}
+
+/// Which checkout of the repository a peer is attached to. Peer ids restart at `p1` on
+/// every board, so a repository-wide answer qualifies each peer with this.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct PeerCheckout {
+    /// The checkout's identity digest, as `server.status` reports `checkout_id`: stable
+    /// across restarts and never a path.
+    pub id: String,
+    /// Where the checkout is on disk; unlike a peer id, it survives a reconnect.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    pub branch: Option<String>,
+    /// Whether this is the checkout of the server that answered.
+    pub this_checkout: bool,
+}
+
+/// One peer as its board records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Peer {
+    /// Its id on its board: `p1`, `p2`, …
+    pub id: PeerId,
+    /// The client behind the connection.
+    pub client: ClientInfo,
+    /// How it is connected.
+    pub transport: Transport,
+    /// When it attached, RFC 3339 in UTC.
+    pub connected_at: String,
+    /// Seconds since its last message.
+    pub last_seen_seconds_ago: u64,
+    /// Whether its connection is still open. A peer that leaves holding claims stays on the
+    /// board with `false`: the work it announced outlives the connection.
+    pub attached: bool,
+    /// Every claim it holds, in name order with the unnamed claim first; empty if it has
+    /// announced nothing.
+    #[serde(default)]
+    pub claims: Vec<Announcement>,
+    /// The most recently announced of its claims, for a reader who wants one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub announcement: Option<Announcement>,
+    /// The checkout it is attached to, stamped by whoever gathered the listing; absent when
+    /// a server answers about its own board.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<PeerCheckout>,
+}
+
+/// One pair of claimed paths that meet: equal, or one inside the other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct OverlapPath {
+    /// Your path, as you wrote it.
+    pub yours: String,
+    /// The other peer's path, as it wrote it.
+    pub theirs: String,
+}
+
+/// Another peer's claim on ground you claimed too, so a collision is known when it is made
+/// rather than at merge time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Overlap {
+    /// The other peer.
+    pub peer: PeerId,
+    /// Whether the other peer is still attached; an overlap with a departed peer is a
+    /// weaker warning than one with a live session.
+    pub attached: bool,
+    /// What the other peer said that claim is for.
+    pub intent: String,
+    /// The checkout the other peer is attached to, when the answer knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<PeerCheckout>,
+    /// Each pair of paths that meet, one entry per pair.
+    pub paths: Vec<OverlapPath>,
+}
+
+/// The input of `peers.announce`: what the calling peer is working on and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnnounceInput {
+    /// One line in your own words: the task, question or intent.
+    pub intent: String,
+    /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
+    /// the whole repository. Other peers read it to stay clear; nothing enforces it.
+    #[serde(default)]
+    pub scope: Vec<String>,
+    /// A name for this claim, when one session carries several pieces of work (subagents,
+    /// say). A named claim stands beside your others and is replaced by announcing under the
+    /// same name again; leave it out to update your one unnamed claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+}
+
+/// The answer of `peers.announce`: you as the board now records you, whose claims meet
+/// yours, and which paths your update stopped claiming.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Announced {
+    /// The announcing peer, flattened into the answer.
+    #[serde(flatten)]
+    pub peer: Peer,
+    /// Every claim of another peer on this board that meets the one just made, departed
+    /// peers included. Empty is the ordinary case.
+    pub overlaps: Vec<Overlap>,
+    /// Paths the replaced claim of the same name held that no path of the new one meets:
+    /// ground you just stopped warning others off. Empty is the ordinary case.
+    pub released: Vec<String>,
+}
+
+/// The second party of an overlap in a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OverlapSide {
+    /// The peer.
+    pub peer: PeerId,
+    /// Whether that peer is still attached.
+    pub attached: bool,
+    /// What that peer said its claim is for.
+    pub intent: String,
+    /// The checkout that peer is attached to, when the answer knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<PeerCheckout>,
+}
+
+/// Two claims of different peers that meet, as a listing reports them: the top-level
+/// fields describe one peer's claim as the `with` peer would be told of it, so in `paths`
+/// `theirs` is the top-level peer's path and `yours` the `with` peer's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ListedOverlap {
+    /// One side of the pair, seen from the `with` side.
+    #[serde(flatten)]
+    pub overlap: Overlap,
+    /// The other side of the pair: the peer whose paths are `yours` in `paths`.
+    pub with: OverlapSide,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn peer() -> Peer {
+        Peer {
+            id: PeerId::nth(1),
+            client: ClientInfo {
+                name: "codex".into(),
+                version: "1.0".into(),
+                title: None,
+            },
+            transport: Transport::Stdio,
+            connected_at: "2026-11-30T02:26:47Z".into(),
+            last_seen_seconds_ago: 4,
+            attached: true,
+            claims: vec![],
+            announcement: None,
+            checkout: None,
+        }
+    }
+
+    fn schema_of<T: JsonSchema>() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(T)).unwrap()
+    }
+
+    fn required(schema: &serde_json::Value) -> Vec<&str> {
+        let mut names: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().map(|v| v.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        names.sort_unstable();
+        names
+    }
+
+    #[test]
+    fn peer_ids_count_from_one() {
+        assert_eq!(PeerId::nth(1).to_string(), "p1");
+        assert_eq!(serde_json::to_value(PeerId::nth(12)).unwrap(), "p12");
+    }
+
+    #[test]
+    fn absent_options_are_left_out() {
+        let v = serde_json::to_value(peer()).unwrap();
+        let object = v.as_object().unwrap();
+        assert!(!object.contains_key("announcement"));
+        assert!(!object.contains_key("checkout"));
+        assert!(!v["client"].as_object().unwrap().contains_key("title"));
+        assert_eq!(v["transport"], "stdio");
+    }
+
+    #[test]
+    fn announced_flattens_the_peer_in_json_and_schema() {
+        let answer = Announced {
+            peer: peer(),
+            overlaps: vec![],
+            released: vec!["docs".into()],
+        };
+        let v = serde_json::to_value(&answer).unwrap();
+        assert_eq!(v["id"], "p1");
+        assert_eq!(v["released"], json!(["docs"]));
+        let back: Announced = serde_json::from_value(v).unwrap();
+        assert_eq!(back, answer);
+
+        let schema = schema_of::<Announced>();
+        let properties = schema["properties"].as_object().unwrap();
+        for field in [
+            "id",
+            "client",
+            "transport",
+            "connected_at",
+            "last_seen_seconds_ago",
+            "attached",
+            "claims",
+            "announcement",
+            "checkout",
+            "overlaps",
+            "released",
+        ] {
+            assert!(properties.contains_key(field), "{field} missing");
+        }
+        assert!(!properties.contains_key("peer"));
+        assert_eq!(
+            required(&schema),
+            [
+                "attached",
+                "client",
+                "connected_at",
+                "id",
+                "last_seen_seconds_ago",
+                "overlaps",
+                "released",
+                "transport"
+            ]
+        );
+    }
+
+    #[test]
+    fn announce_input_matches_the_seed_contract() {
+        let schema = schema_of::<AnnounceInput>();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(required(&schema), ["intent"]);
+        assert_eq!(schema["properties"]["scope"]["default"], json!([]));
+        let input: AnnounceInput = serde_json::from_str(r#"{"intent":"x"}"#).unwrap();
+        assert!(input.scope.is_empty() && input.claim.is_none());
+        assert!(serde_json::from_str::<AnnounceInput>(r#"{"scope":[]}"#).is_err());
+    }
+
+    #[test]
+    fn peer_schema_requires_what_the_seed_requires() {
+        assert_eq!(
+            required(&schema_of::<Peer>()),
+            [
+                "attached",
+                "client",
+                "connected_at",
+                "id",
+                "last_seen_seconds_ago",
+                "transport"
+            ]
+        );
+        assert_eq!(
+            required(&schema_of::<Overlap>()),
+            ["attached", "intent", "paths", "peer"]
+        );
+        assert_eq!(
+            required(&schema_of::<PeerCheckout>()),
+            ["id", "this_checkout", "worktree"]
+        );
+    }
+
+    #[test]
+    fn a_listed_overlap_reads_as_an_overlap_plus_its_other_side() {
+        let listed = ListedOverlap {
+            overlap: Overlap {
+                peer: PeerId::nth(1),
+                attached: false,
+                intent: "refactor".into(),
+                checkout: None,
+                paths: vec![OverlapPath {
+                    yours: "src/a".into(),
+                    theirs: "src".into(),
+                }],
+            },
+            with: OverlapSide {
+                peer: PeerId::nth(2),
+                attached: true,
+                intent: "fix".into(),
+                checkout: None,
+            },
+        };
+        let v = serde_json::to_value(&listed).unwrap();
+        assert_eq!(v["peer"], "p1");
+        assert_eq!(v["with"]["peer"], "p2");
+        assert_eq!(v["paths"][0]["theirs"], "src");
+        assert_eq!(serde_json::from_value::<ListedOverlap>(v).unwrap(), listed);
+
+        let schema = schema_of::<ListedOverlap>();
+        assert_eq!(
+            required(&schema),
+            ["attached", "intent", "paths", "peer", "with"]
+        );
+    }
+}

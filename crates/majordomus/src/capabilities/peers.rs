@@ -1,0 +1,288 @@
+//! `peers.list` and `peers.announce`: the board, repository-wide.
+
+use std::time::SystemTime;
+
+use majordomus_domain::checkouts::{Checkouts, ServerStanding};
+use majordomus_domain::listing::{overlaps_among, silent};
+use majordomus_domain::peers::{AnnounceInput, Announced, ListedOverlap, Peer, PeerCheckout, PeerId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::registry::{
+    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
+    Stability,
+};
+use crate::survey;
+
+/// What to ask of `peers.list`: how wide the board is.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeerListInput {
+    /// `repository` (the default) gathers every checkout's board; `this` reads the board of the
+    /// checkout the call reached and asks nobody else — it is what a sibling is asked, so a
+    /// gather can never ask back.
+    #[serde(default)]
+    pub checkouts: Checkouts,
+}
+
+impl BenchCases for PeerListInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![
+            ("this", PeerListInput { checkouts: Checkouts::This }),
+            ("repository", PeerListInput { checkouts: Checkouts::Repository }),
+        ]
+    }
+}
+
+/// One checkout's board as the gather found it, read or not: a listing that dropped the
+/// checkouts it could not reach would look like a repository where nobody else works.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct BoardView {
+    /// The checkout's identity digest, as `server.status` reports it.
+    pub id: String,
+    /// Where the checkout is.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    pub branch: Option<String>,
+    /// Whether this is the checkout of the server answering.
+    pub this_checkout: bool,
+    /// Where its server stands, by the same reading `server.status` reports.
+    pub standing: ServerStanding,
+    /// The address its lease names, when it has one.
+    pub url: Option<String>,
+    /// How many of this board's peers are attached.
+    pub attached: usize,
+    /// Why this board is missing from the answer; absent when it was read.
+    pub reason: Option<String>,
+}
+
+/// The answer of `peers.list`: every worker of the repository, from every checkout's board.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct PeerList {
+    /// Attached peers across every board that was read, the caller included.
+    pub count: usize,
+    /// The caller's own peer id, when the call came through an MCP session. It is a position
+    /// on this checkout's board and is handed out anew after a reconnect.
+    pub caller: Option<PeerId>,
+    /// Attached peers that claim nothing: five peers and five silent is not "no collisions".
+    pub silent: usize,
+    /// The peers, this checkout's board first and then the siblings in git's order, each
+    /// stamped with its checkout because every board has its own `p1`.
+    pub peers: Vec<Peer>,
+    /// Every pair of claims of different peers that meet, each pair once, across checkouts
+    /// too. Empty is the ordinary case.
+    pub overlaps: Vec<ListedOverlap>,
+    /// One entry per checkout covered, read or not.
+    pub boards: Vec<BoardView>,
+    /// Whether every board covered was read; when false a board's `reason` says why, so
+    /// "nobody else is here" is never said when the truth is "I could not ask".
+    pub complete: bool,
+}
+
+/// `peers.list`.
+pub struct PeersList;
+
+impl Operation for PeersList {
+    type Input = PeerListInput;
+    type Output = PeerList;
+    const DECLARATION: Declaration = Declaration {
+        id: "peers.list",
+        kind: Kind::Query,
+        title: "Peers of this repository",
+        description: "Every worker on this repository: its client and version, transport, when \
+            it connected and was last seen, what it claims and in which checkout. Each \
+            checkout's server holds its own board; this gathers them (this checkout's from \
+            memory, every other from the server its lease names, asked about its own board \
+            only). `boards` says which checkouts were covered and `complete` whether each was \
+            read, so a short board is never mistaken for an empty repository. `overlaps` lists \
+            every pair of claims that meet. `checkouts: this` reads one board and contacts \
+            nothing else.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_peers"),
+            http: Some((HttpMethod::Get, "/api/v1/peers")),
+            cli: Some(&["peers"]),
+        },
+        tags: &["peers", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[
+            Moment {
+                headline: "two sessions wrote to one checkout without knowing of each other",
+                detail: "Each saw the other's edits only as unexplained changes to its files \
+                    and took them for noise.",
+            },
+            Moment {
+                headline: "two worktrees built the same feature in parallel",
+                detail: "Each agent read a board that held only itself; the gather reads every \
+                    worktree's board and names the overlap with both checkouts.",
+            },
+        ],
+    };
+
+    async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
+        let site = &ctx.site;
+        let checkouts = match input.checkouts {
+            Checkouts::This => vec![site.checkout.clone()],
+            Checkouts::Repository => survey::repository_checkouts(&site.checkout).map_err(|error| {
+                CapabilityError::internal(format!("could not list the worktrees: {error}"))
+            })?,
+        };
+        let boards = futures::future::join_all(checkouts.into_iter().map(|checkout| read_board(ctx, checkout))).await;
+        let mut peers = Vec::new();
+        let mut views = Vec::new();
+        for (view, board_peers) in boards {
+            peers.extend(board_peers);
+            views.push(view);
+        }
+        Ok(PeerList {
+            count: views.iter().filter(|view| view.reason.is_none()).map(|view| view.attached).sum(),
+            caller: ctx.caller.clone(),
+            silent: silent(&peers),
+            overlaps: overlaps_among(&peers),
+            complete: views.iter().all(|view| view.reason.is_none()),
+            peers,
+            boards: views,
+        })
+    }
+}
+
+/// Reads one checkout's board: from memory when this process serves it, otherwise from the
+/// server its lease names.
+async fn read_board(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> (BoardView, Vec<Peer>) {
+    let this_checkout = checkout.id == ctx.site.checkout.id;
+    let stamp = PeerCheckout {
+        id: checkout.id.clone(),
+        worktree: checkout.root.display().to_string(),
+        branch: checkout.branch.clone(),
+        this_checkout,
+    };
+    let mut view = BoardView {
+        id: checkout.id.clone(),
+        worktree: stamp.worktree.clone(),
+        branch: checkout.branch.clone(),
+        this_checkout,
+        standing: ServerStanding::Absent,
+        url: None,
+        attached: 0,
+        reason: None,
+    };
+    let peers = if this_checkout && let Some(server) = &ctx.server {
+        view.standing = server.own_standing();
+        view.url = server.url();
+        server.board_peers(SystemTime::now())
+    } else {
+        let found = survey::survey(&ctx.site, checkout).await;
+        view.standing = found.standing.standing;
+        view.url = found.url().map(str::to_string);
+        if found.answers() {
+            let lease = found.lease.as_ref().expect("an answering server has a lease");
+            match survey::ask::<PeerList>(&ctx.site, lease, "/api/v1/peers?checkouts=this").await {
+                Ok(answer) => answer.peers,
+                Err(reason) => {
+                    view.reason = Some(reason);
+                    Vec::new()
+                }
+            }
+        } else {
+            if !found.standing.readable {
+                view.reason = Some(
+                    found
+                        .standing
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| format!("its server is {}", found.standing.standing.as_str())),
+                );
+            }
+            Vec::new()
+        }
+    };
+    let peers: Vec<Peer> = peers
+        .into_iter()
+        .map(|mut peer| {
+            peer.checkout = Some(stamp.clone());
+            peer
+        })
+        .collect();
+    view.attached = peers.iter().filter(|peer| peer.attached).count();
+    (view, peers)
+}
+
+/// `peers.announce`.
+pub struct PeersAnnounce;
+
+impl BenchCases for AnnounceInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![
+            (
+                "one_path",
+                AnnounceInput {
+                    intent: "benchmark the announce path".into(),
+                    scope: vec!["src/bench".into()],
+                    claim: None,
+                },
+            ),
+            (
+                "ten_paths_named",
+                AnnounceInput {
+                    intent: "benchmark a named claim of ten paths".into(),
+                    scope: (0..10).map(|i| format!("crates/part{i}/src")).collect(),
+                    claim: Some("bench".into()),
+                },
+            ),
+        ]
+    }
+}
+
+/// What a refusal of a call without a connection says: the claim must belong to a peer.
+pub(crate) fn needs_a_session(tool: &str) -> CapabilityError {
+    CapabilityError::refused(format!(
+        "this call needs an MCP session to belong to: call the `{tool}` tool through \
+         `majordomus mcp` (the bridge your MCP client runs) rather than over plain HTTP or a \
+         session-less MCP request"
+    ))
+}
+
+impl Operation for PeersAnnounce {
+    type Input = AnnounceInput;
+    type Output = Announced;
+    const DECLARATION: Declaration = Declaration {
+        id: "peers.announce",
+        kind: Kind::Command,
+        title: "Announce what you are working on",
+        description: "Say in one line what this session is doing and which repository paths it \
+            expects to touch. The answer lists every other peer whose claim meets yours, at the \
+            moment the collision is created. Name a claim to hold several side by side; announce \
+            under the same name to replace it (`released` lists the paths you stopped claiming). \
+            Paths are repository-relative; `.` claims the whole repository and a glob counts as \
+            its literal directory prefix.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_announce"),
+            http: Some((HttpMethod::Post, "/api/v1/peers/announce")),
+            cli: None,
+        },
+        tags: &["peers", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[
+            Moment {
+                headline: "learned of a collision only at merge time",
+                detail: "Two agents edited the same module for an hour; an announce tells the \
+                    second one the moment it claims the ground.",
+            },
+            Moment {
+                headline: "a subagent's work vanished from the board",
+                detail: "Without names every announcement replaced the last; named claims stand \
+                    side by side.",
+            },
+        ],
+    };
+
+    async fn run(ctx: &Context, input: AnnounceInput) -> Result<Announced, CapabilityError> {
+        let tool = Self::DECLARATION.exposure.mcp_tool.unwrap_or(Self::DECLARATION.id);
+        let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
+            return Err(needs_a_session(tool));
+        };
+        server.announce(caller, input, SystemTime::now())
+    }
+}

@@ -1,0 +1,176 @@
+//! `server.status`: where every checkout's server stands.
+
+use majordomus_checkout::lease::LeaseView;
+use majordomus_domain::checkouts::{Checkouts, ServerStanding};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::registry::{
+    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
+    Stability,
+};
+use crate::survey::{self, Survey};
+
+/// What to ask of `server.status`: how many checkouts to cover.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerStatusInput {
+    /// `repository` (the default) covers every checkout git registers; `this` covers only the
+    /// checkout the call reached and reads nothing else.
+    #[serde(default)]
+    pub checkouts: Checkouts,
+}
+
+impl BenchCases for ServerStatusInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![
+            ("this", ServerStatusInput { checkouts: Checkouts::This }),
+            ("repository", ServerStatusInput { checkouts: Checkouts::Repository }),
+        ]
+    }
+}
+
+/// The repository a checkout belongs to.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GitView {
+    /// The repository's identity digest, over its git common directory; the same in every
+    /// checkout of it, and never a path.
+    pub id: String,
+}
+
+/// One checkout's server as this reading found it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ServerView {
+    /// Where the checkout is.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    pub branch: Option<String>,
+    /// The checkout's identity digest.
+    pub checkout_id: String,
+    /// Whether this is the repository's primary checkout.
+    pub primary: bool,
+    /// Whether this is the checkout the call reached.
+    pub this_checkout: bool,
+    /// Where its server stands.
+    pub standing: ServerStanding,
+    /// Why, for every standing but `absent` and `ready`.
+    pub reason: Option<String>,
+    /// The lease that names its server, without the token.
+    pub lease: Option<LeaseView>,
+    /// How many peers are attached to its board, when its server could be asked.
+    pub peers: Option<usize>,
+}
+
+/// The answer of `server.status`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ServerStatusOutput {
+    /// The identity digest of the checkout the call reached.
+    pub checkout_id: String,
+    /// The repository, when the checkout is in git.
+    pub git: Option<GitView>,
+    /// The lease this process holds, when the answer comes from a serving process.
+    pub this_process: Option<LeaseView>,
+    /// Where the server of the checkout the call reached stands.
+    pub standing: ServerStanding,
+    /// One entry per checkout covered: this one first, then the others in git's order.
+    pub servers: Vec<ServerView>,
+}
+
+/// `server.status`.
+pub struct ServerStatus;
+
+impl Operation for ServerStatus {
+    type Input = ServerStatusInput;
+    type Output = ServerStatusOutput;
+    const DECLARATION: Declaration = Declaration {
+        id: "server.status",
+        kind: Kind::Query,
+        title: "Server status",
+        description: "Where the server of each checkout of this repository stands (absent, \
+            starting, ready, outdated or stale, with the reason), the lease that names it \
+            (without its token) and how many peers are attached to it. `checkouts: this` reads \
+            this checkout alone and probes nothing else.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_server"),
+            http: Some((HttpMethod::Get, "/api/v1/server")),
+            cli: Some(&["serve", "status"]),
+        },
+        tags: &["server", "lease"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[
+            Moment {
+                headline: "could not tell whether a worktree's server was alive",
+                detail: "A client that stopped answering looks the same as one that never \
+                    started; the standing and its reason say which it is.",
+            },
+            Moment {
+                headline: "kept talking to a server built from yesterday's code",
+                detail: "After a rebuild the old process keeps serving; `outdated` names the \
+                    replaced executable so it can be restarted.",
+            },
+        ],
+    };
+
+    async fn run(ctx: &Context, input: ServerStatusInput) -> Result<ServerStatusOutput, CapabilityError> {
+        let site = &ctx.site;
+        let checkouts = match input.checkouts {
+            Checkouts::This => vec![site.checkout.clone()],
+            Checkouts::Repository => survey::repository_checkouts(&site.checkout)
+                .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?,
+        };
+        let views = futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout))).await;
+        let standing = views.first().map(|v| v.standing).unwrap_or(ServerStanding::Absent);
+        Ok(ServerStatusOutput {
+            checkout_id: site.checkout.id.clone(),
+            git: site.checkout.git_id.clone().map(|id| GitView { id }),
+            this_process: ctx.server.as_ref().map(|server| server.lease_view()),
+            standing,
+            servers: views,
+        })
+    }
+}
+
+async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> ServerView {
+    let this_checkout = checkout.id == ctx.site.checkout.id;
+    if this_checkout && let Some(server) = &ctx.server {
+        // Our own checkout is answered from memory: a server never probes itself.
+        return ServerView {
+            worktree: display(&checkout.root),
+            branch: checkout.branch.clone(),
+            checkout_id: checkout.id.clone(),
+            primary: checkout.primary,
+            this_checkout,
+            standing: server.own_standing(),
+            reason: server.own_standing_reason(),
+            lease: Some(server.lease_view()),
+            peers: Some(server.attached_peers()),
+        };
+    }
+    let found: Survey = survey::survey(&ctx.site, checkout).await;
+    let peers = if found.answers() {
+        let lease = found.lease.as_ref().expect("an answering server has a lease");
+        survey::ask::<ServerStatusOutput>(&ctx.site, lease, "/api/v1/server?checkouts=this")
+            .await
+            .ok()
+            .and_then(|answer| answer.servers.first().and_then(|s| s.peers))
+    } else {
+        None
+    };
+    ServerView {
+        worktree: display(&found.checkout.root),
+        branch: found.checkout.branch.clone(),
+        checkout_id: found.checkout.id.clone(),
+        primary: found.checkout.primary,
+        this_checkout,
+        standing: found.standing.standing,
+        reason: found.standing.reason.clone(),
+        lease: found.lease.as_ref().map(|lease| lease.redacted()),
+        peers,
+    }
+}
+
+pub(crate) fn display(path: &std::path::Path) -> String {
+    path.display().to_string()
+}

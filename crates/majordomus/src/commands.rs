@@ -1,0 +1,139 @@
+//! The fixed commands: `mcp`, `serve`, `serve stop`, `serve ensure`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use majordomus_checkout::lease::{LeaseReading, lease_path, read_lease};
+use majordomus_checkout::process::process_alive;
+use majordomus_domain::checkouts::ServerStanding;
+
+use crate::bridge::Bridge;
+use crate::cli::open_site;
+use crate::server::run::{Elected, Lifetime, elect, start};
+use crate::survey;
+
+/// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
+pub async fn mcp(dir: PathBuf) -> Result<(), String> {
+    let site = open_site(&dir)?;
+    match elect(&site).await.map_err(|error| format!("the election failed: {error}"))? {
+        Elected::Won(lease) => {
+            let running = start(site.clone(), lease).await.map_err(|error| format!("could not start serving: {error}"))?;
+            running.serve_stdio().await;
+            // The owner's client has gone; keep serving the bridged clients until the last one
+            // leaves.
+            running.run(Lifetime::IdleFor(Duration::ZERO)).await;
+            Ok(())
+        }
+        Elected::Serving(lease) => Bridge::run(lease).await.map_err(|error| error.to_string()),
+    }
+}
+
+/// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
+pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
+    let site = open_site(&dir)?;
+    match elect(&site).await.map_err(|error| format!("the election failed: {error}"))? {
+        Elected::Won(lease) => {
+            let running = start(site.clone(), lease).await.map_err(|error| format!("could not start serving: {error}"))?;
+            if let Some(url) = running.state.url() {
+                println!("serving {} at {url}", site.checkout.root.display());
+            }
+            let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| Lifetime::IdleFor(Duration::from_secs(seconds)));
+            running.run(lifetime).await;
+            Ok(())
+        }
+        Elected::Serving(lease) => {
+            println!(
+                "already served: {} at {}",
+                site.checkout.root.display(),
+                lease.url.as_deref().unwrap_or("(binding)")
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `majordomus serve stop`: ask the server named by the lease to stop in order (SIGTERM to the
+/// process the lease names, after checking it is still that process), and wait until it has.
+pub async fn stop(dir: PathBuf) -> Result<(), String> {
+    let site = open_site(&dir)?;
+    let path = lease_path(&site.checkout);
+    let LeaseReading::Document(lease, _) = read_lease(&path) else {
+        println!("no server serves {}", site.checkout.root.display());
+        return Ok(());
+    };
+    if !process_alive(lease.pid, lease.process_start) {
+        println!("the server of {} is already gone (its lease is stale)", site.checkout.root.display());
+        return Ok(());
+    }
+    // SAFETY: kill(2) with a pid whose start time matched the lease just above.
+    let sent = unsafe { libc::kill(lease.pid as libc::pid_t, libc::SIGTERM) } == 0;
+    if !sent {
+        return Err(format!("could not signal process {}: {}", lease.pid, std::io::Error::last_os_error()));
+    }
+    let bound = Duration::from_millis(site.config.timings.stop_timeout_ms) + Duration::from_secs(2);
+    let started = Instant::now();
+    while process_alive(lease.pid, lease.process_start) {
+        if started.elapsed() > bound {
+            return Err(format!("process {} did not stop within {} ms", lease.pid, bound.as_millis()));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("stopped the server of {}", site.checkout.root.display());
+    Ok(())
+}
+
+/// `majordomus serve ensure`: make sure a server is ready, starting a detached one if needed.
+pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
+    let site = open_site(&dir)?;
+    let bound = Duration::from_millis(site.config.timings.starting_grace_ms) + Duration::from_secs(5);
+    let started = Instant::now();
+    let mut spawned = false;
+    loop {
+        let found = survey::survey(&site, site.checkout.clone()).await;
+        let standing = found.standing.standing;
+        if matches!(standing, ServerStanding::Ready | ServerStanding::Outdated) {
+            let url = found.url().unwrap_or_default().to_string();
+            if json {
+                let answer = serde_json::json!({"standing": standing, "url": url, "reason": found.standing.reason});
+                println!("{answer}");
+            } else {
+                println!("{} {url}", standing.as_str());
+            }
+            return Ok(());
+        }
+        if started.elapsed() > bound {
+            return Err(format!(
+                "no server became ready within {} ms: {}",
+                bound.as_millis(),
+                found.standing.reason.unwrap_or_else(|| standing.as_str().to_string())
+            ));
+        }
+        if !spawned && matches!(standing, ServerStanding::Absent | ServerStanding::Stale) {
+            spawn_detached_server(&site.checkout.root, site.config.timings.idle_timeout_secs)?;
+            spawned = true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Starts `majordomus serve` in its own session, detached from this terminal; its election
+/// decides whether it serves or leaves at once.
+fn spawn_detached_server(root: &Path, idle_secs: u64) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let executable = std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
+    let mut command = std::process::Command::new(executable);
+    command
+        .arg("serve")
+        .arg("--repo")
+        .arg(root)
+        .arg("--idle")
+        .arg(idle_secs.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    command
+        .spawn()
+        .map(drop)
+        .map_err(|error| format!("could not start a server: {error}"))
+}

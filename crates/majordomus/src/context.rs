@@ -1,0 +1,58 @@
+//! What a capability handler gets to work with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use majordomus_checkout::config::Config;
+use majordomus_checkout::git::Checkout;
+use majordomus_domain::peers::PeerId;
+
+use crate::server::ServerState;
+
+/// The checkout this process is about, and how to reach other checkouts' servers.
+pub struct Site {
+    pub checkout: Checkout,
+    pub config: Config,
+    /// One HTTP client for probes and sibling reads, so connections are reused.
+    pub http: reqwest::Client,
+}
+
+impl Site {
+    pub fn new(checkout: Checkout, config: Config) -> Self {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .expect("an HTTP client builds without TLS");
+        Site {
+            checkout,
+            config,
+            http,
+        }
+    }
+
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_millis(self.config.timings.probe_timeout_ms)
+    }
+}
+
+/// One call's context: where it runs, the server it reached (if this process serves), and the
+/// peer that made it (set only for calls that arrive through an MCP connection).
+#[derive(Clone)]
+pub struct Context {
+    pub site: Arc<Site>,
+    pub server: Option<Arc<ServerState>>,
+    pub caller: Option<PeerId>,
+}
+
+impl Context {
+    /// A context for a process that does not serve: every checkout, its own included, is read
+    /// through its lease, as a sibling would be.
+    pub fn observer(site: Arc<Site>) -> Self {
+        Context {
+            site,
+            server: None,
+            caller: None,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! majordomus: the board of the AI coding agents working on one repository.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the parts and how a request flows.
+
+pub mod bridge;
+pub mod capabilities;
+pub mod cli;
+pub mod commands;
+pub mod context;
+pub mod episodes;
+pub mod openapi;
+pub mod registry;
+pub mod server;
+pub mod stdio_front;
+pub mod survey;

@@ -1,0 +1,316 @@
+//! The capability registry: every operation majordomus offers is declared here once, and every
+//! surface (MCP tool, HTTP route, CLI command, OpenAPI operation, reference page, benchmark) is
+//! derived from that one declaration.
+
+mod error;
+mod schema;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use error::{CapabilityError, ErrorKind};
+pub use schema::{input_schema, output_schema};
+
+use crate::context::Context;
+
+/// Whether a capability only reads (a query) or changes server state (a command).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Query,
+    Command,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Query => "query",
+            Kind::Command => "command",
+        }
+    }
+}
+
+/// How settled a capability's contract is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stability {
+    /// Its behaviour is proven end to end by the integration tests.
+    BehaviorallyVerified,
+    /// It works, but its contract may still move.
+    Experimental,
+}
+
+impl Stability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stability::BehaviorallyVerified => "behaviorally_verified",
+            Stability::Experimental => "experimental",
+        }
+    }
+}
+
+/// The HTTP method of a route: a GET takes the input's fields as query parameters, a POST a
+/// JSON body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HttpMethod {
+    Get,
+    Post,
+}
+
+impl HttpMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+        }
+    }
+}
+
+/// Where a capability can be reached. A surface left `None` does not carry it.
+#[derive(Clone, Copy, Debug)]
+pub struct Exposure {
+    pub mcp_tool: Option<&'static str>,
+    pub http: Option<(HttpMethod, &'static str)>,
+    pub cli: Option<&'static [&'static str]>,
+}
+
+/// A user situation a capability exists for: shown on its reference page.
+#[derive(Clone, Copy, Debug)]
+pub struct Moment {
+    pub headline: &'static str,
+    pub detail: &'static str,
+}
+
+/// Everything about a capability except its code.
+#[derive(Clone, Copy, Debug)]
+pub struct Declaration {
+    /// `module.name`, also the OpenAPI operationId.
+    pub id: &'static str,
+    pub kind: Kind,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub exposure: Exposure,
+    pub tags: &'static [&'static str],
+    pub stability: Stability,
+    /// Whether calling it twice with the same input has the effect of calling it once; a bridge
+    /// resends only such calls when it cannot know whether the first one ran.
+    pub idempotent: bool,
+    pub moments: &'static [Moment],
+}
+
+impl Declaration {
+    pub fn module(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+}
+
+/// Named inputs a benchmark runs a capability with; declared by the input type so that every
+/// surface is measured with the same cases.
+pub trait BenchCases: Sized {
+    fn bench_cases() -> Vec<(&'static str, Self)>;
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One operation, typed: the declaration, the input and output types and the handler.
+pub trait Operation: Send + Sync + 'static {
+    type Input: DeserializeOwned + Serialize + schemars::JsonSchema + BenchCases + Send;
+    type Output: Serialize + DeserializeOwned + schemars::JsonSchema + Send;
+    const DECLARATION: Declaration;
+
+    /// How the CLI shows an answer to a person; `--json` shows the answer itself.
+    fn render(output: &Self::Output) -> String {
+        serde_json::to_string_pretty(output).expect("answers serialise")
+    }
+
+    fn run(
+        ctx: &Context,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, CapabilityError>> + Send;
+}
+
+type ErasedHandler = for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Value, CapabilityError>>;
+
+/// A capability with its types erased, as the surfaces see it.
+pub struct Capability {
+    pub declaration: Declaration,
+    input_schema: fn() -> Value,
+    output_schema: fn() -> Value,
+    bench_cases: fn() -> Vec<(&'static str, Value)>,
+    render: fn(&Value) -> String,
+    handler: ErasedHandler,
+}
+
+impl Capability {
+    pub fn of<O: Operation>() -> Self {
+        Capability {
+            declaration: O::DECLARATION,
+            input_schema: input_schema::<O::Input>,
+            output_schema: output_schema::<O::Output>,
+            bench_cases: || {
+                O::Input::bench_cases()
+                    .into_iter()
+                    .map(|(name, input)| {
+                        (name, serde_json::to_value(input).expect("inputs serialise"))
+                    })
+                    .collect()
+            },
+            render: |output| match serde_json::from_value::<O::Output>(output.clone()) {
+                Ok(output) => O::render(&output),
+                Err(_) => serde_json::to_string_pretty(output).expect("values serialise"),
+            },
+            handler: |ctx, input| Box::pin(run_erased::<O>(ctx, input)),
+        }
+    }
+
+    pub fn id(&self) -> &'static str {
+        self.declaration.id
+    }
+
+    pub fn input_schema(&self) -> Value {
+        (self.input_schema)()
+    }
+
+    pub fn output_schema(&self) -> Value {
+        (self.output_schema)()
+    }
+
+    pub fn bench_cases(&self) -> Vec<(&'static str, Value)> {
+        (self.bench_cases)()
+    }
+
+    /// The answer as a person reads it in a terminal.
+    pub fn render(&self, output: &Value) -> String {
+        (self.render)(output)
+    }
+
+    /// Runs the capability on JSON input, as every surface does.
+    pub async fn call(&self, ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+        (self.handler)(ctx, input).await
+    }
+}
+
+async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+    let input: O::Input = serde_json::from_value(input).map_err(|error| {
+        CapabilityError::invalid_input(format!(
+            "the input of `{}` is not valid: {error}; see its input schema",
+            O::DECLARATION.id
+        ))
+    })?;
+    let output = O::run(ctx, input).await?;
+    serde_json::to_value(output)
+        .map_err(|error| CapabilityError::internal(format!("could not encode the answer: {error}")))
+}
+
+/// Every capability, in the order the reference index lists them.
+pub struct Registry {
+    capabilities: Vec<Capability>,
+}
+
+impl Registry {
+    /// The registry of this build.
+    pub fn builtin() -> &'static Registry {
+        static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+        REGISTRY.get_or_init(|| {
+            let registry = Registry {
+                capabilities: crate::capabilities::all(),
+            };
+            if let Err(conflict) = registry.check() {
+                panic!("the capability registry is inconsistent: {conflict}");
+            }
+            registry
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Capability> {
+        self.capabilities.iter()
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&Capability> {
+        self.iter().find(|c| c.id() == id)
+    }
+
+    pub fn by_tool(&self, tool: &str) -> Option<&Capability> {
+        self.iter().find(|c| c.declaration.exposure.mcp_tool == Some(tool))
+    }
+
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.iter().filter_map(|c| c.declaration.exposure.mcp_tool).collect()
+    }
+
+    /// Refuses a registry where two capabilities claim one id, tool name, route or CLI path:
+    /// on any surface that would silently make one of them unreachable.
+    pub fn check(&self) -> Result<(), String> {
+        check_unique(&self.capabilities)
+    }
+}
+
+fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
+    let mut seen = std::collections::HashMap::new();
+    for capability in capabilities {
+        let exposure = capability.declaration.exposure;
+        let keys = [
+            Some(format!("id {}", capability.id())),
+            exposure.mcp_tool.map(|tool| format!("MCP tool {tool}")),
+            exposure
+                .http
+                .map(|(method, path)| format!("route {} {path}", method.as_str())),
+            exposure.cli.map(|words| format!("command `{}`", words.join(" "))),
+        ];
+        for key in keys.into_iter().flatten() {
+            if let Some(first) = seen.insert(key.clone(), capability.id()) {
+                return Err(format!("{key} is declared by both {first} and {}", capability.id()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_registry_has_no_duplicate_surface() {
+        Registry::builtin().check().unwrap();
+    }
+
+    #[test]
+    fn a_duplicate_tool_name_route_or_command_is_refused() {
+        let twice = |edit: fn(&mut Declaration)| {
+            let first = Capability::of::<crate::capabilities::server::ServerStatus>();
+            let mut second = Capability::of::<crate::capabilities::server::ServerStatus>();
+            second.declaration.id = "server.other";
+            second.declaration.exposure = Exposure {
+                mcp_tool: Some("other_tool"),
+                http: Some((HttpMethod::Get, "/api/v1/other")),
+                cli: Some(&["other"]),
+            };
+            edit(&mut second.declaration);
+            check_unique(&[first, second])
+        };
+        assert!(twice(|_| {}).is_ok());
+        let tool = twice(|d| d.exposure.mcp_tool = Some("majordomus_server")).unwrap_err();
+        assert!(tool.contains("MCP tool majordomus_server"), "{tool}");
+        let route = twice(|d| d.exposure.http = Some((HttpMethod::Get, "/api/v1/server")));
+        assert!(route.unwrap_err().contains("route GET /api/v1/server"));
+        let cli = twice(|d| d.exposure.cli = Some(&["serve", "status"]));
+        assert!(cli.unwrap_err().contains("command `serve status`"));
+        let id = twice(|d| d.id = "server.status");
+        assert!(id.unwrap_err().contains("id server.status"));
+    }
+
+    #[test]
+    fn every_tool_has_object_schemas_and_a_description() {
+        for capability in Registry::builtin().iter() {
+            assert_eq!(capability.input_schema()["type"], "object", "{}", capability.id());
+            assert_eq!(capability.output_schema()["type"], "object", "{}", capability.id());
+            assert!(!capability.declaration.description.is_empty());
+            assert!(!capability.bench_cases().is_empty(), "{} has no bench case", capability.id());
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! MCP, projected from the registry: one handler value per connection (stdio, or one
+//! Streamable HTTP session), which is one peer on the board.
+
+use std::sync::{Arc, OnceLock};
+
+use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::ServerState;
+use crate::context::Context;
+use crate::registry::{Capability, Kind, Registry};
+
+/// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
+/// instances); it joins the board only in `initialize`, and leaves it when dropped — which
+/// covers stdio EOF, HTTP DELETE, the idle timeout and cancellation alike.
+pub struct McpSession {
+    state: Arc<ServerState>,
+    transport: Transport,
+    peer: OnceLock<PeerId>,
+}
+
+impl McpSession {
+    pub fn new(state: Arc<ServerState>, transport: Transport) -> Self {
+        McpSession {
+            state,
+            transport,
+            peer: OnceLock::new(),
+        }
+    }
+
+    fn touch(&self) {
+        if let Some(peer) = self.peer.get() {
+            self.state.touch(peer);
+        }
+    }
+
+    fn context(&self) -> Context {
+        Context {
+            site: self.state.site.clone(),
+            server: Some(self.state.clone()),
+            caller: self.peer.get().cloned(),
+        }
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.get() {
+            self.state.connection_lost(peer);
+        }
+    }
+}
+
+/// The tools every connection is shown, derived once from the registry.
+pub fn tools() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| Registry::builtin().iter().filter_map(tool_of).collect())
+}
+
+fn tool_of(capability: &Capability) -> Option<Tool> {
+    let declaration = &capability.declaration;
+    let name = declaration.exposure.mcp_tool?;
+    let read_only = declaration.kind == Kind::Query;
+    let annotations = ToolAnnotations::from_raw(
+        Some(declaration.title.to_string()),
+        Some(read_only),
+        Some(false),
+        Some(declaration.idempotent),
+        Some(false),
+    );
+    Some(
+        Tool::new(name, declaration.description, schema_object(capability.input_schema()))
+            .with_title(declaration.title)
+            .with_raw_output_schema(schema_object(capability.output_schema()))
+            .with_annotations(annotations),
+    )
+}
+
+fn schema_object(schema: Value) -> Arc<JsonObject> {
+    match schema {
+        Value::Object(object) => Arc::new(object),
+        _ => unreachable!("capability schemas are objects"),
+    }
+}
+
+/// Runs a tool on behalf of a connection and turns the outcome into a tool result: an answer
+/// as `structuredContent` plus the same JSON as text, a refusal as `isError` with its message.
+pub async fn call(ctx: &Context, name: &str, arguments: Option<JsonObject>) -> Result<CallToolResult, McpError> {
+    let Some(capability) = Registry::builtin().by_tool(name) else {
+        return Err(McpError::invalid_params(
+            format!(
+                "there is no tool `{name}`; the tools are {}",
+                Registry::builtin().tool_names().join(", ")
+            ),
+            None,
+        ));
+    };
+    let input = Value::Object(arguments.unwrap_or_default());
+    Ok(match capability.call(ctx, input).await {
+        Ok(output) => CallToolResult::structured(output),
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.message)]),
+    })
+}
+
+pub fn server_config() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+        Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
+            .with_title("majordomus — the board of the agents on this repository"),
+    )
+}
+
+pub(crate) fn client_info_of(implementation: &Implementation) -> ClientInfo {
+    ClientInfo {
+        name: if implementation.name.trim().is_empty() {
+            ClientInfo::uninitialized().name
+        } else {
+            implementation.name.clone()
+        },
+        version: implementation.version.clone(),
+        title: implementation.title.clone(),
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        let peer = self.peer.get_or_init(|| {
+            self.state.attach(self.transport, client_info_of(&request.client_info))
+        });
+        Ok(result.with_instructions(self.state.instructions(peer)))
+    }
+
+    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.touch();
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.touch();
+        Ok(ListToolsResult::with_all_items(tools().to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.touch();
+        call(&self.context(), &request.name, request.arguments)
+            .await
+            .map(CallToolResponse::from)
+    }
+}

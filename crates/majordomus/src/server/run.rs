@@ -1,0 +1,213 @@
+//! Electing, starting, running and stopping a checkout's server.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use majordomus_checkout::{
+    CreateError, ElectionVerdict, Lease, LeaseHandle, LeaseReading, ProbeAnswer,
+    classify_for_election, lease_age, lease_path, read_lease, take_over, try_create,
+};
+use majordomus_domain::peers::Transport;
+use rmcp::ServiceExt;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use super::ServerState;
+use super::mcp::McpSession;
+use crate::context::Site;
+use crate::survey;
+
+/// What an election left this process as.
+pub enum Elected {
+    /// It holds the lease and must serve.
+    Won(LeaseHandle),
+    /// Another process serves the checkout, at the lease's URL.
+    Serving(Lease),
+}
+
+/// Runs the election of DESIGN §5 until this process either holds the lease or has found the
+/// live server: exclusive create wins; a loser judges the lease it found, waits while its owner
+/// is binding or busy, and takes over exactly the file it judged when it is stale.
+pub async fn elect(site: &Site) -> std::io::Result<Elected> {
+    let path = lease_path(&site.checkout);
+    let busy_grace = Duration::from_millis(site.config.timings.busy_grace_ms);
+    let mut silent_since: Option<Instant> = None;
+    loop {
+        let candidate = Lease::new_for_this_process(&site.checkout.root, env!("CARGO_PKG_VERSION"));
+        match try_create(&path, &candidate) {
+            Ok(handle) => return Ok(Elected::Won(handle)),
+            Err(CreateError::Exists) => {}
+            Err(CreateError::Io(error)) => return Err(error),
+        }
+        let reading = read_lease(&path);
+        let age = lease_age(&path, &reading, SystemTime::now());
+        let lease = match &reading {
+            LeaseReading::Document(lease, _) => Some(lease.clone()),
+            _ => None,
+        };
+        let probe = match lease.as_ref().and_then(|lease| lease.url.as_deref()) {
+            Some(url) => Some(survey::probe(site, url, &site.checkout.id).await),
+            None => None,
+        };
+        if matches!(probe, Some(ProbeAnswer::NoAnswer(_))) {
+            silent_since.get_or_insert_with(Instant::now);
+        } else {
+            silent_since = None;
+        }
+        let evidence = survey::evidence(site, &reading, age, probe.as_ref(), lease.as_ref());
+        let silent_for = silent_since.map(|since| since.elapsed()).unwrap_or_default();
+        match classify_for_election(&evidence, silent_for, busy_grace) {
+            ElectionVerdict::Vacant => continue,
+            ElectionVerdict::Live => {
+                return Ok(Elected::Serving(lease.expect("a live server has a lease")));
+            }
+            ElectionVerdict::Busy | ElectionVerdict::Binding => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            ElectionVerdict::Stale(reason) => {
+                tracing::info!(%reason, "taking over a stale lease");
+                let judged = match &reading {
+                    LeaseReading::Document(_, bytes) => bytes.clone(),
+                    _ => std::fs::read(&path).unwrap_or_default(),
+                };
+                take_over(&path, &judged)?;
+                silent_since = None;
+            }
+        }
+    }
+}
+
+/// A server that is answering.
+pub struct Running {
+    pub state: Arc<ServerState>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+/// Binds the listener on an ephemeral loopback port, starts answering, and only then writes the
+/// URL into the lease, so nobody is ever pointed at an address that does not answer yet.
+pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Running> {
+    let state = ServerState::new(site, lease);
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
+    let router = super::http::router(state.clone());
+    let shutdown = state.shutdown.clone();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+    });
+    if !state.publish(url.clone())? {
+        tracing::warn!("the lease was taken over before its URL could be published");
+    }
+    tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
+    spawn_housekeeping(state.clone());
+    Ok(Running { state, task })
+}
+
+/// The periodic chores of a serving process: notice a taken-over lease, reap episodes whose
+/// client did not come back.
+fn spawn_housekeeping(state: Arc<ServerState>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    state.recheck_lease();
+                    state.reap_episodes();
+                }
+            }
+        }
+    });
+}
+
+/// When a server stops on its own.
+#[derive(Clone, Copy, Debug)]
+pub enum Lifetime {
+    /// Only on a signal or `serve stop`.
+    UntilStopped,
+    /// Once no peer has been attached for this long.
+    IdleFor(Duration),
+}
+
+impl Running {
+    /// Serves the owner's client on this process's own stdin and stdout, as peer `p1`.
+    pub async fn serve_stdio(&self) {
+        let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
+        let session = McpSession::new(self.state.clone(), Transport::Stdio);
+        match session.serve_with_ct((input, output), self.state.shutdown.child_token()).await {
+            Ok(running) => {
+                let _ = running.waiting().await;
+            }
+            Err(error) => tracing::warn!(%error, "the stdio client did not complete initialize"),
+        }
+    }
+
+    /// Waits until a signal, `serve stop`, or the lifetime ends the server, then stops it in
+    /// order: episodes closed as `shutdown`, the lease removed if still ours, sessions ended.
+    pub async fn run(self, lifetime: Lifetime) {
+        let state = self.state.clone();
+        tokio::select! {
+            _ = state.shutdown.cancelled() => {}
+            _ = stop_signal() => tracing::info!("stop requested by signal"),
+            _ = idle(&state, lifetime) => tracing::info!("no peer attached any more; stopping"),
+        }
+        self.stop().await;
+    }
+
+    async fn stop(self) {
+        let state = self.state;
+        state.close_all_episodes();
+        state.release_lease();
+        state.shutdown.cancel();
+        let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
+        if tokio::time::timeout(bound, self.task).await.is_err() {
+            tracing::warn!("sessions did not end within {} ms; stopping anyway", bound.as_millis());
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT; a second one ends the process at once.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!("second stop signal: exiting now");
+        std::process::exit(130);
+    });
+}
+
+/// Resolves once no peer has been attached for the lifetime's idle span.
+async fn idle(state: &ServerState, lifetime: Lifetime) {
+    let Lifetime::IdleFor(span) = lifetime else {
+        return std::future::pending().await;
+    };
+    loop {
+        let changed = state.peers_changed.notified();
+        if state.attached_peers() == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(span) => {
+                    if state.attached_peers() == 0 {
+                        return;
+                    }
+                }
+                _ = changed => {}
+            }
+        } else {
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Reading other checkouts' servers: the lease, the probe, the standing, and asking a board.
+//!
+//! A sibling is only ever asked about its own checkout (`checkouts=this`), which is what keeps
+//! two servers from asking each other forever.
+
+use std::time::{Duration, SystemTime};
+
+use majordomus_checkout::{
+    Checkout, Evidence, Lease, LeaseReading, ProbeAnswer, Standing, judge_standing, lease_age,
+    lease_path, read_lease,
+};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::context::Site;
+
+/// What `GET /` answers: enough for a reader to tell whose server this is.
+#[derive(Clone, Debug, serde::Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Identity {
+    /// Always `majordomus`.
+    pub name: String,
+    /// The version of the executable that serves.
+    pub version: String,
+    /// The checkout it serves.
+    pub checkout_id: String,
+    /// The repository (git common dir) it belongs to, when in git.
+    pub git_id: Option<String>,
+    /// False once another process took the lease over: it then serves only the sessions it has.
+    pub leaseholder: bool,
+}
+
+/// One checkout as a reader found it.
+pub struct Survey {
+    pub checkout: Checkout,
+    pub lease: Option<Lease>,
+    pub standing: Standing,
+}
+
+impl Survey {
+    pub fn url(&self) -> Option<&str> {
+        self.lease.as_ref().and_then(|lease| lease.url.as_deref())
+    }
+
+    /// Whether a board read from this server can be asked: it answers as this checkout's.
+    pub fn answers(&self) -> bool {
+        use majordomus_domain::checkouts::ServerStanding::{Outdated, Ready};
+        matches!(self.standing.standing, Ready | Outdated)
+    }
+}
+
+/// Reads a checkout's lease, probes the server it names and decides its standing.
+pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
+    let path = lease_path(&checkout);
+    let (reading, age) = tokio::task::spawn_blocking(move || {
+        let reading = read_lease(&path);
+        let age = lease_age(&path, &reading, SystemTime::now());
+        (reading, age)
+    })
+    .await
+    .unwrap_or_else(|error| (LeaseReading::Corrupt(format!("it could not be read: {error}")), None));
+    let (standing, lease) = judge(site, &checkout, &reading, age).await;
+    Survey {
+        checkout,
+        lease,
+        standing,
+    }
+}
+
+/// Probes the server a lease names and judges the checkout's standing from what was found.
+pub async fn judge(
+    site: &Site,
+    checkout: &Checkout,
+    reading: &LeaseReading,
+    age: Option<Duration>,
+) -> (Standing, Option<Lease>) {
+    let lease = match reading {
+        LeaseReading::Document(lease, _) => Some(lease.clone()),
+        _ => None,
+    };
+    let probe = match lease.as_ref().and_then(|lease| lease.url.as_deref()) {
+        Some(url) => Some(probe(site, url, &checkout.id).await),
+        None => None,
+    };
+    let evidence = evidence(site, reading, age, probe.as_ref(), lease.as_ref());
+    (judge_standing(&evidence), lease)
+}
+
+/// The facts a standing or an election verdict is judged from.
+pub fn evidence<'a>(
+    site: &Site,
+    reading: &'a LeaseReading,
+    age: Option<Duration>,
+    probe: Option<&'a ProbeAnswer>,
+    lease: Option<&Lease>,
+) -> Evidence<'a> {
+    Evidence {
+        reading,
+        age,
+        probe,
+        owner_alive: lease.is_some_and(Lease::owner_alive),
+        executable_unchanged: lease.is_some_and(|lease| lease.executable.matches_disk()),
+        this_version: env!("CARGO_PKG_VERSION"),
+        starting_grace: Duration::from_millis(site.config.timings.starting_grace_ms),
+    }
+}
+
+/// Asks `GET /` of a URL and says whose server answered.
+pub async fn probe(site: &Site, url: &str, checkout_id: &str) -> ProbeAnswer {
+    let timeout = site.probe_timeout();
+    let response = site
+        .http
+        .get(format!("{}/", url.trim_end_matches('/')))
+        .timeout(timeout)
+        .send()
+        .await;
+    let response = match response {
+        Ok(response) => response,
+        Err(error) => return ProbeAnswer::NoAnswer(describe_http_error(&error, timeout)),
+    };
+    let identity: Identity = match response.json().await {
+        Ok(identity) => identity,
+        Err(error) => {
+            return ProbeAnswer::NotMajordomus(format!(
+                "what answers at {url} is not a majordomus server ({error})"
+            ));
+        }
+    };
+    if identity.name != "majordomus" {
+        return ProbeAnswer::NotMajordomus(format!("{url} answers as `{}`", identity.name));
+    }
+    if identity.checkout_id != checkout_id {
+        return ProbeAnswer::Foreign {
+            checkout_id: identity.checkout_id,
+        };
+    }
+    ProbeAnswer::Ours {
+        version: identity.version,
+        leaseholder: identity.leaseholder,
+    }
+}
+
+/// Asks a server's REST route with its own token, bounded by the probe timeout.
+pub async fn ask<T: DeserializeOwned>(
+    site: &Site,
+    lease: &Lease,
+    path_and_query: &str,
+) -> Result<T, String> {
+    let url = lease
+        .url
+        .as_deref()
+        .ok_or_else(|| "its lease names no address yet".to_string())?;
+    let timeout = site.probe_timeout();
+    let response = site
+        .http
+        .get(format!("{}{path_and_query}", url.trim_end_matches('/')))
+        .bearer_auth(&lease.token)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|error| format!("{url} {}", describe_http_error(&error, timeout)))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("{url} answered {status} to {path_and_query}"));
+    }
+    response
+        .json()
+        .await
+        .map_err(|error| format!("{url} gave an answer that could not be read: {error}"))
+}
+
+fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
+    if error.is_timeout() {
+        format!("did not answer within {} ms", timeout.as_millis())
+    } else if error.is_connect() {
+        "refused the connection".to_string()
+    } else {
+        format!("failed: {error}")
+    }
+}
+
+/// Every checkout of the repository, this one first, then the others in git's order.
+pub fn repository_checkouts(this: &Checkout) -> Result<Vec<Checkout>, String> {
+    let mut checkouts = vec![this.clone()];
+    if this.common_dir.is_none() {
+        return Ok(checkouts);
+    }
+    let worktrees = majordomus_checkout::git::list_worktrees(this).map_err(|e| e.to_string())?;
+    for worktree in worktrees {
+        let checkout = worktree.checkout(this);
+        if checkout.id != this.id {
+            checkouts.push(checkout);
+        }
+    }
+    Ok(checkouts)
+}
+
