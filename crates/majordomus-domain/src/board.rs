@@ -94,6 +94,9 @@ struct Claim {
     sequence: u64,
 }
 
+/// Which paths of two claims meet, as (index in one, index in the other), in order.
+type PathPairs = BTreeSet<(usize, usize)>;
+
 /// What the index files under a path: which peer's which claim, and which of its paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ClaimRef {
@@ -208,43 +211,38 @@ impl PeerBoard {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| AnnounceError::InvalidInput(e.to_string()))?;
 
-        let replaced = self
-            .peers
-            .get_mut(&number)
-            .and_then(|slot| slot.claims.remove(&name));
-        let mut released: Vec<String> = Vec::new();
-        if let Some(old) = replaced {
-            self.unindex(number, &name, &old.paths);
-            for old_path in &old.paths {
-                let kept = paths.iter().any(|p| p.meets(old_path));
-                if !kept && !released.iter().any(|r| r == old_path.as_written()) {
-                    released.push(old_path.as_written().to_owned());
-                }
-            }
-        }
-
         let overlaps = self.overlaps_with(number, &paths);
+        let PeerBoard {
+            peers,
+            index,
+            last_claim,
+            ..
+        } = self;
+        let slot = peers
+            .get_mut(&number)
+            .expect("attached_number found this peer on the board");
+        let released = match slot.claims.remove(&name) {
+            Some(old) => {
+                unindex(index, number, &name, &old.paths);
+                released(&old.paths, &paths)
+            }
+            None => Vec::new(),
+        };
         for (at, path) in paths.iter().enumerate() {
-            self.index.insert(
-                path.components(),
-                ClaimRef {
-                    peer: number,
-                    name: name.clone(),
-                    path: at,
-                },
-            );
+            let entry = ClaimRef {
+                peer: number,
+                name: name.clone(),
+                path: at,
+            };
+            index.insert(path.components(), entry);
         }
-        self.last_claim += 1;
+        *last_claim += 1;
         let claim = Claim {
             intent,
             paths,
             at: rfc3339(now),
-            sequence: self.last_claim,
+            sequence: *last_claim,
         };
-        let slot = self
-            .peers
-            .get_mut(&number)
-            .expect("the peer was found attached above");
         slot.claims.insert(name, claim);
         slot.last_seen = now;
 
@@ -288,9 +286,9 @@ impl PeerBoard {
     }
 
     fn attached_number(&self, id: &PeerId) -> Result<u64, AnnounceError> {
-        let number = peer_number(id).filter(|n| self.peers.contains_key(n));
-        match number {
-            Some(n) if self.peers[&n].attached => Ok(n),
+        let found = peer_number(id).and_then(|n| Some((n, self.peers.get(&n)?)));
+        match found {
+            Some((n, slot)) if slot.attached => Ok(n),
             Some(_) => Err(AnnounceError::NotFound(format!(
                 "peer `{id}` has left this board and cannot announce; reconnect and announce \
                  as the new peer"
@@ -305,7 +303,7 @@ impl PeerBoard {
     /// Every other peer's claim that meets one of `paths`, one entry per claim, in
     /// attachment order and then claim order.
     fn overlaps_with(&self, number: u64, paths: &[ClaimPath]) -> Vec<Overlap> {
-        let mut met: BTreeMap<(u64, &Option<String>), BTreeSet<(usize, usize)>> = BTreeMap::new();
+        let mut met: BTreeMap<(u64, &Option<String>), PathPairs> = BTreeMap::new();
         for (yours, path) in paths.iter().enumerate() {
             for hit in self.index.meeting(path.components()) {
                 if hit.peer != number {
@@ -336,25 +334,48 @@ impl PeerBoard {
             .collect()
     }
 
-    fn unindex(&mut self, peer: u64, name: &Option<String>, paths: &[ClaimPath]) {
-        for (at, path) in paths.iter().enumerate() {
-            let entry = ClaimRef {
-                peer,
-                name: name.clone(),
-                path: at,
-            };
-            let removed = self.index.remove(path.components(), &entry);
-            debug_assert!(removed, "every claimed path is indexed");
+    /// Removes a peer and its claims outright, attached or not: the worker behind it has come
+    /// back under a new id and will announce its claims again, so the old slot would only be
+    /// a ghost that overlaps the worker's own new claims.
+    pub fn retire(&mut self, id: &PeerId) {
+        if let Some(number) = peer_number(id) {
+            self.departed.retain(|&departed| departed != number);
+            self.forget(number);
         }
     }
 
     fn forget(&mut self, number: u64) {
         if let Some(slot) = self.peers.remove(&number) {
             for (name, claim) in &slot.claims {
-                self.unindex(number, name, &claim.paths);
+                unindex(&mut self.index, number, name, &claim.paths);
             }
         }
     }
+}
+
+/// Takes a claim's paths out of the index.
+fn unindex(index: &mut PathIndex<ClaimRef>, peer: u64, name: &Option<String>, paths: &[ClaimPath]) {
+    for (at, path) in paths.iter().enumerate() {
+        let entry = ClaimRef {
+            peer,
+            name: name.clone(),
+            path: at,
+        };
+        let removed = index.remove(path.components(), &entry);
+        debug_assert!(removed, "every claimed path is indexed");
+    }
+}
+
+/// The old paths, as written and without repeats, that no new path meets.
+fn released(old: &[ClaimPath], new: &[ClaimPath]) -> Vec<String> {
+    let mut released: Vec<String> = Vec::new();
+    for path in old {
+        let kept = new.iter().any(|p| p.meets(path));
+        if !kept && !released.iter().any(|r| r == path.as_written()) {
+            released.push(path.as_written().to_owned());
+        }
+    }
+    released
 }
 
 /// The number `n` of a well-formed id `p{n}`; anything else names no peer.
@@ -500,6 +521,24 @@ mod tests {
         // a second detach changes nothing
         board.detach(&ids[1]);
         assert_eq!(board.peers(at(11)).len(), 2);
+    }
+
+    #[test]
+    fn a_retired_slot_leaves_no_ghost_to_overlap_with() {
+        let mut board = PeerBoard::new(ROOT);
+        let old = board.attach(Transport::Http, client("codex"), at(0));
+        board
+            .announce(&old, input("port the parser", &["src/parser"], None), at(1))
+            .unwrap();
+        board.detach(&old);
+        let new = board.attach(Transport::Http, client("codex"), at(2));
+        board.retire(&old);
+        let replayed = board
+            .announce(&new, input("port the parser", &["src/parser"], None), at(3))
+            .unwrap();
+        assert!(replayed.overlaps.is_empty(), "{:?}", replayed.overlaps);
+        assert_eq!(board.peers(at(4)).len(), 1);
+        assert!(board.departed.is_empty());
     }
 
     #[test]
@@ -726,6 +765,9 @@ mod tests {
         assert_eq!(later.overlaps.len(), 2, "`*.md` and `.` are everywhere");
     }
 
+    /// An overlap as the brute force expects it: peer, attached, (yours, theirs) pairs.
+    type Expected = (PeerId, bool, Vec<(String, String)>);
+
     #[test]
     fn a_thousand_peers_with_ten_paths_each_answer_like_brute_force() {
         let peers = 1_000;
@@ -751,7 +793,7 @@ mod tests {
         let answer = announce(&mut board, &newcomer, &probe, None);
 
         // brute force: every pair of paths, compared directly
-        let mut expected: Vec<(PeerId, bool, Vec<(String, String)>)> = Vec::new();
+        let mut expected: Vec<Expected> = Vec::new();
         for peer in board.peers(at(11)) {
             if peer.id == newcomer {
                 continue;

@@ -106,7 +106,8 @@ pub struct Attached {
     pub reattach_grace_seconds: u64,
 }
 
-/// The answer of `episodes.list`.
+/// The answer of `episodes.list`: every episode this server holds or is keeping for a
+/// returning client, and which one is the caller's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EpisodeList {
     /// How many episodes a connection holds.

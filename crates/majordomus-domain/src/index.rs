@@ -184,7 +184,7 @@ mod tests {
         assert!(!index.remove(&key("nowhere/at/all"), &"a/b"));
         assert!(index.remove(&key("d/e"), &"d/e"));
         assert!(
-            index.root.children.get("d").is_none(),
+            !index.root.children.contains_key("d"),
             "empty branch pruned"
         );
         assert!(

@@ -55,6 +55,12 @@ struct At {
     path: usize,
 }
 
+/// A claim's place in the input: (peer, claim of that peer).
+type ClaimAt = (usize, usize);
+
+/// Which paths of two claims meet, as (index in one, index in the other), in order.
+type PathPairs = BTreeSet<(usize, usize)>;
+
 /// Every pair of claims of different peers whose paths meet, each pair once.
 ///
 /// Peers are different when their `(checkout.id, id)` differ, so the `p1` of two checkouts
@@ -65,8 +71,8 @@ struct At {
 /// later side's.
 pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
     let mut index: PathIndex<At> = PathIndex::new();
-    // (earlier peer, its claim, later peer, its claim) -> {(earlier's path, later's path)}
-    let mut met: BTreeMap<(usize, usize, usize, usize), BTreeSet<(usize, usize)>> = BTreeMap::new();
+    // (earlier claim, later claim) -> {(earlier's path, later's path)}
+    let mut met: BTreeMap<(ClaimAt, ClaimAt), PathPairs> = BTreeMap::new();
     for (p, peer) in peers.iter().enumerate() {
         let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
         let paths: Vec<_> = peer
@@ -93,7 +99,7 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
         for (later, path) in &paths {
             for earlier in index.meeting(path.components()) {
                 if !same_peer(&peers[earlier.peer], peer) {
-                    met.entry((earlier.peer, earlier.claim, later.peer, later.claim))
+                    met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
                         .or_default()
                         .insert((earlier.path, later.path));
                 }
@@ -105,7 +111,7 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
     }
 
     met.into_iter()
-        .map(|((ep, ec, lp, lc), pairs)| {
+        .map(|(((ep, ec), (lp, lc)), pairs)| {
             let (earlier, later) = (&peers[ep], &peers[lp]);
             let (theirs, yours) = (&earlier.claims[ec], &later.claims[lc]);
             ListedOverlap {
@@ -187,7 +193,9 @@ mod tests {
     }
 
     /// (top-level peer @ worktree, with peer @ worktree, [(theirs, yours)])
-    fn summary(overlaps: &[ListedOverlap]) -> Vec<(String, String, Vec<(String, String)>)> {
+    type Summary = (String, String, Vec<(String, String)>);
+
+    fn summary(overlaps: &[ListedOverlap]) -> Vec<Summary> {
         let name = |peer: &PeerId, checkout: &Option<PeerCheckout>| match checkout {
             Some(c) => format!("{peer}@{}", c.worktree),
             None => peer.to_string(),
@@ -282,7 +290,7 @@ mod tests {
                 claim(Some("sub"), "b", &["src/x"]),
             ],
         );
-        assert!(overlaps_among(&[me.clone()]).is_empty());
+        assert!(overlaps_among(std::slice::from_ref(&me)).is_empty());
         // the same peer listed twice is still one peer
         assert!(overlaps_among(&[me.clone(), me]).is_empty());
     }

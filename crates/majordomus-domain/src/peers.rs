@@ -114,6 +114,7 @@ pub struct PeerCheckout {
     /// Where the checkout is on disk; unlike a peer id, it survives a reconnect.
     pub worktree: String,
     /// The branch checked out there, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// Whether this is the checkout of the server that answered.
     pub this_checkout: bool,

@@ -62,7 +62,11 @@ pub fn command() -> Command {
         .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"));
     for capability in Registry::builtin().iter() {
         if let Some(words) = capability.declaration.exposure.cli {
-            root = graft(root, words, capability_command(capability, words.last().expect("CLI words are not empty")));
+            root = graft(
+                root,
+                words,
+                capability_command(capability, words.last().expect("CLI words are not empty")),
+            );
         }
     }
     root
@@ -117,7 +121,11 @@ fn capability_command(capability: &Capability, word: &'static str) -> Command {
 }
 
 fn first_line(text: &str) -> String {
-    text.split(". ").next().unwrap_or(text).trim_end_matches('.').to_string()
+    text.split(". ")
+        .next()
+        .unwrap_or(text)
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// The words an enum property accepts, following one `$ref` into `$defs`.
@@ -129,14 +137,24 @@ fn enum_words(schema: &Value, property: &Value) -> Vec<String> {
         .unwrap_or(property);
     let from_one_of = resolved["oneOf"]
         .as_array()
-        .map(|options| options.iter().filter_map(|o| o["const"].as_str().map(str::to_string)).collect::<Vec<_>>())
+        .map(|options| {
+            options
+                .iter()
+                .filter_map(|o| o["const"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
         .unwrap_or_default();
     if !from_one_of.is_empty() {
         return from_one_of;
     }
     resolved["enum"]
         .as_array()
-        .map(|options| options.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
+        .map(|options| {
+            options
+                .iter()
+                .filter_map(|o| o.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -168,22 +186,33 @@ async fn dispatch(name: &str, matches: &ArgMatches) -> ExitCode {
     let path = cli_path(name, matches);
     let words: Vec<&str> = path.iter().map(|(word, _)| *word).collect();
     let leaf = path.last().map(|(_, m)| *m).unwrap_or(matches);
-    if let Some(capability) = Registry::builtin()
-        .iter()
-        .find(|c| c.declaration.exposure.cli.is_some_and(|cli| cli == words.as_slice()))
-    {
+    if let Some(capability) = Registry::builtin().iter().find(|c| {
+        c.declaration
+            .exposure
+            .cli
+            .is_some_and(|cli| cli == words.as_slice())
+    }) {
         return run_capability(capability, leaf).await;
     }
     let outcome = match words.as_slice() {
         ["mcp"] => crate::commands::mcp(site_dir(leaf)).await,
-        ["serve"] => crate::commands::serve(site_dir(leaf), leaf.get_one::<u64>("idle").copied()).await,
+        ["serve"] => {
+            crate::commands::serve(site_dir(leaf), leaf.get_one::<u64>("idle").copied()).await
+        }
         ["serve", "stop"] => crate::commands::stop(site_dir(leaf)).await,
         ["serve", "ensure"] => crate::commands::ensure(site_dir(leaf), leaf.get_flag("json")).await,
         ["openapi"] => {
-            println!("{}", serde_json::to_string_pretty(&crate::openapi::document()).expect("documents serialise"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::openapi::document())
+                    .expect("documents serialise")
+            );
             Ok(())
         }
-        other => Err(format!("`{}` is not a command; see `majordomus --help`", other.join(" "))),
+        other => Err(format!(
+            "`{}` is not a command; see `majordomus --help`",
+            other.join(" ")
+        )),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -216,8 +245,8 @@ fn site_dir(matches: &ArgMatches) -> PathBuf {
 pub fn open_site(dir: &std::path::Path) -> Result<Arc<Site>, String> {
     let checkout = majordomus_checkout::git::Checkout::discover(dir)
         .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
-    let config = majordomus_checkout::config::load(&checkout.root)
-        .map_err(|error| error.to_string())?;
+    let config =
+        majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
     Ok(Arc::new(Site::new(checkout, config)))
 }
 
@@ -237,10 +266,16 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
             }
         }
     }
-    match capability.call(&Context::observer(site), Value::Object(input)).await {
+    match capability
+        .call(&Context::observer(site), Value::Object(input))
+        .await
+    {
         Ok(output) => {
             if matches.get_flag("json") {
-                println!("{}", serde_json::to_string_pretty(&output).expect("answers serialise"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&output).expect("answers serialise")
+                );
             } else {
                 println!("{}", capability.render(&output));
             }
@@ -248,7 +283,11 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
         }
         Err(error) => {
             eprintln!("majordomus: {}", error.message);
-            ExitCode::from(if error.kind == ErrorKind::InvalidInput { 2 } else { 1 })
+            ExitCode::from(if error.kind == ErrorKind::InvalidInput {
+                2
+            } else {
+                1
+            })
         }
     }
 }
@@ -265,11 +304,22 @@ mod tests {
     #[test]
     fn capability_commands_take_their_input_fields_as_flags() {
         let matches = command()
-            .try_get_matches_from(["majordomus", "serve", "status", "--checkouts", "this", "--json"])
+            .try_get_matches_from([
+                "majordomus",
+                "serve",
+                "status",
+                "--checkouts",
+                "this",
+                "--json",
+            ])
             .unwrap();
         let path = cli_path("serve", matches.subcommand().unwrap().1);
-        assert_eq!(path.iter().map(|(w, _)| *w).collect::<Vec<_>>(), ["serve", "status"]);
-        let refused = command().try_get_matches_from(["majordomus", "peers", "--checkouts", "everything"]);
+        assert_eq!(
+            path.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+            ["serve", "status"]
+        );
+        let refused =
+            command().try_get_matches_from(["majordomus", "peers", "--checkouts", "everything"]);
         assert!(refused.unwrap_err().to_string().contains("repository"));
     }
 }

@@ -14,30 +14,26 @@ use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
 pub async fn mcp(dir: PathBuf) -> Result<(), String> {
-    let site = open_site(&dir)?;
-    match elect(&site).await.map_err(|error| format!("the election failed: {error}"))? {
-        Elected::Won(lease) => {
-            let running = start(site.clone(), lease).await.map_err(|error| format!("could not start serving: {error}"))?;
-            running.serve_stdio().await;
-            // The owner's client has gone; keep serving the bridged clients until the last one
-            // leaves.
-            running.run(Lifetime::IdleFor(Duration::ZERO)).await;
-            Ok(())
-        }
-        Elected::Serving(lease) => Bridge::run(lease).await.map_err(|error| error.to_string()),
-    }
+    Bridge::run(open_site(&dir)?).await
 }
 
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
 pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
     let site = open_site(&dir)?;
-    match elect(&site).await.map_err(|error| format!("the election failed: {error}"))? {
+    match elect(&site)
+        .await
+        .map_err(|error| format!("the election failed: {error}"))?
+    {
         Elected::Won(lease) => {
-            let running = start(site.clone(), lease).await.map_err(|error| format!("could not start serving: {error}"))?;
+            let running = start(site.clone(), lease)
+                .await
+                .map_err(|error| format!("could not start serving: {error}"))?;
             if let Some(url) = running.state.url() {
                 println!("serving {} at {url}", site.checkout.root.display());
             }
-            let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| Lifetime::IdleFor(Duration::from_secs(seconds)));
+            let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| {
+                Lifetime::IdleFor(Duration::from_secs(seconds))
+            });
             running.run(lifetime).await;
             Ok(())
         }
@@ -62,19 +58,30 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         return Ok(());
     };
     if !process_alive(lease.pid, lease.process_start) {
-        println!("the server of {} is already gone (its lease is stale)", site.checkout.root.display());
+        println!(
+            "the server of {} is already gone (its lease is stale)",
+            site.checkout.root.display()
+        );
         return Ok(());
     }
     // SAFETY: kill(2) with a pid whose start time matched the lease just above.
     let sent = unsafe { libc::kill(lease.pid as libc::pid_t, libc::SIGTERM) } == 0;
     if !sent {
-        return Err(format!("could not signal process {}: {}", lease.pid, std::io::Error::last_os_error()));
+        return Err(format!(
+            "could not signal process {}: {}",
+            lease.pid,
+            std::io::Error::last_os_error()
+        ));
     }
     let bound = Duration::from_millis(site.config.timings.stop_timeout_ms) + Duration::from_secs(2);
     let started = Instant::now();
     while process_alive(lease.pid, lease.process_start) {
         if started.elapsed() > bound {
-            return Err(format!("process {} did not stop within {} ms", lease.pid, bound.as_millis()));
+            return Err(format!(
+                "process {} did not stop within {} ms",
+                lease.pid,
+                bound.as_millis()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -85,7 +92,8 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
 /// `majordomus serve ensure`: make sure a server is ready, starting a detached one if needed.
 pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
     let site = open_site(&dir)?;
-    let bound = Duration::from_millis(site.config.timings.starting_grace_ms) + Duration::from_secs(5);
+    let bound =
+        Duration::from_millis(site.config.timings.starting_grace_ms) + Duration::from_secs(5);
     let started = Instant::now();
     let mut spawned = false;
     loop {
@@ -105,7 +113,10 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
             return Err(format!(
                 "no server became ready within {} ms: {}",
                 bound.as_millis(),
-                found.standing.reason.unwrap_or_else(|| standing.as_str().to_string())
+                found
+                    .standing
+                    .reason
+                    .unwrap_or_else(|| standing.as_str().to_string())
             ));
         }
         if !spawned && matches!(standing, ServerStanding::Absent | ServerStanding::Stale) {
@@ -120,7 +131,8 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
 /// decides whether it serves or leaves at once.
 fn spawn_detached_server(root: &Path, idle_secs: u64) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let executable = std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
+    let executable =
+        std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
     let mut command = std::process::Command::new(executable);
     command
         .arg("serve")

@@ -158,6 +158,9 @@ mod tests {
             }
         }
         let text = document.to_string();
-        assert!(!text.contains("#/$defs/"), "every reference points into components");
+        assert!(
+            !text.contains("#/$defs/"),
+            "every reference points into components"
+        );
     }
 }

@@ -47,7 +47,9 @@ where
                         }
                         continue;
                     }
-                    if to_rmcp.write_all(trimmed).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
+                    if to_rmcp.write_all(trimmed).await.is_err()
+                        || to_rmcp.write_all(b"\n").await.is_err()
+                    {
                         break;
                     }
                 }
@@ -125,18 +127,25 @@ async fn read_bounded_line<R: AsyncRead + Unpin>(
         }
         reader.consume(consumed);
         if found_end {
-            return Ok(Some(if skipped > 0 { Incoming::TooLong(skipped) } else { Incoming::Line(line) }));
+            return Ok(Some(if skipped > 0 {
+                Incoming::TooLong(skipped)
+            } else {
+                Incoming::Line(line)
+            }));
         }
     }
 }
 
 /// A frame must be UTF-8 JSON; what it means is rmcp's to judge.
 fn check_frame(line: &[u8]) -> Result<(), String> {
-    let text = std::str::from_utf8(line)
-        .map_err(|_| "the message is not UTF-8; send one JSON-RPC message per line, as UTF-8 JSON".to_string())?;
+    let text = std::str::from_utf8(line).map_err(|_| {
+        "the message is not UTF-8; send one JSON-RPC message per line, as UTF-8 JSON".to_string()
+    })?;
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map(|_| ())
-        .map_err(|error| format!("the message is not JSON ({error}); send one JSON-RPC message per line"))
+        .map_err(|error| {
+            format!("the message is not JSON ({error}); send one JSON-RPC message per line")
+        })
 }
 
 fn parse_error(message: &str) -> Vec<u8> {
@@ -160,7 +169,10 @@ mod tests {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
         let (mut rmcp_in, mut rmcp_out) = front(server_in, server_out);
-        client_in.write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\xff\xfe\n").await.unwrap();
+        client_in
+            .write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\xff\xfe\n")
+            .await
+            .unwrap();
         drop(client_in);
         let mut passed = String::new();
         rmcp_in.read_to_string(&mut passed).await.unwrap();
@@ -169,11 +181,22 @@ mod tests {
         drop(rmcp_out);
         let mut answered = String::new();
         client_out.read_to_string(&mut answered).await.unwrap();
-        let errors: Vec<serde_json::Value> =
-            answered.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let errors: Vec<serde_json::Value> = answered
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(errors.len(), 2);
-        assert!(errors.iter().all(|e| e["error"]["code"] == -32700 && e["id"].is_null()));
-        assert!(errors[1]["error"]["message"].as_str().unwrap().contains("UTF-8"));
+        assert!(
+            errors
+                .iter()
+                .all(|e| e["error"]["code"] == -32700 && e["id"].is_null())
+        );
+        assert!(
+            errors[1]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("UTF-8")
+        );
     }
 
     #[tokio::test]

@@ -57,7 +57,12 @@ pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
         (reading, age)
     })
     .await
-    .unwrap_or_else(|error| (LeaseReading::Corrupt(format!("it could not be read: {error}")), None));
+    .unwrap_or_else(|error| {
+        (
+            LeaseReading::Corrupt(format!("it could not be read: {error}")),
+            None,
+        )
+    });
     let (standing, lease) = judge(site, &checkout, &reading, age).await;
     Survey {
         checkout,
@@ -193,4 +198,3 @@ pub fn repository_checkouts(this: &Checkout) -> Result<Vec<Checkout>, String> {
     }
     Ok(checkouts)
 }
-

@@ -4,7 +4,9 @@ use std::time::SystemTime;
 
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::listing::{overlaps_among, silent};
-use majordomus_domain::peers::{AnnounceInput, Announced, ListedOverlap, Peer, PeerCheckout, PeerId};
+use majordomus_domain::peers::{
+    AnnounceInput, Announced, ListedOverlap, Peer, PeerCheckout, PeerId,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,8 +31,18 @@ pub struct PeerListInput {
 impl BenchCases for PeerListInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
         vec![
-            ("this", PeerListInput { checkouts: Checkouts::This }),
-            ("repository", PeerListInput { checkouts: Checkouts::Repository }),
+            (
+                "this",
+                PeerListInput {
+                    checkouts: Checkouts::This,
+                },
+            ),
+            (
+                "repository",
+                PeerListInput {
+                    checkouts: Checkouts::Repository,
+                },
+            ),
         ]
     }
 }
@@ -124,11 +136,18 @@ impl Operation for PeersList {
         let site = &ctx.site;
         let checkouts = match input.checkouts {
             Checkouts::This => vec![site.checkout.clone()],
-            Checkouts::Repository => survey::repository_checkouts(&site.checkout).map_err(|error| {
-                CapabilityError::internal(format!("could not list the worktrees: {error}"))
-            })?,
+            Checkouts::Repository => {
+                survey::repository_checkouts(&site.checkout).map_err(|error| {
+                    CapabilityError::internal(format!("could not list the worktrees: {error}"))
+                })?
+            }
         };
-        let boards = futures::future::join_all(checkouts.into_iter().map(|checkout| read_board(ctx, checkout))).await;
+        let boards = futures::future::join_all(
+            checkouts
+                .into_iter()
+                .map(|checkout| read_board(ctx, checkout)),
+        )
+        .await;
         let mut peers = Vec::new();
         let mut views = Vec::new();
         for (view, board_peers) in boards {
@@ -136,7 +155,11 @@ impl Operation for PeersList {
             views.push(view);
         }
         Ok(PeerList {
-            count: views.iter().filter(|view| view.reason.is_none()).map(|view| view.attached).sum(),
+            count: views
+                .iter()
+                .filter(|view| view.reason.is_none())
+                .map(|view| view.attached)
+                .sum(),
             caller: ctx.caller.clone(),
             silent: silent(&peers),
             overlaps: overlaps_among(&peers),
@@ -149,7 +172,10 @@ impl Operation for PeersList {
 
 /// Reads one checkout's board: from memory when this process serves it, otherwise from the
 /// server its lease names.
-async fn read_board(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> (BoardView, Vec<Peer>) {
+async fn read_board(
+    ctx: &Context,
+    checkout: majordomus_checkout::git::Checkout,
+) -> (BoardView, Vec<Peer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = PeerCheckout {
         id: checkout.id.clone(),
@@ -176,7 +202,10 @@ async fn read_board(ctx: &Context, checkout: majordomus_checkout::git::Checkout)
         view.standing = found.standing.standing;
         view.url = found.url().map(str::to_string);
         if found.answers() {
-            let lease = found.lease.as_ref().expect("an answering server has a lease");
+            let lease = found
+                .lease
+                .as_ref()
+                .expect("an answering server has a lease");
             match survey::ask::<PeerList>(&ctx.site, lease, "/api/v1/peers?checkouts=this").await {
                 Ok(answer) => answer.peers,
                 Err(reason) => {
@@ -186,13 +215,9 @@ async fn read_board(ctx: &Context, checkout: majordomus_checkout::git::Checkout)
             }
         } else {
             if !found.standing.readable {
-                view.reason = Some(
-                    found
-                        .standing
-                        .reason
-                        .clone()
-                        .unwrap_or_else(|| format!("its server is {}", found.standing.standing.as_str())),
-                );
+                view.reason = Some(found.standing.reason.clone().unwrap_or_else(|| {
+                    format!("its server is {}", found.standing.standing.as_str())
+                }));
             }
             Vec::new()
         }
@@ -279,7 +304,10 @@ impl Operation for PeersAnnounce {
     };
 
     async fn run(ctx: &Context, input: AnnounceInput) -> Result<Announced, CapabilityError> {
-        let tool = Self::DECLARATION.exposure.mcp_tool.unwrap_or(Self::DECLARATION.id);
+        let tool = Self::DECLARATION
+            .exposure
+            .mcp_tool
+            .unwrap_or(Self::DECLARATION.id);
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };

@@ -25,8 +25,18 @@ pub struct ServerStatusInput {
 impl BenchCases for ServerStatusInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
         vec![
-            ("this", ServerStatusInput { checkouts: Checkouts::This }),
-            ("repository", ServerStatusInput { checkouts: Checkouts::Repository }),
+            (
+                "this",
+                ServerStatusInput {
+                    checkouts: Checkouts::This,
+                },
+            ),
+            (
+                "repository",
+                ServerStatusInput {
+                    checkouts: Checkouts::Repository,
+                },
+            ),
         ]
     }
 }
@@ -113,15 +123,26 @@ impl Operation for ServerStatus {
         ],
     };
 
-    async fn run(ctx: &Context, input: ServerStatusInput) -> Result<ServerStatusOutput, CapabilityError> {
+    async fn run(
+        ctx: &Context,
+        input: ServerStatusInput,
+    ) -> Result<ServerStatusOutput, CapabilityError> {
         let site = &ctx.site;
         let checkouts = match input.checkouts {
             Checkouts::This => vec![site.checkout.clone()],
-            Checkouts::Repository => survey::repository_checkouts(&site.checkout)
-                .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?,
+            Checkouts::Repository => {
+                survey::repository_checkouts(&site.checkout).map_err(|error| {
+                    CapabilityError::internal(format!("could not list the worktrees: {error}"))
+                })?
+            }
         };
-        let views = futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout))).await;
-        let standing = views.first().map(|v| v.standing).unwrap_or(ServerStanding::Absent);
+        let views =
+            futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout)))
+                .await;
+        let standing = views
+            .first()
+            .map(|v| v.standing)
+            .unwrap_or(ServerStanding::Absent);
         Ok(ServerStatusOutput {
             checkout_id: site.checkout.id.clone(),
             git: site.checkout.git_id.clone().map(|id| GitView { id }),
@@ -150,7 +171,10 @@ async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> Se
     }
     let found: Survey = survey::survey(&ctx.site, checkout).await;
     let peers = if found.answers() {
-        let lease = found.lease.as_ref().expect("an answering server has a lease");
+        let lease = found
+            .lease
+            .as_ref()
+            .expect("an answering server has a lease");
         survey::ask::<ServerStatusOutput>(&ctx.site, lease, "/api/v1/server?checkouts=this")
             .await
             .ok()

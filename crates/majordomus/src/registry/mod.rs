@@ -133,7 +133,8 @@ pub trait Operation: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Output, CapabilityError>> + Send;
 }
 
-type ErasedHandler = for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Value, CapabilityError>>;
+type ErasedHandler =
+    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Value, CapabilityError>>;
 
 /// A capability with its types erased, as the surfaces see it.
 pub struct Capability {
@@ -235,11 +236,14 @@ impl Registry {
     }
 
     pub fn by_tool(&self, tool: &str) -> Option<&Capability> {
-        self.iter().find(|c| c.declaration.exposure.mcp_tool == Some(tool))
+        self.iter()
+            .find(|c| c.declaration.exposure.mcp_tool == Some(tool))
     }
 
     pub fn tool_names(&self) -> Vec<&'static str> {
-        self.iter().filter_map(|c| c.declaration.exposure.mcp_tool).collect()
+        self.iter()
+            .filter_map(|c| c.declaration.exposure.mcp_tool)
+            .collect()
     }
 
     /// Refuses a registry where two capabilities claim one id, tool name, route or CLI path:
@@ -259,11 +263,16 @@ fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
             exposure
                 .http
                 .map(|(method, path)| format!("route {} {path}", method.as_str())),
-            exposure.cli.map(|words| format!("command `{}`", words.join(" "))),
+            exposure
+                .cli
+                .map(|words| format!("command `{}`", words.join(" "))),
         ];
         for key in keys.into_iter().flatten() {
             if let Some(first) = seen.insert(key.clone(), capability.id()) {
-                return Err(format!("{key} is declared by both {first} and {}", capability.id()));
+                return Err(format!(
+                    "{key} is declared by both {first} and {}",
+                    capability.id()
+                ));
             }
         }
     }
@@ -307,10 +316,24 @@ mod tests {
     #[test]
     fn every_tool_has_object_schemas_and_a_description() {
         for capability in Registry::builtin().iter() {
-            assert_eq!(capability.input_schema()["type"], "object", "{}", capability.id());
-            assert_eq!(capability.output_schema()["type"], "object", "{}", capability.id());
+            assert_eq!(
+                capability.input_schema()["type"],
+                "object",
+                "{}",
+                capability.id()
+            );
+            assert_eq!(
+                capability.output_schema()["type"],
+                "object",
+                "{}",
+                capability.id()
+            );
             assert!(!capability.declaration.description.is_empty());
-            assert!(!capability.bench_cases().is_empty(), "{} has no bench case", capability.id());
+            assert!(
+                !capability.bench_cases().is_empty(),
+                "{} has no bench case",
+                capability.id()
+            );
         }
     }
 }

@@ -12,6 +12,8 @@ pub fn input_schema<T: JsonSchema>() -> Value {
 
 /// The schema of what an output type writes.
 pub fn output_schema<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft2020_12().for_serialize().into_generator();
+    let generator = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
     serde_json::to_value(generator.into_root_schema_for::<T>()).expect("schemas serialise")
 }

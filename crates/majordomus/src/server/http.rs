@@ -34,8 +34,9 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .with_allowed_origins(LOOPBACK_ORIGINS)
         .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
     let mut session_manager = LocalSessionManager::default();
-    session_manager.session_config.keep_alive =
-        Some(std::time::Duration::from_secs(state.site.config.timings.idle_timeout_secs));
+    session_manager.session_config.keep_alive = Some(std::time::Duration::from_secs(
+        state.site.config.timings.idle_timeout_secs,
+    ));
     let mcp = StreamableHttpService::new(
         move || Ok(McpSession::new(mcp_state.clone(), Transport::Http)),
         Arc::new(session_manager),
@@ -54,7 +55,9 @@ pub fn router(state: Arc<ServerState>) -> Router {
     router
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT_BYTES))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            BODY_LIMIT_BYTES,
+        ))
         .with_state(state)
 }
 
@@ -74,8 +77,11 @@ pub fn error_response(status: StatusCode, kind: &str, message: impl Into<String>
 }
 
 fn capability_error(error: CapabilityError) -> Response {
-    let status = StatusCode::from_u16(error.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let kind = serde_json::to_value(error.kind).ok().and_then(|v| v.as_str().map(str::to_string));
+    let status =
+        StatusCode::from_u16(error.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let kind = serde_json::to_value(error.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string));
     error_response(status, kind.as_deref().unwrap_or("internal"), error.message)
 }
 
@@ -89,7 +95,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
             return error_response(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                format!("Host `{host}` is not a loopback name; majordomus answers only on 127.0.0.1, localhost or [::1]"),
+                format!(
+                    "Host `{host}` is not a loopback name; majordomus answers only on 127.0.0.1, localhost or [::1]"
+                ),
             );
         }
     }
@@ -99,7 +107,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
             return error_response(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                format!("Origin `{origin}` is not a loopback origin; a web page from elsewhere may not talk to this server"),
+                format!(
+                    "Origin `{origin}` is not a loopback origin; a web page from elsewhere may not talk to this server"
+                ),
             );
         }
     }
@@ -158,12 +168,17 @@ fn host_of(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
         return rest.split(']').next().unwrap_or("");
     }
-    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host)
 }
 
 /// Whether a `Host` header names this machine's loopback.
 pub fn is_loopback_authority(authority: &str) -> bool {
-    matches!(host_of(authority).to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
+    matches!(
+        host_of(authority).to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "::1"
+    )
 }
 
 /// Whether an `Origin` header is a page served from this machine's loopback.
@@ -193,41 +208,55 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
     error_response(
         StatusCode::NOT_FOUND,
         "not_found",
-        format!("there is no route {method} {}; /openapi.json lists every route", uri.path()),
+        format!(
+            "there is no route {method} {}; /openapi.json lists every route",
+            uri.path()
+        ),
     )
 }
 
 fn rest_route(id: &'static str, method: HttpMethod) -> MethodRouter<Arc<ServerState>> {
     match method {
-        HttpMethod::Get => get(move |State(state): State<Arc<ServerState>>, Query(query): Query<HashMap<String, String>>| async move {
-            let input: serde_json::Map<String, Value> = query
-                .into_iter()
-                .filter(|(key, _)| key != "token")
-                .map(|(key, value)| (key, Value::String(value)))
-                .collect();
-            run(&state, id, Value::Object(input)).await
-        }),
-        HttpMethod::Post => post(move |State(state): State<Arc<ServerState>>, body: Bytes| async move {
-            let input = if body.is_empty() {
-                Value::Object(Default::default())
-            } else {
-                match serde_json::from_slice::<Value>(&body) {
-                    Ok(value @ Value::Object(_)) => value,
-                    Ok(_) => return capability_error(CapabilityError::invalid_input("the body must be a JSON object")),
-                    Err(error) => {
-                        return capability_error(CapabilityError::invalid_input(format!(
-                            "the body is not JSON ({error}); send a JSON object as described in /openapi.json"
-                        )));
+        HttpMethod::Get => get(
+            move |State(state): State<Arc<ServerState>>,
+                  Query(query): Query<HashMap<String, String>>| async move {
+                let input: serde_json::Map<String, Value> = query
+                    .into_iter()
+                    .filter(|(key, _)| key != "token")
+                    .map(|(key, value)| (key, Value::String(value)))
+                    .collect();
+                run(&state, id, Value::Object(input)).await
+            },
+        ),
+        HttpMethod::Post => post(
+            move |State(state): State<Arc<ServerState>>, body: Bytes| async move {
+                let input = if body.is_empty() {
+                    Value::Object(Default::default())
+                } else {
+                    match serde_json::from_slice::<Value>(&body) {
+                        Ok(value @ Value::Object(_)) => value,
+                        Ok(_) => {
+                            return capability_error(CapabilityError::invalid_input(
+                                "the body must be a JSON object",
+                            ));
+                        }
+                        Err(error) => {
+                            return capability_error(CapabilityError::invalid_input(format!(
+                                "the body is not JSON ({error}); send a JSON object as described in /openapi.json"
+                            )));
+                        }
                     }
-                }
-            };
-            run(&state, id, input).await
-        }),
+                };
+                run(&state, id, input).await
+            },
+        ),
     }
 }
 
 async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
-    let capability: &Capability = Registry::builtin().by_id(id).expect("routes are built from the registry");
+    let capability: &Capability = Registry::builtin()
+        .by_id(id)
+        .expect("routes are built from the registry");
     let ctx = Context {
         site: state.site.clone(),
         server: Some(state.clone()),
@@ -248,7 +277,12 @@ mod tests {
         for host in ["localhost", "127.0.0.1:8080", "[::1]:9", "LOCALHOST:1"] {
             assert!(is_loopback_authority(host), "{host}");
         }
-        for host in ["evil.example", "127.0.0.1.evil.example:80", "10.0.0.1", "localhost.evil:80"] {
+        for host in [
+            "evil.example",
+            "127.0.0.1.evil.example:80",
+            "10.0.0.1",
+            "localhost.evil:80",
+        ] {
             assert!(!is_loopback_authority(host), "{host}");
         }
         assert!(is_loopback_origin("http://localhost:3000"));

@@ -35,7 +35,31 @@ impl McpSession {
         }
     }
 
-    fn touch(&self) {
+    /// Joins the board as the client that introduced itself, once; `worker` is the stable
+    /// identity a bridge gives itself, so a worker coming back retires its former slot.
+    pub fn join(&self, client: &Implementation, worker: Option<&str>) -> &PeerId {
+        self.peer.get_or_init(|| {
+            self.state
+                .attach(self.transport, client_info_of(client), worker)
+        })
+    }
+
+    /// The instructions this connection's client is given in `initialize`.
+    pub fn instructions(&self) -> Option<String> {
+        self.peer.get().map(|peer| self.state.instructions(peer))
+    }
+
+    /// Serves one `tools/call` for this connection, as the MCP transport would.
+    pub async fn call_tool_directly(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, McpError> {
+        self.touch();
+        call(&self.context(), name, arguments).await
+    }
+
+    pub(crate) fn touch(&self) {
         if let Some(peer) = self.peer.get() {
             self.state.touch(peer);
         }
@@ -58,6 +82,10 @@ impl Drop for McpSession {
     }
 }
 
+/// The `initialize` `_meta` key under which a bridge names the worker it carries, stable for
+/// the bridge's lifetime across every session it opens.
+pub const WORKER_META_KEY: &str = "majordomus/worker";
+
 /// The tools every connection is shown, derived once from the registry.
 pub fn tools() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
@@ -76,10 +104,14 @@ fn tool_of(capability: &Capability) -> Option<Tool> {
         Some(false),
     );
     Some(
-        Tool::new(name, declaration.description, schema_object(capability.input_schema()))
-            .with_title(declaration.title)
-            .with_raw_output_schema(schema_object(capability.output_schema()))
-            .with_annotations(annotations),
+        Tool::new(
+            name,
+            declaration.description,
+            schema_object(capability.input_schema()),
+        )
+        .with_title(declaration.title)
+        .with_raw_output_schema(schema_object(capability.output_schema()))
+        .with_annotations(annotations),
     )
 }
 
@@ -92,7 +124,11 @@ fn schema_object(schema: Value) -> Arc<JsonObject> {
 
 /// Runs a tool on behalf of a connection and turns the outcome into a tool result: an answer
 /// as `structuredContent` plus the same JSON as text, a refusal as `isError` with its message.
-pub async fn call(ctx: &Context, name: &str, arguments: Option<JsonObject>) -> Result<CallToolResult, McpError> {
+pub async fn call(
+    ctx: &Context,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<CallToolResult, McpError> {
     let Some(capability) = Registry::builtin().by_tool(name) else {
         return Err(McpError::invalid_params(
             format!(
@@ -140,9 +176,12 @@ impl ServerHandler for McpSession {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
-        let peer = self.peer.get_or_init(|| {
-            self.state.attach(self.transport, client_info_of(&request.client_info))
-        });
+        let worker = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.0.0.get(WORKER_META_KEY))
+            .and_then(|value| value.as_str());
+        let peer = self.join(&request.client_info, worker);
         Ok(result.with_instructions(self.state.instructions(peer)))
     }
 

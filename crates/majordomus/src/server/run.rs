@@ -7,13 +7,10 @@ use majordomus_checkout::{
     CreateError, ElectionVerdict, Lease, LeaseHandle, LeaseReading, ProbeAnswer,
     classify_for_election, lease_age, lease_path, read_lease, take_over, try_create,
 };
-use majordomus_domain::peers::Transport;
-use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use super::ServerState;
-use super::mcp::McpSession;
 use crate::context::Site;
 use crate::survey;
 
@@ -55,7 +52,9 @@ pub async fn elect(site: &Site) -> std::io::Result<Elected> {
             silent_since = None;
         }
         let evidence = survey::evidence(site, &reading, age, probe.as_ref(), lease.as_ref());
-        let silent_for = silent_since.map(|since| since.elapsed()).unwrap_or_default();
+        let silent_for = silent_since
+            .map(|since| since.elapsed())
+            .unwrap_or_default();
         match classify_for_election(&evidence, silent_for, busy_grace) {
             ElectionVerdict::Vacant => continue,
             ElectionVerdict::Live => {
@@ -131,18 +130,6 @@ pub enum Lifetime {
 }
 
 impl Running {
-    /// Serves the owner's client on this process's own stdin and stdout, as peer `p1`.
-    pub async fn serve_stdio(&self) {
-        let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
-        let session = McpSession::new(self.state.clone(), Transport::Stdio);
-        match session.serve_with_ct((input, output), self.state.shutdown.child_token()).await {
-            Ok(running) => {
-                let _ = running.waiting().await;
-            }
-            Err(error) => tracing::warn!(%error, "the stdio client did not complete initialize"),
-        }
-    }
-
     /// Waits until a signal, `serve stop`, or the lifetime ends the server, then stops it in
     /// order: episodes closed as `shutdown`, the lease removed if still ours, sessions ended.
     pub async fn run(self, lifetime: Lifetime) {
@@ -162,7 +149,10 @@ impl Running {
         state.shutdown.cancel();
         let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
         if tokio::time::timeout(bound, self.task).await.is_err() {
-            tracing::warn!("sessions did not end within {} ms; stopping anyway", bound.as_millis());
+            tracing::warn!(
+                "sessions did not end within {} ms; stopping anyway",
+                bound.as_millis()
+            );
         }
     }
 }
@@ -170,7 +160,10 @@ impl Running {
 /// Resolves on SIGTERM or SIGINT; a second one ends the process at once.
 async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {
