@@ -10,6 +10,7 @@ pub mod context;
 pub mod episodes;
 pub mod openapi;
 pub mod registry;
+pub mod render;
 pub mod server;
 pub mod stdio_front;
 pub mod survey;

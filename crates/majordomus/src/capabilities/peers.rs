@@ -132,6 +132,74 @@ impl Operation for PeersList {
         ],
     };
 
+    fn render(output: &PeerList) -> String {
+        let rows: Vec<Vec<String>> = output
+            .peers
+            .iter()
+            .map(|peer| {
+                let checkout = peer.checkout.as_ref();
+                let claims: Vec<String> = peer
+                    .claims
+                    .iter()
+                    .map(|claim| {
+                        let name = claim.name.as_deref().map(|n| format!("[{n}] ")).unwrap_or_default();
+                        format!("{name}{} ({})", claim.intent, claim.scope.join(", "))
+                    })
+                    .collect();
+                vec![
+                    checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
+                    checkout.and_then(|c| c.branch.clone()).unwrap_or_else(|| "-".into()),
+                    peer.id.to_string(),
+                    format!("{} {}", peer.client.name, peer.client.version),
+                    if peer.attached { "yes".into() } else { "left".into() },
+                    format!("{}s ago", peer.last_seen_seconds_ago),
+                    if claims.is_empty() { "(silent)".into() } else { claims.join("; ") },
+                ]
+            })
+            .collect();
+        let mut text = if rows.is_empty() {
+            "nobody is on the board".to_string()
+        } else {
+            crate::render::table(
+                &["WORKTREE", "BRANCH", "PEER", "CLIENT", "ATTACHED", "LAST SEEN", "CLAIMS"],
+                &rows,
+            )
+        };
+        text.push_str(&format!(
+            "\n{} attached, {} silent, {} overlap(s)",
+            output.count,
+            output.silent,
+            output.overlaps.len()
+        ));
+        for overlap in &output.overlaps {
+            let side = |peer: &PeerId, checkout: &Option<PeerCheckout>| match checkout {
+                Some(c) => format!("{peer} in {}", c.worktree),
+                None => peer.to_string(),
+            };
+            let paths: Vec<String> = overlap
+                .overlap
+                .paths
+                .iter()
+                .map(|p| format!("{} ~ {}", p.theirs, p.yours))
+                .collect();
+            text.push_str(&format!(
+                "\n  overlap: {} ({}) and {} ({}) on {}",
+                side(&overlap.overlap.peer, &overlap.overlap.checkout),
+                overlap.overlap.intent,
+                side(&overlap.with.peer, &overlap.with.checkout),
+                overlap.with.intent,
+                paths.join(", ")
+            ));
+        }
+        if !output.complete {
+            text.push_str("\nINCOMPLETE: some boards could not be read:");
+        }
+        for board in output.boards.iter().filter(|b| b.reason.is_some()) {
+            text.push_str(&format!("\n  {}: {}", board.worktree, board.reason.as_deref().unwrap_or("")));
+        }
+        text
+    }
+
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
         let site = &ctx.site;
         let checkouts = match input.checkouts {

@@ -123,6 +123,30 @@ impl Operation for ServerStatus {
         ],
     };
 
+    fn render(output: &ServerStatusOutput) -> String {
+        let rows: Vec<Vec<String>> = output
+            .servers
+            .iter()
+            .map(|server| {
+                vec![
+                    if server.this_checkout { "*".into() } else { String::new() },
+                    server.worktree.clone(),
+                    server.branch.clone().unwrap_or_else(|| "-".into()),
+                    server.standing.as_str().into(),
+                    server.peers.map_or_else(|| "-".into(), |n| n.to_string()),
+                    server.lease.as_ref().and_then(|l| l.url.clone()).unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        let mut text = crate::render::table(&["", "WORKTREE", "BRANCH", "STANDING", "PEERS", "URL"], &rows);
+        for server in &output.servers {
+            if let Some(reason) = &server.reason {
+                text.push_str(&format!("\n{}: {reason}", server.worktree));
+            }
+        }
+        text
+    }
+
     async fn run(
         ctx: &Context,
         input: ServerStatusInput,
