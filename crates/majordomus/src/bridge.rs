@@ -35,7 +35,7 @@ use tokio::sync::Mutex;
 use crate::context::Site;
 use crate::registry::Registry;
 use crate::server::mcp::{McpSession, WORKER_META_KEY, tools};
-use crate::server::run::{Elected, Lifetime, Running, elect, start};
+use crate::server::run::{Elected, Lifetime, Running, elect, start, stop_requested};
 
 /// How often a bridge checks on a remote upstream while its client is quiet: it keeps the
 /// session from expiring and notices a dead server before the client's next call does.
@@ -201,11 +201,18 @@ impl Bridge {
         }
         let keepalive = tokio::spawn(keep_alive(Arc::downgrade(&bridge)));
         let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
-        match SharedBridge(bridge.clone()).serve((input, output)).await {
-            Ok(running) => {
-                let _ = running.waiting().await;
-            }
-            Err(error) => tracing::warn!(%error, "the client did not complete initialize"),
+        let stop = stop_requested();
+        tokio::select! {
+            served = SharedBridge(bridge.clone()).serve((input, output)) => match served {
+                Ok(running) => {
+                    tokio::select! {
+                        _ = running.waiting() => {}
+                        _ = stop.cancelled() => {}
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "the client did not complete initialize"),
+            },
+            _ = stop.cancelled() => {}
         }
         keepalive.abort();
         bridge.finish().await;

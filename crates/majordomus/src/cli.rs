@@ -69,7 +69,22 @@ pub fn command() -> Command {
             );
         }
     }
-    root
+    graft(root, &["episodes", "log"], episodes_log_command())
+}
+
+/// `majordomus episodes log`: the journal read back, beside the derived `majordomus episodes`.
+fn episodes_log_command() -> Command {
+    Command::new("log")
+        .about("List the episodes the repository's journal recorded: client, start, end and reason, worktree, branch and claims")
+        .long_about("List the episodes recorded in the repository's episode journal (in the git common dir), one line per episode: its client and provider, when it started and ended and why, the worktree and branch it ran in, and the claims announced during it. Needs no running server.")
+        .arg(repo_arg())
+        .arg(json_arg())
+        .arg(
+            Arg::new("since")
+                .long("since")
+                .value_name("WHEN")
+                .help("Only episodes active since then: an RFC 3339 time, or a span back from now such as 2h, 90m or 7d"),
+        )
 }
 
 /// Puts `leaf` at the path `words` in the tree, merging with commands already there.
@@ -168,7 +183,10 @@ pub fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("the async runtime starts");
-    runtime.block_on(dispatch(name, sub))
+    let code = runtime.block_on(dispatch(name, sub));
+    // A read of stdin may still be blocked in its thread; it must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
 }
 
 fn init_logging(command: &str) {
@@ -201,6 +219,11 @@ async fn dispatch(name: &str, matches: &ArgMatches) -> ExitCode {
         }
         ["serve", "stop"] => crate::commands::stop(site_dir(leaf)).await,
         ["serve", "ensure"] => crate::commands::ensure(site_dir(leaf), leaf.get_flag("json")).await,
+        ["episodes", "log"] => crate::episodes::log::run(
+            site_dir(leaf),
+            leaf.get_flag("json"),
+            leaf.get_one::<String>("since").map(String::as_str),
+        ),
         ["openapi"] => {
             println!(
                 "{}",

@@ -176,10 +176,18 @@ impl ServerHandler for McpSession {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
-        let worker = request
+        // rmcp lifts a request's `_meta` into the context; older paths leave it in the params.
+        let worker = context
             .meta
-            .as_ref()
-            .and_then(|meta| meta.0.0.get(WORKER_META_KEY))
+            .0
+            .0
+            .get(WORKER_META_KEY)
+            .or_else(|| {
+                request
+                    .meta
+                    .as_ref()
+                    .and_then(|meta| meta.0.0.get(WORKER_META_KEY))
+            })
             .and_then(|value| value.as_str());
         let peer = self.join(&request.client_info, worker);
         Ok(result.with_instructions(self.state.instructions(peer)))

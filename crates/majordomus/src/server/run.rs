@@ -1,6 +1,6 @@
 //! Electing, starting, running and stopping a checkout's server.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::{
@@ -9,6 +9,7 @@ use majordomus_checkout::{
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::ServerState;
 use crate::context::Site;
@@ -136,7 +137,6 @@ impl Running {
         let state = self.state.clone();
         tokio::select! {
             _ = state.shutdown.cancelled() => {}
-            _ = stop_signal() => tracing::info!("stop requested by signal"),
             _ = idle(&state, lifetime) => tracing::info!("no peer attached any more; stopping"),
         }
         self.stop().await;
@@ -144,7 +144,7 @@ impl Running {
 
     async fn stop(self) {
         let state = self.state;
-        state.close_all_episodes();
+        state.close_all_episodes().await;
         state.release_lease();
         state.shutdown.cancel();
         let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
@@ -157,27 +157,38 @@ impl Running {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT; a second one ends the process at once.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        tracing::warn!("second stop signal: exiting now");
-        std::process::exit(130);
-    });
+/// Cancelled on the first SIGTERM or SIGINT this process receives; every server of the
+/// process stops in order when it is. A second signal ends the process at once.
+pub fn stop_requested() -> CancellationToken {
+    static STOP: OnceLock<CancellationToken> = OnceLock::new();
+    STOP.get_or_init(|| {
+        let token = CancellationToken::new();
+        let cancel = token.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                tracing::warn!("cannot watch for stop signals");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::info!("stop requested by signal");
+            cancel.cancel();
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::warn!("second stop signal: exiting now");
+            std::process::exit(130);
+        });
+        token
+    })
+    .clone()
 }
 
 /// Resolves once no peer has been attached for the lifetime's idle span.
