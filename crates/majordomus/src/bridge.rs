@@ -19,7 +19,7 @@ use majordomus_domain::peers::Transport;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ClientRequest,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    RequestMetaObject, ServerConfig,
+    ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -303,10 +303,7 @@ impl Bridge {
             .reinit_on_expired_session(false);
         let transport = StreamableHttpClientTransport::from_config(config);
         let mut introduction = client.clone();
-        let mut meta = introduction
-            .meta
-            .take()
-            .unwrap_or_else(RequestMetaObject::default);
+        let mut meta = introduction.meta.take().unwrap_or_default();
         meta.0
             .0
             .insert(WORKER_META_KEY.into(), Value::String(self.worker.clone()));
