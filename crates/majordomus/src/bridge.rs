@@ -35,7 +35,7 @@ use tokio::sync::Mutex;
 use crate::context::Site;
 use crate::registry::Registry;
 use crate::server::mcp::{McpSession, WORKER_META_KEY, tools};
-use crate::server::run::{Elected, Lifetime, Running, elect, start, stop_requested};
+use crate::server::run::{Lifetime, Outcome, Running, elect_and_start, stop_requested};
 
 /// How often a bridge checks on a remote upstream while its client is quiet: it keeps the
 /// session from expiring and notices a dead server before the client's next call does.
@@ -185,17 +185,9 @@ impl Bridge {
             first_lease: std::sync::Mutex::new(None),
         });
         // Elect at once, so the checkout has its server before the client says anything.
-        match elect(&site)
-            .await
-            .map_err(|error| format!("the election failed: {error}"))?
-        {
-            Elected::Won(lease) => {
-                let running = start(site.clone(), lease)
-                    .await
-                    .map_err(|error| format!("could not start serving: {error}"))?;
-                *bridge.serving.lock().await = Some(running);
-            }
-            Elected::Serving(lease) => {
+        match elect_and_start(&site).await? {
+            Outcome::Started(running) => *bridge.serving.lock().await = Some(running),
+            Outcome::Found(lease) => {
                 *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(lease)
             }
         }
@@ -257,19 +249,13 @@ impl Bridge {
                 .take();
             let lease = match found {
                 Some(lease) => lease,
-                None => match elect(&self.site)
-                    .await
-                    .map_err(|error| format!("the election failed: {error}"))?
-                {
-                    Elected::Won(lease) => {
-                        let running = start(self.site.clone(), lease)
-                            .await
-                            .map_err(|error| format!("could not start serving: {error}"))?;
+                None => match elect_and_start(&self.site).await? {
+                    Outcome::Started(running) => {
                         tracing::info!("this bridge now serves the checkout");
                         *self.serving.lock().await = Some(running);
                         continue;
                     }
-                    Elected::Serving(lease) => lease,
+                    Outcome::Found(lease) => lease,
                 },
             };
             match self.connect(client, &lease).await {

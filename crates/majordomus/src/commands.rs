@@ -9,7 +9,7 @@ use majordomus_domain::checkouts::ServerStanding;
 
 use crate::bridge::Bridge;
 use crate::cli::open_site;
-use crate::server::run::{Elected, Lifetime, elect, start};
+use crate::server::run::{Lifetime, Outcome, elect_and_start};
 use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
@@ -20,14 +20,8 @@ pub async fn mcp(dir: PathBuf) -> Result<(), String> {
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
 pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
     let site = open_site(&dir)?;
-    match elect(&site)
-        .await
-        .map_err(|error| format!("the election failed: {error}"))?
-    {
-        Elected::Won(lease) => {
-            let running = start(site.clone(), lease)
-                .await
-                .map_err(|error| format!("could not start serving: {error}"))?;
+    match elect_and_start(&site).await? {
+        Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
                 println!("serving {} at {url}", site.checkout.root.display());
             }
@@ -37,7 +31,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
             running.run(lifetime).await;
             Ok(())
         }
-        Elected::Serving(lease) => {
+        Outcome::Found(lease) => {
             println!(
                 "already served: {} at {}",
                 site.checkout.root.display(),

@@ -12,7 +12,10 @@ use majordomus_checkout::{
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use majordomus_domain::checkouts::Checkouts;
+
 use crate::context::Site;
+use crate::registry::CapabilityError;
 
 /// What `GET /` answers: enough for a reader to tell whose server this is.
 #[derive(Clone, Debug, serde::Serialize, Deserialize, schemars::JsonSchema)]
@@ -183,18 +186,24 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
     }
 }
 
-/// Every checkout of the repository, this one first, then the others in git's order.
-pub fn repository_checkouts(this: &Checkout) -> Result<Vec<Checkout>, String> {
-    let mut checkouts = vec![this.clone()];
-    if this.common_dir.is_none() {
-        return Ok(checkouts);
+/// The checkouts an answer covers: this one alone, or every checkout of the repository, this
+/// one first and then the others in git's order.
+pub fn covered_checkouts(
+    this: &Checkout,
+    checkouts: Checkouts,
+) -> Result<Vec<Checkout>, CapabilityError> {
+    let mut covered = vec![this.clone()];
+    if checkouts == Checkouts::This || this.common_dir.is_none() {
+        return Ok(covered);
     }
-    let worktrees = majordomus_checkout::git::list_worktrees(this).map_err(|e| e.to_string())?;
-    for worktree in worktrees {
-        let checkout = worktree.checkout(this);
-        if checkout.id != this.id {
-            checkouts.push(checkout);
-        }
-    }
-    Ok(checkouts)
+    let worktrees = majordomus_checkout::git::list_worktrees(this).map_err(|error| {
+        CapabilityError::internal(format!("could not list the worktrees: {error}"))
+    })?;
+    covered.extend(
+        worktrees
+            .iter()
+            .map(|worktree| worktree.checkout(this))
+            .filter(|checkout| checkout.id != this.id),
+    );
+    Ok(covered)
 }

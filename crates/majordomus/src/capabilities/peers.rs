@@ -142,18 +142,32 @@ impl Operation for PeersList {
                     .claims
                     .iter()
                     .map(|claim| {
-                        let name = claim.name.as_deref().map(|n| format!("[{n}] ")).unwrap_or_default();
+                        let name = claim
+                            .name
+                            .as_deref()
+                            .map(|n| format!("[{n}] "))
+                            .unwrap_or_default();
                         format!("{name}{} ({})", claim.intent, claim.scope.join(", "))
                     })
                     .collect();
                 vec![
                     checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
-                    checkout.and_then(|c| c.branch.clone()).unwrap_or_else(|| "-".into()),
+                    checkout
+                        .and_then(|c| c.branch.clone())
+                        .unwrap_or_else(|| "-".into()),
                     peer.id.to_string(),
                     format!("{} {}", peer.client.name, peer.client.version),
-                    if peer.attached { "yes".into() } else { "left".into() },
+                    if peer.attached {
+                        "yes".into()
+                    } else {
+                        "left".into()
+                    },
                     format!("{}s ago", peer.last_seen_seconds_ago),
-                    if claims.is_empty() { "(silent)".into() } else { claims.join("; ") },
+                    if claims.is_empty() {
+                        "(silent)".into()
+                    } else {
+                        claims.join("; ")
+                    },
                 ]
             })
             .collect();
@@ -161,7 +175,15 @@ impl Operation for PeersList {
             "nobody is on the board".to_string()
         } else {
             crate::render::table(
-                &["WORKTREE", "BRANCH", "PEER", "CLIENT", "ATTACHED", "LAST SEEN", "CLAIMS"],
+                &[
+                    "WORKTREE",
+                    "BRANCH",
+                    "PEER",
+                    "CLIENT",
+                    "ATTACHED",
+                    "LAST SEEN",
+                    "CLAIMS",
+                ],
                 &rows,
             )
         };
@@ -195,21 +217,18 @@ impl Operation for PeersList {
             text.push_str("\nINCOMPLETE: some boards could not be read:");
         }
         for board in output.boards.iter().filter(|b| b.reason.is_some()) {
-            text.push_str(&format!("\n  {}: {}", board.worktree, board.reason.as_deref().unwrap_or("")));
+            text.push_str(&format!(
+                "\n  {}: {}",
+                board.worktree,
+                board.reason.as_deref().unwrap_or("")
+            ));
         }
         text
     }
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
         let site = &ctx.site;
-        let checkouts = match input.checkouts {
-            Checkouts::This => vec![site.checkout.clone()],
-            Checkouts::Repository => {
-                survey::repository_checkouts(&site.checkout).map_err(|error| {
-                    CapabilityError::internal(format!("could not list the worktrees: {error}"))
-                })?
-            }
-        };
+        let checkouts = survey::covered_checkouts(&site.checkout, input.checkouts)?;
         let boards = futures::future::join_all(
             checkouts
                 .into_iter()

@@ -129,16 +129,27 @@ impl Operation for ServerStatus {
             .iter()
             .map(|server| {
                 vec![
-                    if server.this_checkout { "*".into() } else { String::new() },
+                    if server.this_checkout {
+                        "*".into()
+                    } else {
+                        String::new()
+                    },
                     server.worktree.clone(),
                     server.branch.clone().unwrap_or_else(|| "-".into()),
                     server.standing.as_str().into(),
                     server.peers.map_or_else(|| "-".into(), |n| n.to_string()),
-                    server.lease.as_ref().and_then(|l| l.url.clone()).unwrap_or_else(|| "-".into()),
+                    server
+                        .lease
+                        .as_ref()
+                        .and_then(|l| l.url.clone())
+                        .unwrap_or_else(|| "-".into()),
                 ]
             })
             .collect();
-        let mut text = crate::render::table(&["", "WORKTREE", "BRANCH", "STANDING", "PEERS", "URL"], &rows);
+        let mut text = crate::render::table(
+            &["", "WORKTREE", "BRANCH", "STANDING", "PEERS", "URL"],
+            &rows,
+        );
         for server in &output.servers {
             if let Some(reason) = &server.reason {
                 text.push_str(&format!("\n{}: {reason}", server.worktree));
@@ -152,14 +163,7 @@ impl Operation for ServerStatus {
         input: ServerStatusInput,
     ) -> Result<ServerStatusOutput, CapabilityError> {
         let site = &ctx.site;
-        let checkouts = match input.checkouts {
-            Checkouts::This => vec![site.checkout.clone()],
-            Checkouts::Repository => {
-                survey::repository_checkouts(&site.checkout).map_err(|error| {
-                    CapabilityError::internal(format!("could not list the worktrees: {error}"))
-                })?
-            }
-        };
+        let checkouts = survey::covered_checkouts(&site.checkout, input.checkouts)?;
         let views =
             futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout)))
                 .await;

@@ -77,6 +77,28 @@ pub async fn elect(site: &Site) -> std::io::Result<Elected> {
     }
 }
 
+/// What an election made of this process.
+pub enum Outcome {
+    /// It won, and its server is answering.
+    Started(Running),
+    /// Another process serves the checkout, by this lease.
+    Found(Lease),
+}
+
+/// Elects, and starts serving when this process won.
+pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
+    match elect(site)
+        .await
+        .map_err(|error| format!("the election failed: {error}"))?
+    {
+        Elected::Won(lease) => start(site.clone(), lease)
+            .await
+            .map(Outcome::Started)
+            .map_err(|error| format!("could not start serving: {error}")),
+        Elected::Serving(lease) => Ok(Outcome::Found(lease)),
+    }
+}
+
 /// A server that is answering.
 pub struct Running {
     pub state: Arc<ServerState>,
