@@ -342,6 +342,29 @@ impl EpisodeBoard {
         true
     }
 
+    /// The episode `external_id` as answers show it, if it is on the board.
+    pub fn episode(&self, external_id: &str, now: SystemTime) -> Option<ConnectionEpisode> {
+        self.episodes
+            .contains_key(external_id)
+            .then(|| self.view(external_id, now))
+    }
+
+    /// Continues on this board an episode that a record kept elsewhere (a previous
+    /// server's journal) shows was opened earlier and never closed: it takes that
+    /// `opened_at` and counts the `earlier_attachments` before this board's own.
+    pub fn carry_over(
+        &mut self,
+        external_id: &str,
+        opened_at: &str,
+        earlier_attachments: u32,
+        now: SystemTime,
+    ) -> Option<ConnectionEpisode> {
+        let entry = self.episodes.get_mut(external_id)?;
+        entry.opened_at = opened_at.to_owned();
+        entry.attachments = entry.attachments.saturating_add(earlier_attachments);
+        Some(self.view(external_id, now))
+    }
+
     fn remove(&mut self, external_id: &str) {
         if let Some(Entry {
             peer: Some(peer), ..
@@ -608,6 +631,20 @@ mod tests {
             REPORTED_NOTHING
         );
         assert!(!board.set_repository("nope", "x"));
+    }
+
+    #[test]
+    fn an_episode_carried_over_keeps_its_first_opening() {
+        let mut board = EpisodeBoard::new(GRACE);
+        board.attach(&p(1), "conv", "generic", at(100));
+        assert!(board.episode("other", at(100)).is_none());
+        let carried = board
+            .carry_over("conv", "2026-11-30T02:26:40Z", 2, at(101))
+            .unwrap();
+        assert_eq!(carried.opened_at, "2026-11-30T02:26:40Z");
+        assert_eq!(carried.attachments, 3);
+        assert_eq!(board.episode("conv", at(101)), Some(carried));
+        assert!(board.carry_over("nope", "x", 1, at(101)).is_none());
     }
 
     #[test]

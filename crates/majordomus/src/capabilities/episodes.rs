@@ -1,11 +1,21 @@
-//! `episodes.list`, `episodes.attach`, `episodes.detach`.
+//! `episodes.list`, `episodes.attach`, `episodes.detach`: a client's piece of work, named by
+//! the client's own durable id, kept across reconnects and recorded by the repository's
+//! episode driver.
 
-use majordomus_domain::episodes::{AttachInput, Attached, DetachInput, EpisodeList};
+use majordomus_domain::episodes::{
+    AttachInput, Attached, ConnectionEpisode, ConnectionEpisodeState, DetachInput, EpisodeList,
+    validate_external_id,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::capabilities::peers::needs_a_session;
 use crate::context::Context;
-use crate::registry::{BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Operation, Stability};
+use crate::registry::{
+    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
+    Stability,
+};
+use crate::survey;
 
 /// What to ask of `episodes.list`: nothing.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -20,7 +30,12 @@ impl BenchCases for EpisodeListInput {
 
 impl BenchCases for AttachInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
-        vec![("conversation", AttachInput { external_id: "bench-conversation".into() })]
+        vec![(
+            "conversation",
+            AttachInput {
+                external_id: "bench-conversation".into(),
+            },
+        )]
     }
 }
 
@@ -28,6 +43,11 @@ impl BenchCases for DetachInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
         vec![("own", DetachInput { external_id: None })]
     }
+}
+
+/// The tool name a refusal names, falling back to the capability id.
+fn tool_of(declaration: &Declaration) -> &'static str {
+    declaration.exposure.mcp_tool.unwrap_or(declaration.id)
 }
 
 /// `episodes.list`.
@@ -40,21 +60,112 @@ impl Operation for EpisodesList {
         id: "episodes.list",
         kind: Kind::Query,
         title: "Episodes on this server",
-        description: "The episodes this checkout's server holds: open ones and detached ones waiting for their client to come back, and which one is the caller's.",
+        description: "The episodes this checkout's server keeps in memory, by external id: the \
+            open ones, held by a live connection, and the detached ones, whose connection went \
+            away and which wait for their client to attach again before the reaper closes them. \
+            `mine` is the episode the calling connection holds. What the repository's episode \
+            driver made of each is in its `repository`; what happened after an episode was \
+            closed is in the journal (`majordomus episodes log`).",
         exposure: Exposure {
             mcp_tool: Some("majordomus_episodes"),
             http: Some((HttpMethod::Get, "/api/v1/episodes")),
             cli: Some(&["episodes"]),
         },
         tags: &["episodes"],
-        stability: Stability::Experimental,
+        stability: Stability::BehaviorallyVerified,
         idempotent: true,
-        moments: &[],
+        moments: &[
+            Moment {
+                headline: "a client restarted and wants to know whether its work is still held",
+                detail: "Its episode shows `detached` with the seconds since it last spoke; \
+                    attaching the same id within the grace picks it up again.",
+            },
+            Moment {
+                headline: "someone asks which sessions are working here right now",
+                detail: "Each episode names its client's own conversation id and the peer \
+                    holding it, so a board entry can be traced back to a conversation.",
+            },
+        ],
     };
 
-    async fn run(_ctx: &Context, _input: EpisodeListInput) -> Result<EpisodeList, CapabilityError> {
-        Err(CapabilityError::internal("not yet"))
+    fn render(output: &EpisodeList) -> String {
+        render_list(output)
     }
+
+    async fn run(ctx: &Context, _input: EpisodeListInput) -> Result<EpisodeList, CapabilityError> {
+        if let Some(server) = &ctx.server {
+            return Ok(server.list_episodes(ctx.caller.as_ref()));
+        }
+        // Not serving (the CLI): episodes live in the memory of this checkout's server, so ask it.
+        let site = &ctx.site;
+        let found = survey::survey(site, site.checkout.clone()).await;
+        let Some(lease) = found.lease.as_ref().filter(|_| found.answers()) else {
+            let why = found
+                .standing
+                .reason
+                .as_deref()
+                .map(|reason| format!(" ({reason})"))
+                .unwrap_or_default();
+            return Err(CapabilityError::refused(format!(
+                "no majordomus server is running for {}{why}, so no episode is in memory; \
+                 `majordomus episodes log` reads what the journal recorded",
+                site.checkout.root.display()
+            )));
+        };
+        survey::ask::<EpisodeList>(site, lease, "/api/v1/episodes")
+            .await
+            .map_err(|reason| {
+                CapabilityError::internal(format!(
+                    "this checkout's server could not be asked for its episodes: {reason}"
+                ))
+            })
+    }
+}
+
+/// The list as a person reads it: one episode per line, what its driver said below it.
+fn render_list(list: &EpisodeList) -> String {
+    if list.episodes.is_empty() {
+        return "no episode on this checkout's server; `majordomus episodes log` lists the \
+                recorded ones"
+            .to_string();
+    }
+    let mut lines = vec![format!(
+        "{} episode{}: {} open, {} detached",
+        list.episodes.len(),
+        if list.episodes.len() == 1 { "" } else { "s" },
+        list.open,
+        list.detached
+    )];
+    let mine = list.mine.as_ref().map(|mine| mine.external_id.as_str());
+    for episode in &list.episodes {
+        lines.push(render_episode(
+            episode,
+            mine == Some(episode.external_id.as_str()),
+        ));
+    }
+    lines.join("\n")
+}
+
+fn render_episode(episode: &ConnectionEpisode, mine: bool) -> String {
+    let holder = match (&episode.peer, episode.state) {
+        (Some(peer), _) => format!("held by {peer}"),
+        (None, ConnectionEpisodeState::Detached) => "waiting for its client".to_string(),
+        (None, ConnectionEpisodeState::Open) => "open".to_string(),
+    };
+    let state = match episode.state {
+        ConnectionEpisodeState::Open => "open",
+        ConnectionEpisodeState::Detached => "detached",
+    };
+    format!(
+        "{}{}  {state}, {holder}  opened {}  last active {} s ago  {} attachment{}\n    {}",
+        episode.external_id,
+        if mine { " (yours)" } else { "" },
+        episode.opened_at,
+        episode.last_activity_seconds_ago,
+        episode.attachments,
+        if episode.attachments == 1 { "" } else { "s" },
+        episode.repository,
+    )
 }
 
 /// `episodes.attach`.
@@ -67,31 +178,59 @@ impl Operation for EpisodesAttach {
         id: "episodes.attach",
         kind: Kind::Command,
         title: "Attach this connection to an episode",
-        description: "Name the piece of work this connection carries by the client's own durable id (its conversation id).",
+        description: "Tell the server which piece of work this connection carries, by your \
+            client's own durable id for it (its conversation or thread id — never the peer id, \
+            which changes with every connection). The first attach opens the episode and the \
+            repository's driver records it (by default a journal in the git common dir); after \
+            a reconnect, a restart or a crash, attaching the same id resumes it (`resumed: \
+            true`, one more attachment, the same `opened_at`). A connection holds one episode: \
+            attaching another id detaches the first. When the connection goes, the episode \
+            waits `reattach_grace_seconds` for you before it is closed. Needs an MCP session: \
+            call it through `majordomus mcp`.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_attach"),
             http: Some((HttpMethod::Post, "/api/v1/episodes/attach")),
             cli: None,
         },
         tags: &["episodes"],
-        stability: Stability::Experimental,
+        stability: Stability::BehaviorallyVerified,
         idempotent: true,
-        moments: &[],
+        moments: &[
+            Moment {
+                headline: "the connection dropped in the middle of a long task",
+                detail: "The client reconnects under a new peer id, attaches its conversation \
+                    id again and is told `resumed: true`: the work is one episode, not two.",
+            },
+            Moment {
+                headline: "nobody can say afterwards which agent made a change",
+                detail: "Every episode is recorded with its client, version, worktree, branch \
+                    and the claims it announced, and `majordomus episodes log` reads it back.",
+            },
+        ],
     };
 
-    async fn run(_ctx: &Context, _input: AttachInput) -> Result<Attached, CapabilityError> {
-        Err(CapabilityError::internal("not yet"))
+    async fn run(ctx: &Context, input: AttachInput) -> Result<Attached, CapabilityError> {
+        validate_external_id(&input.external_id).map_err(CapabilityError::invalid_input)?;
+        let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
+            return Err(needs_a_session(tool_of(&Self::DECLARATION)));
+        };
+        Ok(server.attach_episode(caller, &input.external_id).await)
     }
 }
 
 /// `episodes.detach`.
 pub struct EpisodesDetach;
 
-/// The answer of `episodes.detach`.
+/// The answer of `episodes.detach`: the episode that was closed.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Detached {
     /// The external id of the episode that was closed.
     pub external_id: String,
+    /// The episode as it was when it was closed. It has left the board; its `repository`
+    /// says what the repository's driver recorded about the closing.
+    pub episode: ConnectionEpisode,
+    /// Why it was closed: always `detach` here.
+    pub reason: String,
 }
 
 impl Operation for EpisodesDetach {
@@ -101,19 +240,61 @@ impl Operation for EpisodesDetach {
         id: "episodes.detach",
         kind: Kind::Command,
         title: "Close an episode",
-        description: "Close an episode deliberately.",
+        description: "Close an episode on purpose because its work is done, rather than \
+            leaving it to wait out the reattach grace: it leaves the board at once and the \
+            repository's driver records it closed with reason `detach`. Leave `external_id` out \
+            to close the one your connection holds (that needs an MCP session), or name any \
+            episode of this server. An id this server does not hold is not found; closing twice \
+            is not the same as closing once.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_detach"),
             http: Some((HttpMethod::Post, "/api/v1/episodes/detach")),
             cli: None,
         },
         tags: &["episodes"],
-        stability: Stability::Experimental,
+        stability: Stability::BehaviorallyVerified,
         idempotent: false,
-        moments: &[],
+        moments: &[Moment {
+            headline: "a task is finished but the client stays connected",
+            detail: "Closing the episode records where the work ended now, instead of when the \
+                connection happens to end plus the grace.",
+        }],
     };
 
-    async fn run(_ctx: &Context, _input: DetachInput) -> Result<Detached, CapabilityError> {
-        Err(CapabilityError::internal("not yet"))
+    async fn run(ctx: &Context, input: DetachInput) -> Result<Detached, CapabilityError> {
+        let tool = tool_of(&Self::DECLARATION);
+        if let Some(external_id) = &input.external_id {
+            validate_external_id(external_id).map_err(CapabilityError::invalid_input)?;
+        }
+        let Some(server) = &ctx.server else {
+            return Err(needs_a_session(tool));
+        };
+        let external_id = match (input.external_id, &ctx.caller) {
+            (Some(external_id), _) => external_id,
+            (None, Some(caller)) => server.held_episode(caller).ok_or_else(|| {
+                CapabilityError::not_found(
+                    "this connection holds no episode: attach one with \
+                     `majordomus_session_attach`, or name the episode to close in `external_id`",
+                )
+            })?,
+            (None, None) => {
+                return Err(CapabilityError::refused(format!(
+                    "without `external_id` this closes the caller's own episode, and this call \
+                     has no MCP session to own one: name the episode in `external_id`, or call \
+                     the `{tool}` tool through `majordomus mcp`"
+                )));
+            }
+        };
+        let episode = server.close_episode(&external_id).await.ok_or_else(|| {
+            CapabilityError::not_found(format!(
+                "this server holds no episode `{external_id}` (it may have expired or been \
+                 closed already); `majordomus_episodes` lists the ones it holds"
+            ))
+        })?;
+        Ok(Detached {
+            external_id,
+            episode,
+            reason: "detach".to_string(),
+        })
     }
 }

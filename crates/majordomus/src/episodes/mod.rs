@@ -1,20 +1,676 @@
-//! Recording episodes durably: the driver a repository's episodes are reported to.
+//! Recording episodes durably: the repository's episode driver, as this server runs it.
+//!
+//! The driver is the built-in [`journal`] unless the repository's `majordomus.toml` names a
+//! [`command`] of its own. Either way it runs on one thread of its own, fed in the order the
+//! episode board changed (every event is queued under the board's lock), so the journal never
+//! says "closed" before "opened" and the async runtime never waits on a disk or a program.
+//! What the driver reports goes back onto the board as the episode's `repository`; an attach
+//! or a detach waits (boundedly) for that report so its answer can carry it.
 
-use majordomus_domain::episodes::ConnectionEpisode;
-use majordomus_domain::peers::{Announced, PeerId};
+pub mod command;
+pub mod event;
+pub mod journal;
+pub mod log;
+pub mod providers;
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use majordomus_domain::episodes::{ConnectionEpisode, EpisodeBoard};
+use majordomus_domain::ids::rfc3339;
+use majordomus_domain::peers::{Announcement, ClientInfo};
+use tokio::sync::oneshot;
 
 use crate::context::Site;
-use crate::server::ServerState;
+use command::CommandDriver;
+use event::{CloseReason, Event, EventClient, EventKind, EventServer, INTERRUPTED_NOTE};
+use journal::{Journal, journal_path};
+use providers::Providers;
+
+/// How many distinct claims an episode's records carry; the oldest go first beyond it.
+const CLAIMS_KEPT: usize = 64;
+
+/// How long an answer waits for the journal before it answers without its report.
+const JOURNAL_PATIENCE: Duration = Duration::from_secs(5);
+
+/// What the driver said about an attach.
+#[derive(Clone, Debug)]
+pub struct AttachReport {
+    /// What `repository` now reports.
+    pub text: String,
+    /// Whether the journal showed the episode open already (left so by a server that ended
+    /// without closing it) and it was continued rather than opened anew.
+    pub carried_over: bool,
+}
+
+enum Job {
+    Attached {
+        episode: ConnectionEpisode,
+        client: ClientInfo,
+        resumed: bool,
+        at: SystemTime,
+        reply: oneshot::Sender<AttachReport>,
+    },
+    Announced {
+        episode: ConnectionEpisode,
+        announcement: Announcement,
+        at: SystemTime,
+    },
+    Detached {
+        episode: ConnectionEpisode,
+        at: SystemTime,
+    },
+    Closed {
+        episode: ConnectionEpisode,
+        reason: CloseReason,
+        at: SystemTime,
+        reply: Option<oneshot::Sender<String>>,
+    },
+    Flush(oneshot::Sender<()>),
+}
 
 /// The repository's episode driver, as this server runs it.
-pub struct Recorder {}
+pub struct Recorder {
+    jobs: Mutex<mpsc::Sender<Job>>,
+    /// How long an answer waits for the driver's report.
+    patience: Duration,
+    /// The driver as a person reads it: `the journal at …` or `the command …`.
+    description: String,
+}
+
+/// A report the caller of [`Recorder::attached`] or [`Recorder::closed`] may wait for.
+pub struct Pending<T>(oneshot::Receiver<T>);
 
 impl Recorder {
-    pub fn for_site(_site: &Site) -> Recorder {
-        Recorder {}
+    /// Starts the driver `site`'s configuration names, reporting onto `board`.
+    pub fn start(site: &Site, board: Arc<Mutex<EpisodeBoard>>) -> Recorder {
+        let grace = board
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .grace()
+            .as_secs();
+        let (driver, patience, description) = match &site.config.episodes.command {
+            Some(program) => {
+                let command = CommandDriver::new(
+                    program.clone(),
+                    &site.checkout.root,
+                    site.config.episodes.timeout(),
+                );
+                let patience = command.timeout() + Duration::from_secs(1);
+                let description = format!("the command `{}`", command.display());
+                (Driver::Command(command), patience, description)
+            }
+            None => {
+                let path = journal_path(&site.checkout);
+                let description = format!("the journal at {}", path.display());
+                (
+                    Driver::Journal(Journal::open(path)),
+                    JOURNAL_PATIENCE,
+                    description,
+                )
+            }
+        };
+        let worker = Worker {
+            driver,
+            checkout_id: site.checkout.id.clone(),
+            worktree: site.checkout.root.display().to_string(),
+            branch: site.checkout.branch.clone(),
+            server: EventServer::this_process(),
+            grace,
+            board,
+            providers: Providers::builtin(),
+            tracks: HashMap::new(),
+        };
+        let (jobs, queue) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("majordomus-episodes".into())
+            .spawn(move || worker.run(queue));
+        if let Err(error) = spawned {
+            tracing::error!(%error, "the episode recorder could not start; episodes are recorded nowhere");
+        }
+        Recorder {
+            jobs: Mutex::new(jobs),
+            patience,
+            description,
+        }
     }
 
-    pub fn record_detached(&self, _state: &ServerState, _episode: &ConnectionEpisode) {}
+    /// The driver as a person reads it.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
 
-    pub fn note_claims(&self, _state: &ServerState, _peer: &PeerId, _announced: &Announced) {}
+    fn send(&self, job: Job) {
+        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if jobs.send(job).is_err() {
+            tracing::warn!(
+                "the episode recorder has stopped; an episode event is recorded nowhere"
+            );
+        }
+    }
+
+    /// A connection took up `episode` (opened it when `resumed` is false). Queue it while the
+    /// board is still locked, so events reach the driver in the board's order.
+    pub fn attached(
+        &self,
+        episode: &ConnectionEpisode,
+        client: ClientInfo,
+        resumed: bool,
+        at: SystemTime,
+    ) -> Pending<AttachReport> {
+        let (reply, pending) = oneshot::channel();
+        self.send(Job::Attached {
+            episode: episode.clone(),
+            client,
+            resumed,
+            at,
+            reply,
+        });
+        Pending(pending)
+    }
+
+    /// The connection holding `episode` announced a claim.
+    pub fn announced(
+        &self,
+        episode: &ConnectionEpisode,
+        announcement: Announcement,
+        at: SystemTime,
+    ) {
+        self.send(Job::Announced {
+            episode: episode.clone(),
+            announcement,
+            at,
+        });
+    }
+
+    /// `episode` lost its connection and waits for its client.
+    pub fn detached(&self, episode: &ConnectionEpisode, at: SystemTime) {
+        self.send(Job::Detached {
+            episode: episode.clone(),
+            at,
+        });
+    }
+
+    /// `episode` was closed and has left the board.
+    pub fn closed(
+        &self,
+        episode: &ConnectionEpisode,
+        reason: CloseReason,
+        at: SystemTime,
+    ) -> Pending<String> {
+        let (reply, pending) = oneshot::channel();
+        self.send(Job::Closed {
+            episode: episode.clone(),
+            reason,
+            at,
+            reply: Some(reply),
+        });
+        Pending(pending)
+    }
+
+    /// Waits for a report, at most as long as the driver may take.
+    pub async fn report<T>(&self, pending: Pending<T>) -> Result<T, String> {
+        match tokio::time::timeout(self.patience, pending.0).await {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(_)) => Err(format!(
+                "the episode recorder stopped before {} reported; this event may be recorded nowhere",
+                self.description
+            )),
+            Err(_) => Err(format!(
+                "{} has not reported within {} ms; its report will replace this one when it does",
+                self.description,
+                self.patience.as_millis()
+            )),
+        }
+    }
+
+    /// Waits until every event queued so far has been handed to the driver, for at most
+    /// `bound`; says whether it got there.
+    pub async fn flush(&self, bound: Duration) -> bool {
+        let (reply, pending) = oneshot::channel();
+        self.send(Job::Flush(reply));
+        matches!(tokio::time::timeout(bound, pending).await, Ok(Ok(())))
+    }
+
+    /// How long an answer waits for one report.
+    pub fn patience(&self) -> Duration {
+        self.patience
+    }
+}
+
+enum Driver {
+    Journal(Journal),
+    Command(CommandDriver),
+}
+
+/// What this server knows of an episode beyond the board: who holds it and what was claimed.
+#[derive(Default)]
+struct Track {
+    client: EventClient,
+    provider: String,
+    claims: Vec<Announcement>,
+}
+
+struct Worker {
+    driver: Driver,
+    checkout_id: String,
+    worktree: String,
+    branch: Option<String>,
+    server: EventServer,
+    grace: u64,
+    board: Arc<Mutex<EpisodeBoard>>,
+    providers: &'static Providers,
+    tracks: HashMap<String, Track>,
+}
+
+impl Worker {
+    fn run(mut self, queue: mpsc::Receiver<Job>) {
+        while let Ok(job) = queue.recv() {
+            match job {
+                Job::Attached {
+                    episode,
+                    client,
+                    resumed,
+                    at,
+                    reply,
+                } => {
+                    let report = self.attached(episode, client, resumed, at);
+                    let _ = reply.send(report);
+                }
+                Job::Announced {
+                    episode,
+                    announcement,
+                    at,
+                } => self.announced(&episode, announcement, at),
+                Job::Detached { episode, at } => {
+                    let text = self.record(EventKind::Detached, &episode, None, None, at);
+                    self.set_repository(&episode.external_id, &text);
+                }
+                Job::Closed {
+                    episode,
+                    reason,
+                    at,
+                    reply,
+                } => {
+                    let text = self.record(EventKind::Closed, &episode, Some(reason), None, at);
+                    self.tracks.remove(&episode.external_id);
+                    if let Some(reply) = reply {
+                        let _ = reply.send(text);
+                    }
+                }
+                Job::Flush(reply) => {
+                    let _ = reply.send(());
+                }
+            }
+        }
+    }
+
+    fn set_repository(&self, external_id: &str, text: &str) {
+        self.board
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_repository(external_id, text);
+    }
+
+    fn attached(
+        &mut self,
+        mut episode: ConnectionEpisode,
+        client: ClientInfo,
+        resumed: bool,
+        at: SystemTime,
+    ) -> AttachReport {
+        let provider = self.providers.for_client(&client.name).id.clone();
+        let track = self.tracks.entry(episode.external_id.clone()).or_default();
+        track.client = EventClient {
+            name: client.name,
+            version: client.version,
+        };
+        track.provider = provider;
+        let mut kind = if resumed {
+            EventKind::Resumed
+        } else {
+            EventKind::Opened
+        };
+        let mut note = None;
+        let mut carried_over = false;
+        if !resumed
+            && let Driver::Journal(journal) = &mut self.driver
+            && let Some(mark) = journal.open_mark(&episode.external_id)
+            && !mark.server.is_this_process()
+        {
+            // The journal has it open: a server that ended without closing it (killed, say),
+            // or the server of another worktree that holds it still.
+            note = Some(if mark.server.still_runs() {
+                format!(
+                    "also held by the server of {} (pid {}), which still runs",
+                    mark.worktree, mark.server.pid
+                )
+            } else {
+                INTERRUPTED_NOTE.to_string()
+            });
+            kind = EventKind::Resumed;
+            carried_over = true;
+            let now = SystemTime::now();
+            if let Some(continued) = self
+                .board
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .carry_over(&episode.external_id, &mark.opened_at, mark.attachments, now)
+            {
+                episode = continued;
+            }
+        }
+        let text = self.record(kind, &episode, None, note, at);
+        self.set_repository(&episode.external_id, &text);
+        AttachReport { text, carried_over }
+    }
+
+    fn announced(
+        &mut self,
+        episode: &ConnectionEpisode,
+        announcement: Announcement,
+        at: SystemTime,
+    ) {
+        let Some(track) = self.tracks.get_mut(&episode.external_id) else {
+            return;
+        };
+        let same = |claim: &Announcement| {
+            claim.name == announcement.name
+                && claim.intent == announcement.intent
+                && claim.scope == announcement.scope
+        };
+        if !track.claims.iter().any(same) {
+            track.claims.push(announcement.clone());
+            if track.claims.len() > CLAIMS_KEPT {
+                track.claims.remove(0);
+            }
+        }
+        // A command is told of an episode's life, not of each claim; the journal keeps every
+        // claim as it is made, so none is lost to a crash.
+        if let Driver::Journal(_) = self.driver {
+            let mut event = self.event(EventKind::Announced, episode, None, None, at);
+            event.claims = vec![announcement];
+            let _ = self.write(&event);
+        }
+    }
+
+    fn event(
+        &self,
+        kind: EventKind,
+        episode: &ConnectionEpisode,
+        reason: Option<CloseReason>,
+        note: Option<String>,
+        at: SystemTime,
+    ) -> Event {
+        let track = self.tracks.get(&episode.external_id);
+        Event {
+            event: kind,
+            at: rfc3339(at),
+            external_id: episode.external_id.clone(),
+            provider: track
+                .map(|t| t.provider.clone())
+                .unwrap_or_else(|| providers::GENERIC.to_string()),
+            client: track.map(|t| t.client.clone()).unwrap_or_default(),
+            checkout_id: self.checkout_id.clone(),
+            worktree: self.worktree.clone(),
+            branch: self.branch.clone(),
+            peer: episode.peer.as_ref().map(|p| p.to_string()),
+            server: self.server,
+            opened_at: episode.opened_at.clone(),
+            attachments: episode.attachments,
+            reason,
+            note,
+            claims: track.map(|t| t.claims.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Hands one lifecycle event to the driver and says what `repository` reports about it.
+    fn record(
+        &mut self,
+        kind: EventKind,
+        episode: &ConnectionEpisode,
+        reason: Option<CloseReason>,
+        note: Option<String>,
+        at: SystemTime,
+    ) -> String {
+        let event = self.event(kind, episode, reason, note, at);
+        match self.write(&event) {
+            Ok(text) => text,
+            Err(text) => text,
+        }
+    }
+
+    fn write(&mut self, event: &Event) -> Result<String, String> {
+        match &mut self.driver {
+            Driver::Command(command) => {
+                let line = serde_json::to_string(event).expect("events serialise");
+                Ok(command.run(event.event.as_str(), &line))
+            }
+            Driver::Journal(journal) => {
+                let seq = journal.append(event).map_err(|error| {
+                    format!(
+                        "the episode journal at {} could not be written ({error}), so this {} \
+                         is recorded nowhere",
+                        journal.path().display(),
+                        event.event.as_str()
+                    )
+                })?;
+                let opened = journal
+                    .open_mark(&event.external_id)
+                    .map(|mark| mark.opened_seq)
+                    .filter(|&opened| opened != seq)
+                    .map(|opened| format!(" (the episode was opened as #{opened})"))
+                    .unwrap_or_default();
+                Ok(match event.event {
+                    EventKind::Opened => format!(
+                        "opened in the journal as #{seq}; `majordomus episodes log` lists it"
+                    ),
+                    EventKind::Resumed => match &event.note {
+                        Some(note) if note == INTERRUPTED_NOTE => format!(
+                            "resumed in the journal as #{seq} after the previous server ended \
+                             without closing it{opened}"
+                        ),
+                        Some(note) => format!("resumed in the journal as #{seq}, {note}{opened}"),
+                        None => format!("resumed in the journal as #{seq}{opened}"),
+                    },
+                    EventKind::Detached => format!(
+                        "detached in the journal as #{seq}; kept {} s for its client to come \
+                         back{opened}",
+                        self.grace
+                    ),
+                    EventKind::Closed => format!(
+                        "closed in the journal as #{seq} ({})",
+                        event.reason.map_or("closed", CloseReason::as_str)
+                    ),
+                    EventKind::Announced => format!("claim recorded in the journal as #{seq}"),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use majordomus_checkout::config::Config;
+    use majordomus_checkout::git::Checkout;
+    use majordomus_domain::peers::PeerId;
+
+    fn site(dir: &std::path::Path, config: Config) -> Site {
+        let checkout = Checkout {
+            root: dir.to_path_buf(),
+            git_dir: Some(dir.join(".git")),
+            common_dir: Some(dir.join(".git")),
+            branch: Some("main".into()),
+            primary: true,
+            id: "checkout-id".into(),
+            git_id: Some("git-id".into()),
+        };
+        Site::new(checkout, config)
+    }
+
+    fn client(name: &str) -> ClientInfo {
+        ClientInfo {
+            name: name.into(),
+            version: "1.2.3".into(),
+            title: None,
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_journal_records_a_whole_episode_and_reports_onto_the_board() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = site(dir.path(), Config::default());
+        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let recorder = Recorder::start(&site, board.clone());
+        assert!(recorder.description().contains("episodes.jsonl"));
+        let now = SystemTime::now();
+        let p1 = PeerId::nth(1);
+        runtime().block_on(async {
+            let outcome = board.lock().unwrap().attach(&p1, "conv-42", "generic", now);
+            let pending = recorder.attached(&outcome.episode, client("claude-code"), false, now);
+            let report = recorder.report(pending).await.unwrap();
+            assert_eq!(
+                report.text,
+                "opened in the journal as #1; `majordomus episodes log` lists it"
+            );
+            assert!(!report.carried_over);
+            let on_board = board.lock().unwrap().episode("conv-42", now).unwrap();
+            assert_eq!(on_board.repository, report.text);
+
+            let announcement = Announcement {
+                name: None,
+                intent: "fix the parser".into(),
+                scope: vec!["src/parser".into()],
+                at: rfc3339(now),
+            };
+            recorder.announced(&on_board, announcement.clone(), now);
+            let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();
+            recorder.detached(&lost, now);
+            let closed = board.lock().unwrap().close("conv-42", now).unwrap();
+            let text = recorder
+                .report(recorder.closed(&closed, CloseReason::Expired, now))
+                .await
+                .unwrap();
+            assert_eq!(text, "closed in the journal as #4 (expired)");
+            assert!(recorder.flush(Duration::from_secs(5)).await);
+        });
+        let path = journal_path(&site.checkout);
+        let records = journal::read_journal(&path).unwrap().unwrap().records;
+        let kinds: Vec<EventKind> = records.iter().map(|r| r.event.event).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::Opened,
+                EventKind::Announced,
+                EventKind::Detached,
+                EventKind::Closed
+            ]
+        );
+        let opened = &records[0].event;
+        assert_eq!(opened.provider, "claude-code");
+        assert_eq!(opened.client.name, "claude-code");
+        assert_eq!(opened.client.version, "1.2.3");
+        assert_eq!(opened.branch.as_deref(), Some("main"));
+        assert_eq!(opened.checkout_id, "checkout-id");
+        assert_eq!(opened.peer.as_deref(), Some("p1"));
+        let closed = &records[3].event;
+        assert_eq!(closed.reason, Some(CloseReason::Expired));
+        assert_eq!(closed.claims.len(), 1);
+        assert_eq!(closed.claims[0].intent, "fix the parser");
+        assert!(closed.peer.is_none());
+    }
+
+    #[test]
+    fn an_episode_a_dead_server_left_open_is_resumed_not_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = site(dir.path(), Config::default());
+        let path = journal_path(&site.checkout);
+        // a previous server (a pid that cannot be running) opened it and never closed it
+        let mut earlier = Journal::open(path.clone());
+        let mut opened = journal::tests_support::event(EventKind::Opened, "conv-7");
+        opened.server = EventServer {
+            pid: u32::MAX - 1,
+            started: Some(1),
+        };
+        opened.opened_at = "2026-01-02T03:04:05Z".into();
+        opened.attachments = 2;
+        earlier.append(&opened).unwrap();
+
+        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let recorder = Recorder::start(&site, board.clone());
+        let now = SystemTime::now();
+        runtime().block_on(async {
+            let outcome = board
+                .lock()
+                .unwrap()
+                .attach(&PeerId::nth(1), "conv-7", "generic", now);
+            assert!(!outcome.resumed);
+            let pending = recorder.attached(&outcome.episode, client("codex"), false, now);
+            let report = recorder.report(pending).await.unwrap();
+            assert!(report.carried_over);
+            assert!(
+                report
+                    .text
+                    .contains("after the previous server ended without closing it"),
+                "{}",
+                report.text
+            );
+            assert!(report.text.contains("opened as #1"), "{}", report.text);
+        });
+        let episode = board.lock().unwrap().episode("conv-7", now).unwrap();
+        assert_eq!(episode.opened_at, "2026-01-02T03:04:05Z");
+        assert_eq!(episode.attachments, 3);
+        let records = journal::read_journal(&path).unwrap().unwrap().records;
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1].event.event, EventKind::Resumed);
+        assert_eq!(records[1].event.note.as_deref(), Some(INTERRUPTED_NOTE));
+        assert_eq!(records[1].event.provider, "codex");
+    }
+
+    #[test]
+    fn a_command_driver_reports_its_last_stderr_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.episodes.command = Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "read e; case \"$e\" in *'\"event\":\"opened\"'*) echo 'tracker: opened T-1' >&2;; *) echo \"tracker: $MAJORDOMUS_EPISODE_EVENT\" >&2;; esac".into(),
+        ]);
+        let site = site(dir.path(), config);
+        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let recorder = Recorder::start(&site, board.clone());
+        assert!(recorder.description().starts_with("the command `sh -c"));
+        let now = SystemTime::now();
+        runtime().block_on(async {
+            let outcome = board
+                .lock()
+                .unwrap()
+                .attach(&PeerId::nth(1), "c", "generic", now);
+            let pending = recorder.attached(&outcome.episode, client("x"), false, now);
+            assert_eq!(
+                recorder.report(pending).await.unwrap().text,
+                "tracker: opened T-1"
+            );
+            let closed = board.lock().unwrap().close("c", now).unwrap();
+            let text = recorder
+                .report(recorder.closed(&closed, CloseReason::Detach, now))
+                .await
+                .unwrap();
+            assert_eq!(text, "tracker: closed");
+        });
+        assert!(
+            !journal_path(&site.checkout).exists(),
+            "a command replaces the journal"
+        );
+    }
 }

@@ -58,7 +58,29 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             BODY_LIMIT_BYTES,
         ))
+        .layer(middleware::map_response(explain_too_large))
         .with_state(state)
+}
+
+/// A body over the limit is refused before it is read, so the connection cannot be reused:
+/// the refusal says so (`Connection: close`, or a keep-alive client's next request on it
+/// fails), and says what was wrong in the same JSON shape as every other error.
+async fn explain_too_large(response: Response) -> Response {
+    if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
+        return response;
+    }
+    let mut refusal = error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!(
+            "the request body is over the limit of {BODY_LIMIT_BYTES} bytes; send a smaller body"
+        ),
+    );
+    refusal.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    refusal
 }
 
 const LOOPBACK_ORIGINS: [&str; 6] = [

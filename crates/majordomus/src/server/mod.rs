@@ -1,5 +1,6 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
+mod episodes;
 pub mod http;
 pub mod mcp;
 pub mod run;
@@ -23,8 +24,10 @@ use crate::registry::CapabilityError;
 pub struct ServerState {
     pub site: Arc<Site>,
     board: Mutex<PeerBoard>,
-    pub(crate) episodes: Mutex<EpisodeBoard>,
+    pub(crate) episodes: Arc<Mutex<EpisodeBoard>>,
     pub(crate) recorder: Recorder,
+    /// Which peer each bridged worker holds now, by the worker's stable identity.
+    workers: Mutex<std::collections::HashMap<String, PeerId>>,
     lease: Mutex<Option<LeaseHandle>>,
     lease_view: LeaseView,
     token: String,
@@ -40,28 +43,34 @@ impl ServerState {
     pub fn new(site: Arc<Site>, lease: LeaseHandle) -> Arc<Self> {
         let root = site.checkout.root.display().to_string();
         let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
-        let recorder = Recorder::for_site(&site);
+        let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
+        let recorder = Recorder::start(&site, episodes.clone());
         Arc::new(ServerState {
             board: Mutex::new(PeerBoard::new(root)),
-            episodes: Mutex::new(EpisodeBoard::new(grace)),
+            episodes,
             recorder,
             lease_view: lease.lease().redacted(),
             token: lease.lease().token.clone(),
+            workers: Mutex::new(Default::default()),
             lease: Mutex::new(Some(lease)),
             url: OnceLock::new(),
             leaseholder: AtomicBool::new(true),
-            shutdown: CancellationToken::new(),
+            shutdown: run::stop_requested().child_token(),
             peers_changed: tokio::sync::Notify::new(),
             site,
         })
     }
 
     pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {
-        self.board.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.board
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn episode_board(&self) -> MutexGuard<'_, EpisodeBoard> {
-        self.episodes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.episodes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The lease this process holds, as answers show it: without the token.
@@ -105,7 +114,9 @@ impl ServerState {
         if !ours {
             lease.take();
             self.leaseholder.store(false, Ordering::SeqCst);
-            tracing::warn!("another process took this checkout's lease over; serving existing sessions only");
+            tracing::warn!(
+                "another process took this checkout's lease over; serving existing sessions only"
+            );
         }
         ours
     }
@@ -146,9 +157,25 @@ impl ServerState {
         self.board().peers(now)
     }
 
-    /// A new connection joins the board.
-    pub(crate) fn attach(&self, transport: Transport, client: ClientInfo) -> PeerId {
-        let id = self.board().attach(transport, client, SystemTime::now());
+    /// A new connection joins the board. A worker that comes back (after its session was lost
+    /// or its server replaced) retires its former slot, so it is never listed twice nor told
+    /// that it overlaps itself; it announces its claims again right after.
+    pub(crate) fn attach(
+        &self,
+        transport: Transport,
+        client: ClientInfo,
+        worker: Option<&str>,
+    ) -> PeerId {
+        let mut board = self.board();
+        let id = board.attach(transport, client, SystemTime::now());
+        if let Some(worker) = worker {
+            let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(former) = workers.insert(worker.to_string(), id.clone()) {
+                board.retire(&former);
+                tracing::info!(peer = %id, former = %former, "a worker came back; its former slot is retired");
+            }
+        }
+        drop(board);
         tracing::info!(peer = %id, ?transport, "peer attached");
         self.peers_changed.notify_waiters();
         id
@@ -158,17 +185,14 @@ impl ServerState {
     pub(crate) fn touch(&self, peer: &PeerId) {
         let now = SystemTime::now();
         self.board().touch(peer, now);
-        self.episode_board().touch(peer, now);
+        self.touch_episode(peer, now);
     }
 
     /// A connection went away: its peer departs (or is forgotten when it claimed nothing) and
     /// its episode waits for its client to come back.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
         self.board().detach(peer);
-        let detached = self.episode_board().connection_lost(peer, SystemTime::now());
-        if let Some(episode) = detached {
-            self.recorder.record_detached(self, &episode);
-        }
+        self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
     }
@@ -180,22 +204,15 @@ impl ServerState {
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
         use majordomus_domain::board::AnnounceError;
-        let announced = self.board().announce(caller, input, now).map_err(|error| match error {
-            AnnounceError::InvalidInput(message) => CapabilityError::invalid_input(message),
-            AnnounceError::NotFound(message) => CapabilityError::not_found(message),
-        })?;
-        self.recorder.note_claims(self, caller, &announced);
+        let announced = self
+            .board()
+            .announce(caller, input, now)
+            .map_err(|error| match error {
+                AnnounceError::InvalidInput(message) => CapabilityError::invalid_input(message),
+                AnnounceError::NotFound(message) => CapabilityError::not_found(message),
+            })?;
+        self.note_claims(caller, &announced);
         Ok(announced)
-    }
-
-    /// Closes the episodes whose client did not come back within the grace.
-    pub(crate) fn reap_episodes(&self) {
-        let _ = self.episode_board().reap(SystemTime::now());
-    }
-
-    /// Closes every episode: the server is stopping.
-    pub(crate) fn close_all_episodes(&self) {
-        let _ = self.episode_board().close_all(SystemTime::now());
     }
 
     /// The `initialize` instructions: what the board is for, the caller's id, who else is here.

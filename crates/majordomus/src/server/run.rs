@@ -157,16 +157,27 @@ impl Running {
     /// order: episodes closed as `shutdown`, the lease removed if still ours, sessions ended.
     pub async fn run(self, lifetime: Lifetime) {
         let state = self.state.clone();
-        tokio::select! {
-            _ = state.shutdown.cancelled() => {}
-            _ = idle(&state, lifetime) => tracing::info!("no peer attached any more; stopping"),
-        }
-        self.stop().await;
+        let asked = tokio::select! {
+            _ = state.shutdown.cancelled() => true,
+            _ = idle(&state, lifetime) => {
+                tracing::info!("no peer attached any more; stopping");
+                false
+            }
+        };
+        self.stop(asked).await;
     }
 
-    async fn stop(self) {
+    /// The ordered stop. A stop that was asked for (a signal, `serve stop`) closes every
+    /// episode as `shutdown`. A server that stops because nobody is attached leaves its
+    /// detached episodes open in the journal instead: their clients are the ones most likely
+    /// to come back, to the next server, and resume them within the grace.
+    async fn stop(self, asked: bool) {
         let state = self.state;
-        state.close_all_episodes().await;
+        if asked {
+            state.close_all_episodes().await;
+        } else if !state.recorder.flush(state.recorder.patience()).await {
+            tracing::warn!("not every episode record was written before the stop");
+        }
         state.release_lease();
         state.shutdown.cancel();
         let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);

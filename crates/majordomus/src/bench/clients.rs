@@ -1,0 +1,256 @@
+//! The callers a row is measured through: the handler in this process, an rmcp client (over a
+//! child's stdio or a Streamable HTTP session), and plain HTTP.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::Value;
+
+use crate::context::Context;
+use crate::registry::{Capability, HttpMethod};
+
+/// How one call ended, as the caller saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The capability answered.
+    Answer,
+    /// It refused (an MCP `isError` result, an HTTP 4xx/5xx with the error body): a
+    /// well-formed answer of another kind.
+    Refusal(String),
+    /// The call did not complete at the protocol level.
+    Failure(String),
+}
+
+impl Outcome {
+    /// The word the report uses.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Answer => "answer",
+            Outcome::Refusal(_) => "refusal",
+            Outcome::Failure(_) => "failure",
+        }
+    }
+
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Outcome::Answer => None,
+            Outcome::Refusal(text) | Outcome::Failure(text) => Some(text),
+        }
+    }
+}
+
+/// A connected rmcp client.
+pub type McpService = RunningService<RoleClient, ClientConfig>;
+
+/// Something a capability can be called through.
+pub enum Caller {
+    /// `Capability::call` with a server context of this process, as an MCP session of it
+    /// would call it (the caller set).
+    InProcess(Context),
+    /// An MCP client: stdio, Streamable HTTP or through a bridge.
+    Mcp(McpService),
+    /// Plain JSON over HTTP with the lease's token, on kept-alive connections.
+    Rest {
+        http: reqwest::Client,
+        base: String,
+        token: String,
+    },
+}
+
+impl Caller {
+    /// Calls the capability with `input` once and says how it ended.
+    pub async fn call(&self, capability: &Capability, input: &Value) -> Outcome {
+        match self {
+            Caller::InProcess(ctx) => match capability.call(ctx, input.clone()).await {
+                Ok(_) => Outcome::Answer,
+                Err(error) => Outcome::Refusal(format!(
+                    "{}: {}",
+                    serde_json::to_value(error.kind)
+                        .ok()
+                        .and_then(|kind| kind.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    error.message
+                )),
+            },
+            Caller::Mcp(service) => {
+                let Some(tool) = capability.declaration.exposure.mcp_tool else {
+                    return Outcome::Failure(format!("{} is not an MCP tool", capability.id()));
+                };
+                let arguments: JsonObject = match input {
+                    Value::Object(object) => object.clone(),
+                    _ => JsonObject::new(),
+                };
+                let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+                match service.call_tool(request).await {
+                    Ok(result) if result.is_error == Some(true) => {
+                        let text: Vec<String> = result
+                            .content
+                            .iter()
+                            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+                            .collect();
+                        Outcome::Refusal(format!("isError: {}", text.join(" ")))
+                    }
+                    Ok(_) => Outcome::Answer,
+                    Err(error) => Outcome::Failure(error.to_string()),
+                }
+            }
+            Caller::Rest { http, base, token } => {
+                let Some((method, path)) = capability.declaration.exposure.http else {
+                    return Outcome::Failure(format!("{} has no HTTP route", capability.id()));
+                };
+                let request = match method {
+                    HttpMethod::Get => {
+                        let query = serde_urlencoded::to_string(query_pairs(input))
+                            .expect("string pairs encode");
+                        let url = if query.is_empty() {
+                            format!("{base}{path}")
+                        } else {
+                            format!("{base}{path}?{query}")
+                        };
+                        http.get(url)
+                    }
+                    HttpMethod::Post => http.post(format!("{base}{path}")).json(input),
+                };
+                let response = match request.bearer_auth(token).send().await {
+                    Ok(response) => response,
+                    Err(error) => return Outcome::Failure(error.to_string()),
+                };
+                let status = response.status();
+                // The body is read and parsed whole, as any client of the route would.
+                let body: Value = match response.json().await {
+                    Ok(body) => body,
+                    Err(error) => {
+                        return Outcome::Failure(format!("HTTP {status}: no JSON body ({error})"));
+                    }
+                };
+                if status.is_success() {
+                    Outcome::Answer
+                } else {
+                    Outcome::Refusal(format!(
+                        "HTTP {}: {}",
+                        status.as_u16(),
+                        body["error"]["message"].as_str().unwrap_or_default()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
+    pub async fn close(self) {
+        if let Caller::Mcp(service) = self {
+            let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;
+        }
+    }
+}
+
+/// A GET's query: the input's top-level fields, strings as they are, anything else as JSON.
+fn query_pairs(input: &Value) -> Vec<(String, String)> {
+    input
+        .as_object()
+        .map(|object| {
+            object
+                .iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    (key.clone(), text)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What the bench's clients say about themselves in `initialize`.
+pub fn client_config(name: &str) -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(name, env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// A plain HTTP client that never goes through a proxy and keeps connections alive.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_idle_timeout(Duration::from_secs(120))
+        .build()
+        .expect("an HTTP client builds without TLS")
+}
+
+/// Spawns `<exe> mcp --repo DIR` and initialises an rmcp session with it over its stdio.
+/// Returns the session and the child's pid; the child's stderr goes to `log`.
+pub async fn spawn_mcp(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    log: std::fs::File,
+) -> Result<(McpService, u32), String> {
+    let mut command = tokio::process::Command::new(exe);
+    command.arg("mcp").arg("--repo").arg(dir);
+    super::setup::clean_env(command.as_std_mut());
+    command.stdin(Stdio::piped()).kill_on_drop(true);
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(log)
+        .spawn()
+        .map_err(|error| format!("could not start `majordomus mcp`: {error}"))?;
+    let pid = transport.id().unwrap_or(0);
+    let service = tokio::time::timeout(Duration::from_secs(30), client_config(name).serve(transport))
+        .await
+        .map_err(|_| format!("`majordomus mcp` in {} did not initialise within 30 s", dir.display()))?
+        .map_err(|error| format!("`majordomus mcp` in {} did not initialise: {error}", dir.display()))?;
+    Ok((service, pid))
+}
+
+/// How a Streamable HTTP session's client reuses connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpPooling {
+    /// rmcp's own default client, as the bridge uses it: idle connections are not kept, so
+    /// every request opens a new TCP connection (rmcp does this to dodge delayed-ACK stalls).
+    RmcpDefault,
+    /// A kept-alive connection pool, as most HTTP clients have by default.
+    KeepAlive,
+}
+
+/// Opens a Streamable HTTP session at `<url>/mcp` with the token.
+pub async fn connect_http(
+    http: &reqwest::Client,
+    pooling: HttpPooling,
+    url: &str,
+    token: &str,
+    name: &str,
+) -> Result<McpService, String> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"))
+        .auth_header(token.to_string());
+    let transport = match pooling {
+        HttpPooling::RmcpDefault => StreamableHttpClientTransport::from_config(config),
+        HttpPooling::KeepAlive => StreamableHttpClientTransport::with_client(http.clone(), config),
+    };
+    tokio::time::timeout(Duration::from_secs(30), client_config(name).serve(transport))
+        .await
+        .map_err(|_| format!("no MCP session at {url} within 30 s"))?
+        .map_err(|error| format!("no MCP session at {url}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_get_takes_the_top_level_fields_as_query_parameters() {
+        let pairs = query_pairs(&serde_json::json!({"checkouts": "this", "n": 3}));
+        assert!(pairs.contains(&("checkouts".into(), "this".into())));
+        assert!(pairs.contains(&("n".into(), "3".into())));
+        assert!(query_pairs(&serde_json::json!({})).is_empty());
+    }
+}

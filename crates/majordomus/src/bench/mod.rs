@@ -1,0 +1,469 @@
+//! `majordomus bench`: every capability, on every transport it is exposed on, once per case its
+//! input type declares — plus the scenarios DESIGN §13 names (cold starts, a gather over many
+//! worktrees, a crowded board, memory with many sessions).
+//!
+//! The set of rows is a pure function of the registry ([`planned_rows`]); the runner measures
+//! exactly that set (or the part of it a `--filter` selects), and the reference pages list the
+//! same rows as each capability's benchmark targets. Nothing here asserts on timing: the
+//! benchmark reports, the reader judges.
+
+mod clients;
+mod machine;
+mod report;
+mod runner;
+mod scenarios;
+mod setup;
+mod stats;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::registry::{Capability, Declaration, Kind, Registry};
+
+pub use machine::Machine;
+pub use report::{Report, Row, ScenarioRow};
+pub use stats::Summary;
+
+/// One way a capability is reached, as the benchmark measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum BenchTransport {
+    /// `Capability::call` with the context of a server running inside the bench process: the
+    /// handler alone, no framing, no socket.
+    #[serde(rename = "in-process")]
+    InProcess,
+    /// An rmcp client speaking to `majordomus mcp` over its stdin and stdout, the process
+    /// serving the checkout itself.
+    #[serde(rename = "mcp-stdio")]
+    McpStdio,
+    /// An rmcp client in a Streamable HTTP session at the lease's `/mcp`.
+    #[serde(rename = "mcp-http")]
+    McpHttp,
+    /// An rmcp client speaking to a second `majordomus mcp` in the same checkout, which
+    /// forwards over `/mcp` to the first.
+    #[serde(rename = "mcp-bridge")]
+    McpBridge,
+    /// Plain JSON over HTTP on a kept-alive connection.
+    #[serde(rename = "rest")]
+    Rest,
+}
+
+impl BenchTransport {
+    pub const ALL: [BenchTransport; 5] = [
+        BenchTransport::InProcess,
+        BenchTransport::McpStdio,
+        BenchTransport::McpHttp,
+        BenchTransport::McpBridge,
+        BenchTransport::Rest,
+    ];
+
+    /// The word rows, filters and JSON use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BenchTransport::InProcess => "in-process",
+            BenchTransport::McpStdio => "mcp-stdio",
+            BenchTransport::McpHttp => "mcp-http",
+            BenchTransport::McpBridge => "mcp-bridge",
+            BenchTransport::Rest => "rest",
+        }
+    }
+
+    /// How a reader of a reference page knows it.
+    pub fn title(self) -> &'static str {
+        match self {
+            BenchTransport::InProcess => "in-process handler",
+            BenchTransport::McpStdio => "MCP stdio",
+            BenchTransport::McpHttp => "MCP Streamable HTTP",
+            BenchTransport::McpBridge => "MCP through a bridge",
+            BenchTransport::Rest => "REST",
+        }
+    }
+
+    /// The transports a declaration is measured on: the handler always (every capability has
+    /// one); the four MCP paths when it is an MCP tool; REST when it has an HTTP route.
+    pub fn of(declaration: &Declaration) -> Vec<BenchTransport> {
+        let mut transports = vec![BenchTransport::InProcess];
+        if declaration.exposure.mcp_tool.is_some() {
+            transports.extend([
+                BenchTransport::McpStdio,
+                BenchTransport::McpHttp,
+                BenchTransport::McpBridge,
+            ]);
+        }
+        if declaration.exposure.http.is_some() {
+            transports.push(BenchTransport::Rest);
+        }
+        transports
+    }
+
+    /// The goal a row on this transport is read against (DESIGN §7 and the benchmark issue):
+    /// MCP over HTTP p50 under 0.5 ms, REST and stdio under 0.2 ms, a bridge adding well
+    /// under 1 ms to the HTTP session it forwards to. The handler alone has no goal of its own:
+    /// it is the floor the others are read against.
+    pub fn target(self) -> Target {
+        match self {
+            BenchTransport::InProcess => Target::Reference,
+            BenchTransport::McpStdio | BenchTransport::Rest => Target::P50Below { micros: 200 },
+            BenchTransport::McpHttp => Target::P50Below { micros: 500 },
+            BenchTransport::McpBridge => Target::AddsOver {
+                base: BenchTransport::McpHttp,
+                micros: 1_000,
+            },
+        }
+    }
+}
+
+impl fmt::Display for BenchTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A goal a measurement is read against. Goals, not assertions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// No goal of its own: the floor other rows are compared with.
+    Reference,
+    /// The median under this many microseconds.
+    P50Below { micros: u64 },
+    /// The median at most this many microseconds above the same capability and case on `base`.
+    AddsOver { base: BenchTransport, micros: u64 },
+}
+
+impl Target {
+    /// One line, as pages and tables print it.
+    pub fn describe(self) -> String {
+        match self {
+            Target::Reference => "— (the floor the transports are read against)".into(),
+            Target::P50Below { micros } => format!("p50 < {}", millis(micros)),
+            Target::AddsOver { base, micros } => {
+                format!("p50 < {} p50 + {}", base.title(), millis(micros))
+            }
+        }
+    }
+
+    /// Short form for the terminal table.
+    pub fn short(self) -> String {
+        match self {
+            Target::Reference => "—".into(),
+            Target::P50Below { micros } => format!("<{}", millis(micros)),
+            Target::AddsOver { base, micros } => format!("{}+{}", base.as_str(), millis(micros)),
+        }
+    }
+}
+
+fn millis(micros: u64) -> String {
+    let ms = micros as f64 / 1000.0;
+    let text = format!("{ms:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} ms")
+}
+
+/// One row of the matrix: a capability, a transport it is exposed on, a case its input type
+/// declares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RowKey {
+    pub capability: &'static str,
+    pub transport: BenchTransport,
+    pub case: &'static str,
+}
+
+impl RowKey {
+    /// `capability/transport/case`: what `--filter` matches and the JSON's `key`.
+    pub fn name(&self) -> String {
+        format!("{}/{}/{}", self.capability, self.transport, self.case)
+    }
+}
+
+impl fmt::Display for RowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Every row the registry declares, in registry order, then transport, then case order: the
+/// runner measures these, the reference pages list them and the tests check them.
+pub fn planned_rows(registry: &Registry) -> Vec<RowKey> {
+    registry.iter().flat_map(rows_of).collect()
+}
+
+/// The rows of one capability.
+pub fn rows_of(capability: &Capability) -> Vec<RowKey> {
+    let cases = capability.bench_cases();
+    BenchTransport::of(&capability.declaration)
+        .into_iter()
+        .flat_map(|transport| {
+            cases.iter().map(move |(case, _)| RowKey {
+                capability: capability.id(),
+                transport,
+                case,
+            })
+        })
+        .collect()
+}
+
+/// Whether a row is expected to be refused rather than answered: a command reached over plain
+/// HTTP has no MCP session to belong to, and every command of this build needs one (DESIGN §6).
+/// The runner measures the refusal as honestly as an answer; the expectation only labels it.
+pub fn expects_refusal(declaration: &Declaration, transport: BenchTransport) -> bool {
+    declaration.kind == Kind::Command && transport == BenchTransport::Rest
+}
+
+/// The rows a `--filter` keeps: those whose `capability/transport/case` contains the text.
+pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
+    match filter {
+        None => rows,
+        Some(text) => rows
+            .into_iter()
+            .filter(|row| row.name().contains(text))
+            .collect(),
+    }
+}
+
+/// The scenarios of DESIGN §13, by the name `--filter` matches and the JSON reports.
+pub const SCENARIOS: [Scenario; 7] = [
+    Scenario {
+        id: ScenarioId::ColdStartBridge,
+        name: "scenario/cold-start/bridge",
+        title: "`majordomus mcp` spawned to its first answered tool call, a server already running (it bridges)",
+        target: ScenarioTarget::MillisBelow(15.0),
+    },
+    Scenario {
+        id: ScenarioId::ColdStartServing,
+        name: "scenario/cold-start/serving",
+        title: "`majordomus mcp` spawned to its first answered tool call, no server running (it elects and serves)",
+        target: ScenarioTarget::None,
+    },
+    Scenario {
+        id: ScenarioId::Gather,
+        name: "scenario/gather/118-worktrees-7-live",
+        title: "`peers.list` (checkouts: repository) over 118 linked worktrees, 7 of them with a live server",
+        target: ScenarioTarget::MillisBelow(200.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardAnnounce,
+        name: "scenario/board/announce-1000x10",
+        title: "`peers.announce` of 10 paths with 1,000 attached peers holding 10 paths each",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardList,
+        name: "scenario/board/list-1000x10",
+        title: "`peers.list` (checkouts: this) with 1,000 attached peers holding 10 paths each",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::Memory,
+        name: "scenario/memory/200-http-sessions",
+        title: "resident memory (VmRSS) of `majordomus serve` with 200 open MCP Streamable HTTP sessions",
+        target: ScenarioTarget::MegabytesBelow(64.0),
+    },
+    Scenario {
+        id: ScenarioId::HttpKeepAlive,
+        name: "scenario/http/keep-alive-client",
+        title: "a tool call over MCP Streamable HTTP from a client that keeps its connection alive",
+        target: ScenarioTarget::MillisBelow(0.5),
+    },
+];
+
+/// Which scenario a [`Scenario`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScenarioId {
+    ColdStartBridge,
+    ColdStartServing,
+    Gather,
+    BoardAnnounce,
+    BoardList,
+    Memory,
+    HttpKeepAlive,
+}
+
+/// A measured situation beyond the capability matrix.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Scenario {
+    #[serde(skip)]
+    pub id: ScenarioId,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub target: ScenarioTarget,
+}
+
+/// The goal of a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum ScenarioTarget {
+    None,
+    MillisBelow(f64),
+    MegabytesBelow(f64),
+}
+
+impl ScenarioTarget {
+    pub fn describe(self) -> String {
+        match self {
+            ScenarioTarget::None => "—".into(),
+            ScenarioTarget::MillisBelow(ms) => format!("p50 < {ms} ms"),
+            ScenarioTarget::MegabytesBelow(mb) => format!("< {mb} MB"),
+        }
+    }
+}
+
+/// What `majordomus bench` was asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A checkout to measure in instead of a temporary repository.
+    pub repo: Option<PathBuf>,
+    /// Where to write the JSON report.
+    pub json: Option<PathBuf>,
+    /// Where to write the tables as Markdown.
+    pub markdown: Option<PathBuf>,
+    /// Only the rows and scenarios whose name contains this.
+    pub filter: Option<String>,
+    /// Run the scenarios too.
+    pub scenarios: bool,
+    /// Exactly this many measured iterations per row (and per latency scenario), instead of
+    /// "until stable, bounded by time".
+    pub iterations: Option<usize>,
+    /// The wall-clock budget of one row once its minimum iterations are done.
+    pub row_seconds: f64,
+    /// Unmeasured calls before each row.
+    pub warmup: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            repo: None,
+            json: None,
+            markdown: None,
+            filter: None,
+            scenarios: false,
+            iterations: None,
+            row_seconds: 2.0,
+            warmup: 30,
+        }
+    }
+}
+
+/// How many iterations a row runs and for how long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    pub warmup: usize,
+    pub min: usize,
+    pub max: usize,
+    /// Stop after this long once `min` is reached.
+    pub soft: Duration,
+    /// Stop after this long whatever the count (at least one measured iteration).
+    pub hard: Duration,
+}
+
+impl Budget {
+    pub(crate) fn rows(options: &Options) -> Budget {
+        match options.iterations {
+            Some(n) => Budget {
+                warmup: options.warmup.min(n),
+                min: n.max(1),
+                max: n.max(1),
+                soft: Duration::from_secs(3600),
+                hard: Duration::from_secs(60),
+            },
+            None => Budget {
+                warmup: options.warmup,
+                min: 200,
+                max: 2000,
+                soft: Duration::from_secs_f64(options.row_seconds),
+                hard: Duration::from_secs(20),
+            },
+        }
+    }
+
+    /// A budget for the slow scenarios, where one iteration spawns a process or gathers a
+    /// hundred boards.
+    pub(crate) fn scenario(options: &Options, min: usize, max: usize, seconds: f64) -> Budget {
+        match options.iterations {
+            Some(n) => Budget {
+                warmup: options.warmup.min(n).min(3),
+                min: n.max(1),
+                max: n.max(1),
+                soft: Duration::from_secs(3600),
+                hard: Duration::from_secs(60),
+            },
+            None => Budget {
+                warmup: 3,
+                min,
+                max,
+                soft: Duration::from_secs_f64(seconds),
+                hard: Duration::from_secs_f64(seconds * 4.0),
+            },
+        }
+    }
+}
+
+/// Runs the benchmark and prints (and writes) its report.
+pub async fn run(options: Options) -> Result<(), String> {
+    let report = tokio::select! {
+        report = runner::run(&options) => report?,
+        _ = tokio::signal::ctrl_c() => {
+            return Err("interrupted; every process the benchmark started has been ended".into());
+        }
+    };
+    print!("{}", report.table());
+    if let Some(path) = &options.json {
+        let text = serde_json::to_string_pretty(&report).expect("reports serialise");
+        std::fs::write(path, text + "\n")
+            .map_err(|error| format!("could not write {}: {error}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &options.markdown {
+        std::fs::write(path, report.markdown())
+            .map_err(|error| format!("could not write {}: {error}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_capability_is_measured_on_each_of_its_transports_once_per_case() {
+        let registry = Registry::builtin();
+        let rows = planned_rows(registry);
+        let unique: std::collections::BTreeSet<_> = rows.iter().cloned().collect();
+        assert_eq!(unique.len(), rows.len(), "no row is planned twice");
+        for capability in registry.iter() {
+            let expected = BenchTransport::of(&capability.declaration).len()
+                * capability.bench_cases().len();
+            let got = rows
+                .iter()
+                .filter(|row| row.capability == capability.id())
+                .count();
+            assert_eq!(got, expected, "{}", capability.id());
+        }
+    }
+
+    #[test]
+    fn filters_match_the_row_name() {
+        let rows = planned_rows(Registry::builtin());
+        let picked = select(rows, Some("peers.list/rest/"));
+        assert!(!picked.is_empty());
+        assert!(
+            picked
+                .iter()
+                .all(|row| row.capability == "peers.list" && row.transport == BenchTransport::Rest)
+        );
+    }
+
+    #[test]
+    fn targets_read_as_goals() {
+        assert_eq!(BenchTransport::McpHttp.target().describe(), "p50 < 0.5 ms");
+        assert_eq!(BenchTransport::Rest.target().describe(), "p50 < 0.2 ms");
+        assert_eq!(
+            BenchTransport::McpBridge.target().describe(),
+            "p50 < MCP Streamable HTTP p50 + 1 ms"
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! The run: set up, measure every selected row on its transport, run the scenarios, report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, spawn_mcp};
+use super::report::{Report, Row, ScenarioRow};
+use super::setup::{InProcessServer, Scratch, ServeProcess, TempRepository, wait_gone, wait_ready};
+use super::stats::Summary;
+use super::{
+    BenchTransport, Budget, Options, RowKey, SCENARIOS, Scenario, expects_refusal, planned_rows,
+    scenarios, select,
+};
+use crate::registry::{Capability, Registry};
+
+/// One call may take this long before the row is given up as failed.
+const CALL_BOUND: Duration = Duration::from_secs(10);
+
+pub async fn run(options: &Options) -> Result<Report, String> {
+    let registry = Registry::builtin();
+    let rows = select(planned_rows(registry), options.filter.as_deref());
+    let scenarios: Vec<Scenario> = if options.scenarios {
+        SCENARIOS
+            .iter()
+            .filter(|s| {
+                options
+                    .filter
+                    .as_deref()
+                    .is_none_or(|text| s.name.contains(text))
+            })
+            .copied()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if rows.is_empty() && scenarios.is_empty() {
+        return Err(format!(
+            "nothing to measure: no row{} matches the filter `{}`; rows are named capability/transport/case, such as `peers.list/mcp-http/this`",
+            if options.scenarios { " or scenario" } else { "" },
+            options.filter.as_deref().unwrap_or("")
+        ));
+    }
+    let started_at = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let clock = Instant::now();
+    let progress = ProgressBar::new((rows.len() + scenarios.len()) as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    let scratch = Scratch::new()?;
+    let outcome = measure_all(options, &scratch, &rows, &scenarios, &progress).await;
+    progress.finish_and_clear();
+    let (mut measured, setup, scenario_rows) = match outcome {
+        Ok(done) => done,
+        Err(message) => {
+            let kept = scratch.keep();
+            return Err(format!(
+                "{message}\n(the logs of the processes the benchmark started are in {})",
+                kept.join("logs").display()
+            ));
+        }
+    };
+    super::report::judge(&mut measured);
+    Ok(Report {
+        schema: "majordomus-bench/v1",
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        started_at,
+        duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        machine: super::Machine::describe(),
+        setup,
+        rows: measured,
+        scenarios: scenario_rows,
+    })
+}
+
+type Measured = (Vec<Row>, String, Vec<ScenarioRow>);
+
+async fn measure_all(
+    options: &Options,
+    scratch: &Scratch,
+    rows: &[RowKey],
+    scenarios: &[Scenario],
+    progress: &ProgressBar,
+) -> Result<Measured, String> {
+    let mut measured: BTreeMap<RowKey, Row> = BTreeMap::new();
+    let mut setup = String::from("no capability row was selected");
+    if !rows.is_empty() {
+        let fixture = Fixture::prepare(scratch, options.repo.as_deref(), progress).await?;
+        setup = fixture.description.clone();
+        let budget = Budget::rows(options);
+        measure_in_process(&fixture.dir, rows, budget, progress, &mut measured).await?;
+        measure_processes(scratch, &fixture.dir, rows, budget, progress, &mut measured).await?;
+        fixture.stop().await;
+    }
+    let mut scenario_rows = Vec::new();
+    for scenario in scenarios {
+        progress.set_message(scenario.name);
+        scenario_rows.push(scenarios::run(scenario, scratch, options, progress).await);
+        progress.inc(1);
+    }
+    let order = planned_rows(Registry::builtin());
+    let rows = order
+        .into_iter()
+        .filter_map(|key| measured.remove(&key))
+        .collect();
+    Ok((rows, setup, scenario_rows))
+}
+
+/// The checkout the rows are measured in, and the siblings that make its `repository` case a
+/// real gather.
+struct Fixture {
+    dir: PathBuf,
+    description: String,
+    sibling: Option<ServeProcess>,
+}
+
+impl Fixture {
+    async fn prepare(
+        scratch: &Scratch,
+        repo: Option<&Path>,
+        progress: &ProgressBar,
+    ) -> Result<Fixture, String> {
+        if let Some(dir) = repo {
+            let site = crate::cli::open_site(dir)?;
+            return Ok(Fixture {
+                dir: site.checkout.root.clone(),
+                description: format!(
+                    "the checkout {} as it is (--repo); rows measured there",
+                    site.checkout.root.display()
+                ),
+                sibling: None,
+            });
+        }
+        progress.set_message("setting up a temporary repository");
+        let repository = TempRepository::new(scratch, "rows")?;
+        let live = repository.add_worktree("sibling-live")?;
+        repository.add_worktree("sibling-idle")?;
+        let (sibling, _) = ServeProcess::start(scratch, &live).await?;
+        Ok(Fixture {
+            dir: repository.root().to_path_buf(),
+            description: "a temporary repository (one commit) with two linked worktrees, one served by its own `majordomus serve` and one with no server; every row measured in the primary checkout, so a `repository` case gathers three boards: its own from memory, the live sibling's over HTTP (probe + read) and the idle sibling's lease (absent)".into(),
+            sibling: Some(sibling),
+        })
+    }
+
+    async fn stop(self) {
+        if let Some(sibling) = self.sibling {
+            sibling.stop().await;
+        }
+    }
+}
+
+/// The handler alone: a server elected and started inside this process, called through
+/// `Capability::call` with a caller attached to its board.
+async fn measure_in_process(
+    dir: &Path,
+    rows: &[RowKey],
+    budget: Budget,
+    progress: &ProgressBar,
+    measured: &mut BTreeMap<RowKey, Row>,
+) -> Result<(), String> {
+    let selected: Vec<&RowKey> = rows
+        .iter()
+        .filter(|row| row.transport == BenchTransport::InProcess)
+        .collect();
+    if selected.is_empty() {
+        return Ok(());
+    }
+    progress.set_message("starting a server in this process");
+    let server = InProcessServer::start(dir).await?;
+    let caller = Caller::InProcess(server.context());
+    for key in selected {
+        progress.set_message(key.name());
+        measured.insert(key.clone(), measure_row(key, &caller, budget).await);
+        progress.inc(1);
+    }
+    drop(caller);
+    server.stop().await;
+    super::setup::wait_no_lease(dir).await
+}
+
+/// The four transports that reach a server process: `majordomus mcp` over stdio as the first
+/// process in the checkout (it serves), a Streamable HTTP session with it, a second
+/// `majordomus mcp` (it bridges), and REST.
+async fn measure_processes(
+    scratch: &Scratch,
+    dir: &Path,
+    rows: &[RowKey],
+    budget: Budget,
+    progress: &ProgressBar,
+    measured: &mut BTreeMap<RowKey, Row>,
+) -> Result<(), String> {
+    let wants = |transport: BenchTransport| rows.iter().any(|row| row.transport == transport);
+    if !BenchTransport::ALL
+        .iter()
+        .any(|&t| t != BenchTransport::InProcess && wants(t))
+    {
+        return Ok(());
+    }
+    progress.set_message("starting `majordomus mcp` (it serves the checkout)");
+    let (service, server_pid) = spawn_mcp(
+        scratch.exe(),
+        dir,
+        "majordomus-bench-stdio",
+        scratch.log("mcp-serving"),
+    )
+    .await?;
+    let lease = wait_ready(dir).await?;
+    if lease.pid != server_pid {
+        let _ = service.cancel().await;
+        return Err(format!(
+            "the first `majordomus mcp` in {} did not become its server (process {} serves it)",
+            dir.display(),
+            lease.pid
+        ));
+    }
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let http = http_client();
+    let mut callers: Vec<(BenchTransport, Caller, Option<u32>)> =
+        vec![(BenchTransport::McpStdio, Caller::Mcp(service), Some(server_pid))];
+    if wants(BenchTransport::McpHttp) {
+        let session = connect_http(
+            &http,
+            HttpPooling::RmcpDefault,
+            &url,
+            &lease.token,
+            "majordomus-bench-http",
+        )
+        .await?;
+        callers.push((BenchTransport::McpHttp, Caller::Mcp(session), None));
+    }
+    if wants(BenchTransport::McpBridge) {
+        progress.set_message("starting a second `majordomus mcp` (it bridges)");
+        let (bridge, pid) = spawn_mcp(
+            scratch.exe(),
+            dir,
+            "majordomus-bench-bridge",
+            scratch.log("mcp-bridge"),
+        )
+        .await?;
+        callers.push((BenchTransport::McpBridge, Caller::Mcp(bridge), Some(pid)));
+    }
+    if wants(BenchTransport::Rest) {
+        callers.push((
+            BenchTransport::Rest,
+            Caller::Rest {
+                http: http.clone(),
+                base: url.clone(),
+                token: lease.token.clone(),
+            },
+            None,
+        ));
+    }
+    for (transport, caller, _) in &callers {
+        for key in rows.iter().filter(|row| row.transport == *transport) {
+            progress.set_message(key.name());
+            measured.insert(key.clone(), measure_row(key, caller, budget).await);
+            progress.inc(1);
+        }
+    }
+    // Close in reverse: the bridge and the HTTP session leave the board first, then the
+    // serving process's own client, after which it has no peer left and stops.
+    let mut pids = Vec::new();
+    while let Some((_, caller, pid)) = callers.pop() {
+        caller.close().await;
+        pids.extend(pid);
+    }
+    for pid in pids {
+        wait_gone(pid, Duration::from_secs(10)).await;
+    }
+    Ok(())
+}
+
+/// The call, if any, that must come before each measured one so that it measures its work and
+/// not a refusal: detaching needs an episode attached first. Untimed.
+fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> {
+    let id = match capability.id() {
+        "episodes.detach" => "episodes.attach",
+        _ => return None,
+    };
+    let prepare = Registry::builtin().by_id(id)?;
+    let (_, input) = prepare.bench_cases().into_iter().next()?;
+    Some((prepare, input))
+}
+
+/// Measures one row: warm-up, then iterations until the budget says stop.
+pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -> Row {
+    let capability = Registry::builtin()
+        .by_id(key.capability)
+        .expect("rows are planned from the registry");
+    let input = capability
+        .bench_cases()
+        .into_iter()
+        .find(|(case, _)| *case == key.case)
+        .map(|(_, input)| input)
+        .expect("rows are planned from the declared cases");
+    let prepare = preparation(capability);
+    let once = async |measure: bool| -> (Option<Duration>, Outcome) {
+        if let Some((prepare, input)) = &prepare {
+            let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
+        }
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(CALL_BOUND, caller.call(capability, &input))
+            .await
+            .unwrap_or_else(|_| {
+                Outcome::Failure(format!("no answer within {} s", CALL_BOUND.as_secs()))
+            });
+        (measure.then(|| started.elapsed()), outcome)
+    };
+    let warm = Instant::now();
+    for _ in 0..budget.warmup {
+        let (_, outcome) = once(false).await;
+        if matches!(outcome, Outcome::Failure(_)) || warm.elapsed() > budget.hard / 4 {
+            break;
+        }
+    }
+    let mut samples = Vec::with_capacity(budget.max);
+    let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut first: Option<Outcome> = None;
+    let clock = Instant::now();
+    loop {
+        let (elapsed, outcome) = once(true).await;
+        let failed = matches!(outcome, Outcome::Failure(_));
+        *outcomes.entry(outcome.word()).or_default() += 1;
+        if !failed {
+            samples.extend(elapsed);
+        }
+        first.get_or_insert(outcome);
+        let spent = clock.elapsed();
+        if failed
+            || samples.len() >= budget.max
+            || (samples.len() >= budget.min && spent >= budget.soft)
+            || spent >= budget.hard
+        {
+            break;
+        }
+    }
+    let first = first.expect("at least one iteration ran");
+    let declaration = &capability.declaration;
+    Row {
+        key: key.name(),
+        capability: key.capability,
+        transport: key.transport,
+        case: key.case,
+        input,
+        expected: if expects_refusal(declaration, key.transport) {
+            "refusal"
+        } else {
+            "answer"
+        },
+        outcome: if outcomes.len() > 1 {
+            "mixed"
+        } else {
+            first.word()
+        },
+        outcomes: outcomes
+            .into_iter()
+            .map(|(word, n)| (word.to_string(), n))
+            .collect(),
+        detail: first.detail().map(|text| truncate(text, 240)),
+        summary: Summary::of(&samples),
+        target: key.transport.target(),
+        target_met: None,
+    }
+}
+
+fn truncate(text: &str, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(limit).collect();
+    format!("{cut}…")
+}

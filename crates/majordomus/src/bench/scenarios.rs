@@ -1,0 +1,435 @@
+//! The scenarios of DESIGN §13: each sets up its own temporary repository (whatever `--repo`
+//! says), measures, and ends every process it started by pid.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use indicatif::ProgressBar;
+use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
+use serde_json::{Value, json};
+
+use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, spawn_mcp};
+use super::report::ScenarioRow;
+use super::setup::{
+    InProcessServer, Scratch, ServeProcess, TempRepository, status_kib, wait_gone, wait_no_lease,
+};
+use super::stats::Summary;
+use super::{Budget, Options, Scenario, ScenarioId};
+use crate::context::Context;
+use crate::registry::Registry;
+use crate::server::ServerState;
+use crate::server::run::{Elected, elect};
+
+/// How many linked worktrees the gather reads, and how many of them have a live server.
+pub const GATHER_WORKTREES: usize = 118;
+pub const GATHER_LIVE: usize = 7;
+/// How many peers the crowded board holds, and how many paths each claims.
+pub const BOARD_PEERS: usize = 1000;
+pub const BOARD_PATHS: usize = 10;
+/// How many Streamable HTTP sessions the memory scenario holds open.
+pub const MEMORY_SESSIONS: usize = 200;
+
+pub async fn run(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+    progress: &ProgressBar,
+) -> ScenarioRow {
+    let outcome = match scenario.id {
+        ScenarioId::ColdStartBridge => cold_start(scenario, scratch, options, true).await,
+        ScenarioId::ColdStartServing => cold_start(scenario, scratch, options, false).await,
+        ScenarioId::Gather => gather(scenario, scratch, options, progress).await,
+        ScenarioId::BoardAnnounce => board(scenario, scratch, options, true).await,
+        ScenarioId::BoardList => board(scenario, scratch, options, false).await,
+        ScenarioId::Memory => memory(scenario, scratch, progress).await,
+        ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
+    };
+    outcome.unwrap_or_else(|why| ScenarioRow::failed(scenario, why))
+}
+
+/// Runs `once` until the budget says stop, after its warm-up; `once` returns the measured span.
+async fn sample<F, Fut>(budget: Budget, mut once: F) -> Result<Vec<Duration>, String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Duration, String>>,
+{
+    for _ in 0..budget.warmup {
+        once().await?;
+    }
+    let mut samples = Vec::with_capacity(budget.max);
+    let clock = Instant::now();
+    loop {
+        samples.push(once().await?);
+        let spent = clock.elapsed();
+        if samples.len() >= budget.max
+            || (samples.len() >= budget.min && spent >= budget.soft)
+            || spent >= budget.hard
+        {
+            return Ok(samples);
+        }
+    }
+}
+
+/// From spawning `majordomus mcp` to its first answered tool call: `initialize`, then
+/// `majordomus_peers {checkouts: this}`. With a server already running the new process bridges
+/// to it; without one it elects itself and serves (and stops again once its client leaves,
+/// which is awaited, untimed, before the next start).
+async fn cold_start(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+    with_server: bool,
+) -> Result<ScenarioRow, String> {
+    let label = if with_server { "cold-bridge" } else { "cold-serving" };
+    let repository = TempRepository::new(scratch, label)?;
+    let dir = repository.root().to_path_buf();
+    let server = if with_server {
+        Some(ServeProcess::start(scratch, &dir).await?.0)
+    } else {
+        None
+    };
+    let capability = Registry::builtin()
+        .by_id("peers.list")
+        .expect("peers.list is registered");
+    let input = json!({"checkouts": "this"});
+    let budget = Budget::scenario(options, 20, 60, 8.0);
+    let samples = sample(budget, || async {
+        if !with_server {
+            wait_no_lease(&dir).await?;
+        }
+        let started = Instant::now();
+        let (service, pid) = spawn_mcp(scratch.exe(), &dir, "majordomus-bench-cold", scratch.log(label)).await?;
+        let caller = Caller::Mcp(service);
+        let outcome = caller.call(capability, &input).await;
+        let elapsed = started.elapsed();
+        caller.close().await;
+        wait_gone(pid, Duration::from_secs(10)).await;
+        match outcome {
+            Outcome::Answer => Ok(elapsed),
+            other => Err(format!(
+                "the first tool call was not answered: {}",
+                other.detail().unwrap_or("")
+            )),
+        }
+    })
+    .await;
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    let samples = samples?;
+    let note = if with_server {
+        "spawn → initialize → first tool call answered, through a live `majordomus serve` of the checkout; includes the process start and the election that finds the server"
+    } else {
+        "spawn → election won → listener bound and lease published → initialize → first tool call answered, in a checkout with no server"
+    };
+    Ok(ScenarioRow::latency(scenario, Summary::of(&samples), note))
+}
+
+/// `peers.list` with `checkouts: repository` from a server in the primary checkout (inside
+/// this process), over 118 linked worktrees of which 7 have a live `majordomus serve`.
+async fn gather(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+    progress: &ProgressBar,
+) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(scratch, "gather")?;
+    let mut worktrees = Vec::with_capacity(GATHER_WORKTREES);
+    for n in 0..GATHER_WORKTREES {
+        if n % 10 == 0 {
+            progress.set_message(format!(
+                "{}: adding worktree {}/{GATHER_WORKTREES}",
+                scenario.name,
+                n + 1
+            ));
+        }
+        worktrees.push(repository.add_worktree(&format!("wt{n:03}"))?);
+    }
+    progress.set_message(format!("{}: starting {GATHER_LIVE} servers", scenario.name));
+    let stride = GATHER_WORKTREES / GATHER_LIVE;
+    let mut servers = Vec::new();
+    for n in 0..GATHER_LIVE {
+        servers.push(ServeProcess::spawn(scratch, &worktrees[n * stride])?);
+    }
+    let result = async {
+        for server in &servers {
+            super::setup::wait_ready(&server.dir).await?;
+        }
+        progress.set_message(scenario.name);
+        let server = InProcessServer::start(repository.root()).await?;
+        let ctx = server.context();
+        let capability = Registry::builtin()
+            .by_id("peers.list")
+            .expect("peers.list is registered");
+        let input = json!({"checkouts": "repository"});
+        let first = capability
+            .call(&ctx, input.clone())
+            .await
+            .map_err(|error| format!("the gather was refused: {}", error.message))?;
+        let boards = first["boards"].as_array().map_or(0, Vec::len);
+        let live = first["boards"]
+            .as_array()
+            .map_or(0, |boards| {
+                boards
+                    .iter()
+                    .filter(|b| b["standing"] == "ready" && b["this_checkout"] == false)
+                    .count()
+            });
+        let complete = first["complete"] == true;
+        let budget = Budget::scenario(options, 30, 300, 10.0);
+        let samples = sample(budget, || async {
+            let started = Instant::now();
+            capability
+                .call(&ctx, input.clone())
+                .await
+                .map_err(|error| error.message)?;
+            Ok(started.elapsed())
+        })
+        .await;
+        server.stop().await;
+        let samples = samples?;
+        Ok::<_, String>(ScenarioRow::latency(
+            scenario,
+            Summary::of(&samples),
+            format!(
+                "{boards} boards covered (the primary's from memory, {live} live siblings read over HTTP, the rest absent), complete: {complete}; in-process call from the primary's server"
+            ),
+        ))
+    }
+    .await;
+    for server in servers {
+        server.stop().await;
+    }
+    result
+}
+
+/// A board of 1,000 attached peers with 10 claimed paths each (peer `n` claims
+/// `pkg<n>/src/mod0..9`), and a caller announcing 10 paths of which one meets one peer's
+/// claim — or listing the board. In-process: the board's cost, not a transport's.
+async fn board(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+    announce: bool,
+) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(
+        scratch,
+        if announce {
+            "board-announce"
+        } else {
+            "board-list"
+        },
+    )?;
+    let site = crate::cli::open_site(repository.root())?;
+    let lease = match elect(&site)
+        .await
+        .map_err(|error| format!("the election failed: {error}"))?
+    {
+        Elected::Won(lease) => lease,
+        Elected::Serving(_) => return Err("the fresh repository is already served".into()),
+    };
+    let state = ServerState::new(site.clone(), lease);
+    let client = |name: String| ClientInfo {
+        name,
+        version: "1.0.0".into(),
+        title: None,
+    };
+    for n in 0..BOARD_PEERS {
+        let peer = state.attach(Transport::Http, client(format!("agent-{n}")), None);
+        let scope = (0..BOARD_PATHS)
+            .map(|m| format!("pkg{n:04}/src/mod{m}"))
+            .collect();
+        state
+            .announce(
+                &peer,
+                AnnounceInput {
+                    intent: format!("task {n}"),
+                    scope,
+                    claim: None,
+                },
+                SystemTime::now(),
+            )
+            .map_err(|error| error.message)?;
+    }
+    let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None);
+    let ctx = Context {
+        site: site.clone(),
+        server: Some(state.clone()),
+        caller: Some(caller),
+    };
+    let (id, input) = if announce {
+        let mut scope: Vec<String> = (0..BOARD_PATHS - 1)
+            .map(|m| format!("bench/src/mod{m}"))
+            .collect();
+        scope.push("pkg0007/src".into());
+        (
+            "peers.announce",
+            json!({"intent": "measure the crowded board", "scope": scope}),
+        )
+    } else {
+        ("peers.list", json!({"checkouts": "this"}))
+    };
+    let capability = Registry::builtin()
+        .by_id(id)
+        .expect("the board's capabilities are registered");
+    let first: Value = capability
+        .call(&ctx, input.clone())
+        .await
+        .map_err(|error| format!("{id} was refused: {}", error.message))?;
+    let note = if announce {
+        format!(
+            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {BOARD_PATHS} paths answered {} overlap(s) (one expected); in-process",
+            first["overlaps"].as_array().map_or(0, Vec::len)
+        )
+    } else {
+        format!(
+            "{} peers listed, {} attached; in-process (checkouts: this, so no sibling is read)",
+            first["peers"].as_array().map_or(0, Vec::len),
+            first["count"]
+        )
+    };
+    let budget = Budget::scenario(options, 200, 2000, 3.0);
+    let samples = sample(budget, || async {
+        let started = Instant::now();
+        capability
+            .call(&ctx, input.clone())
+            .await
+            .map_err(|error| error.message)?;
+        Ok(started.elapsed())
+    })
+    .await;
+    state.close_all_episodes().await;
+    state.release_lease();
+    state.shutdown.cancel();
+    Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
+}
+
+/// `VmRSS` of a `majordomus serve` once 200 MCP Streamable HTTP sessions are open and each has
+/// made one tool call.
+async fn memory(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    progress: &ProgressBar,
+) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(scratch, "memory")?;
+    let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
+    let pid = server.pid;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let http = http_client();
+    let result = async {
+        let capability = Registry::builtin()
+            .by_id("peers.list")
+            .expect("peers.list is registered");
+        let input = json!({"checkouts": "this"});
+        // One call first, so the baseline is of a server that has answered something.
+        let rest = Caller::Rest {
+            http: http.clone(),
+            base: url.clone(),
+            token: lease.token.clone(),
+        };
+        rest.call(capability, &input).await;
+        let baseline = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        let mut sessions = Vec::with_capacity(MEMORY_SESSIONS);
+        for n in 0..MEMORY_SESSIONS {
+            if n % 20 == 0 {
+                progress.set_message(format!(
+                    "{}: opening session {}/{MEMORY_SESSIONS}",
+                    scenario.name,
+                    n + 1
+                ));
+            }
+            let session = connect_http(
+                &http,
+                HttpPooling::RmcpDefault,
+                &url,
+                &lease.token,
+                &format!("agent-{n}"),
+            )
+            .await?;
+            let caller = Caller::Mcp(session);
+            if let Outcome::Failure(why) = caller.call(capability, &input).await {
+                return Err(format!("session {n} could not call a tool: {why}"));
+            }
+            sessions.push(caller);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        let peak = status_kib(pid, "VmHWM").unwrap_or(rss);
+        let attached = http
+            .get(format!("{url}/api/v1/peers?checkouts=this"))
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?
+            .json::<Value>()
+            .await
+            .map_err(|error| error.to_string())?["count"]
+            .as_u64()
+            .unwrap_or(0);
+        progress.set_message(format!("{}: closing sessions", scenario.name));
+        futures::future::join_all(sessions.into_iter().map(Caller::close)).await;
+        let mb = |kib: u64| kib as f64 / 1024.0;
+        Ok::<_, String>(ScenarioRow::megabytes(
+            scenario,
+            mb(rss),
+            format!(
+                "VmRSS {:.1} MB with {MEMORY_SESSIONS} sessions open ({attached} peers attached), {:.1} MB before the first session: {:.1} KB per session; peak (VmHWM) {:.1} MB",
+                mb(rss),
+                mb(baseline),
+                (rss.saturating_sub(baseline)) as f64 / MEMORY_SESSIONS as f64,
+                mb(peak)
+            ),
+        ))
+    }
+    .await;
+    server.stop().await;
+    result
+}
+
+/// A tool call over MCP Streamable HTTP from a client that keeps its connection alive (most
+/// HTTP clients do by default), against a `majordomus serve`. The `mcp-http` rows use rmcp's
+/// default client, which opens a new connection per request instead.
+async fn keep_alive(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(scratch, "keep-alive")?;
+    let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let result = async {
+        let session = connect_http(
+            &http_client(),
+            HttpPooling::KeepAlive,
+            &url,
+            &lease.token,
+            "majordomus-bench-keep-alive",
+        )
+        .await?;
+        let caller = Caller::Mcp(session);
+        let capability = Registry::builtin()
+            .by_id("server.status")
+            .expect("server.status is registered");
+        let input = json!({"checkouts": "this"});
+        let budget = Budget::scenario(options, 50, 2000, 3.0);
+        let samples = sample(budget, || async {
+            let started = Instant::now();
+            match caller.call(capability, &input).await {
+                Outcome::Answer => Ok(started.elapsed()),
+                other => Err(format!(
+                    "server.status was not answered: {}",
+                    other.detail().unwrap_or("")
+                )),
+            }
+        })
+        .await;
+        caller.close().await;
+        Ok::<_, String>(ScenarioRow::latency(
+            scenario,
+            Summary::of(&samples?),
+            "`server.status` (checkouts: this) through an rmcp client on a reqwest client with a keep-alive pool, against `majordomus serve`",
+        ))
+    }
+    .await;
+    server.stop().await;
+    result
+}

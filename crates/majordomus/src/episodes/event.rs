@@ -1,0 +1,132 @@
+//! What a driver is told about an episode: one event, as one JSON object. The built-in journal
+//! writes it as a line (with its sequence number); a repository's own command reads it on
+//! stdin.
+
+use majordomus_domain::peers::Announcement;
+use serde::{Deserialize, Serialize};
+
+/// What happened to an episode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A connection attached to an id nobody had open.
+    Opened,
+    /// A connection took up an episode that was already open: after a reconnect, a client
+    /// restart, or a server that ended without closing it.
+    Resumed,
+    /// The connection holding it announced a claim (journal only).
+    Announced,
+    /// Its connection went away; it waits for its client.
+    Detached,
+    /// It ended; `reason` says how.
+    Closed,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Opened => "opened",
+            EventKind::Resumed => "resumed",
+            EventKind::Announced => "announced",
+            EventKind::Detached => "detached",
+            EventKind::Closed => "closed",
+        }
+    }
+}
+
+/// Why an episode was closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloseReason {
+    /// Its client closed it with `episodes.detach`.
+    Detach,
+    /// It stayed detached longer than the reattach grace.
+    Expired,
+    /// Its server stopped in order.
+    Shutdown,
+}
+
+impl CloseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Detach => "detach",
+            CloseReason::Expired => "expired",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// The MCP client behind the connection, as it named itself in `initialize`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventClient {
+    pub name: String,
+    pub version: String,
+}
+
+/// The server process that recorded an event, so a later reader can tell whether it still
+/// runs (an episode it left open without a `closed` record was interrupted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventServer {
+    pub pid: u32,
+    /// The process start time (clock ticks since boot), so a recycled pid is not taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
+}
+
+impl EventServer {
+    /// This process.
+    pub fn this_process() -> EventServer {
+        let pid = std::process::id();
+        EventServer {
+            pid,
+            started: majordomus_checkout::process_start_time(pid),
+        }
+    }
+
+    pub fn is_this_process(&self) -> bool {
+        *self == EventServer::this_process()
+    }
+
+    pub fn still_runs(&self) -> bool {
+        majordomus_checkout::process_alive(self.pid, self.started)
+    }
+}
+
+/// One event of one episode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub event: EventKind,
+    /// When it happened, RFC 3339 UTC.
+    pub at: String,
+    /// The client's own id for the episode.
+    pub external_id: String,
+    /// The provider the client's name maps to in `providers.yaml` (`generic` when none).
+    pub provider: String,
+    /// The client as it named itself.
+    pub client: EventClient,
+    /// The checkout whose server recorded it.
+    pub checkout_id: String,
+    pub worktree: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The peer holding the episode on that server, when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    pub server: EventServer,
+    /// When the episode was first opened.
+    pub opened_at: String,
+    /// How many times a connection has taken it up so far.
+    pub attachments: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<CloseReason>,
+    /// Anything a reader should know about this event beyond its kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The claims announced during the episode on this server so far (for `announced`, the
+    /// one just made).
+    #[serde(default)]
+    pub claims: Vec<Announcement>,
+}
+
+/// The note on a `resumed` event whose episode a previous server left open.
+pub const INTERRUPTED_NOTE: &str = "interrupted: the previous server ended without closing it";

@@ -1,0 +1,472 @@
+//! The built-in episode driver: an append-only journal of JSON lines in the repository's git
+//! common dir (`<common_dir>/majordomus/episodes.jsonl`), shared by the servers of every
+//! worktree. Outside git it lies next to the checkout's lease.
+//!
+//! Each record is one line written by one `write` on a file opened with `O_APPEND`, under an
+//! exclusive `flock`, then fsynced: servers of several worktrees appending at once never
+//! interleave, and a record that was answered for is on disk.
+//!
+//! A [`Journal`] keeps an index of the episodes the journal shows open (opened or resumed,
+//! never closed). It is built from the whole file once and then kept up by reading only what
+//! was appended since — by this process or by another one — so a lookup costs the new tail.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use majordomus_checkout::git::Checkout;
+use serde::{Deserialize, Serialize};
+
+use super::event::{Event, EventKind, EventServer};
+
+/// The journal's file name.
+pub const JOURNAL_FILE: &str = "episodes.jsonl";
+
+/// The `schema` every record carries.
+pub const RECORD_SCHEMA: &str = "majordomus-episode/v1";
+
+/// Where the journal of `checkout`'s repository lives: in the git common dir every worktree
+/// shares, or next to the lease for a directory outside git.
+pub fn journal_path(checkout: &Checkout) -> PathBuf {
+    match &checkout.common_dir {
+        Some(common) => common.join("majordomus").join(JOURNAL_FILE),
+        None => majordomus_checkout::lease_path(checkout)
+            .parent()
+            .map(|dir| dir.join(JOURNAL_FILE))
+            .unwrap_or_else(|| PathBuf::from(JOURNAL_FILE)),
+    }
+}
+
+/// One line of the journal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub schema: String,
+    /// Its number in the journal: 1 for the first record, one more for each after it.
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What the journal shows about an episode that is open in it: opened or resumed and not
+/// closed since.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenMark {
+    /// The record that opened it.
+    pub opened_seq: u64,
+    pub opened_at: String,
+    /// Its attachments as last recorded.
+    pub attachments: u32,
+    /// The server that recorded its last event.
+    pub server: EventServer,
+    /// The worktree of that server.
+    pub worktree: String,
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    /// The highest sequence number read.
+    last_seq: u64,
+    open: HashMap<String, OpenMark>,
+    /// Lines that could not be read as records.
+    unreadable: u64,
+    /// How far the file has been read: always the end of a whole line.
+    offset: u64,
+    /// Device and inode of the file read, to notice it was replaced.
+    file_id: Option<(u64, u64)>,
+}
+
+impl Index {
+    fn apply(&mut self, record: &Record) {
+        self.last_seq = self.last_seq.max(record.seq);
+        let event = &record.event;
+        let mark = || OpenMark {
+            opened_seq: record.seq,
+            opened_at: event.opened_at.clone(),
+            attachments: event.attachments,
+            server: event.server,
+            worktree: event.worktree.clone(),
+        };
+        match event.event {
+            EventKind::Opened => {
+                self.open.insert(event.external_id.clone(), mark());
+            }
+            EventKind::Closed => {
+                self.open.remove(&event.external_id);
+            }
+            EventKind::Resumed | EventKind::Detached | EventKind::Announced => {
+                let entry = self
+                    .open
+                    .entry(event.external_id.clone())
+                    .or_insert_with(mark);
+                entry.attachments = entry.attachments.max(event.attachments);
+                entry.server = event.server;
+                entry.worktree = event.worktree.clone();
+            }
+        }
+    }
+
+    /// Reads the whole lines from `bytes` (the file from `offset` on), leaving a partial last
+    /// line for later.
+    fn consume(&mut self, bytes: &[u8]) {
+        let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        for line in bytes[..end].split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Record>(line) {
+                Ok(record) => self.apply(&record),
+                Err(_) => self.unreadable += 1,
+            }
+        }
+        self.offset += end as u64 + 1;
+    }
+}
+
+/// The journal of one repository, as one server process writes it.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    index: Index,
+}
+
+/// An advisory lock on an open file, released when dropped.
+struct Flock<'a>(&'a File);
+
+impl<'a> Flock<'a> {
+    fn take(file: &'a File, operation: libc::c_int) -> io::Result<Flock<'a>> {
+        loop {
+            // SAFETY: flock(2) on a descriptor this `File` owns for the guard's lifetime.
+            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+                return Ok(Flock(file));
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+    }
+}
+
+impl Drop for Flock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as above; unlocking a lock this guard took.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+impl Journal {
+    /// The journal at `path`, its index built from what the file holds now (an absent or
+    /// unreadable file is read as empty and looked at again on the next use).
+    pub fn open(path: PathBuf) -> Journal {
+        let mut journal = Journal {
+            path,
+            index: Index::default(),
+        };
+        if let Ok(file) = File::open(&journal.path) {
+            let _ = journal.catch_up(&file);
+        }
+        journal
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lines of the journal that could not be read as records, as far as it was read.
+    pub fn unreadable(&self) -> u64 {
+        self.index.unreadable
+    }
+
+    /// Brings the index up to the end of `file`, rebuilding it when the file was replaced or
+    /// truncated since it was last read.
+    fn catch_up(&mut self, file: &File) -> io::Result<()> {
+        let metadata = file.metadata()?;
+        let id = (metadata.dev(), metadata.ino());
+        if self.index.file_id != Some(id) || metadata.len() < self.index.offset {
+            self.index = Index {
+                file_id: Some(id),
+                ..Index::default()
+            };
+        }
+        let mut reader = file;
+        reader.seek(SeekFrom::Start(self.index.offset))?;
+        let mut tail = Vec::new();
+        reader.read_to_end(&mut tail)?;
+        self.index.consume(&tail);
+        Ok(())
+    }
+
+    /// Appends `event` as the next record and returns its sequence number once it is on disk.
+    pub fn append(&mut self, event: &Event) -> io::Result<u64> {
+        if let Some(dir) = self.path.parent() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&self.path)?;
+        let _lock = Flock::take(&file, libc::LOCK_EX)?;
+        self.catch_up(&file)?;
+        let length = file.metadata()?.len();
+        // A record cut short (a process killed inside its write) must not swallow this one.
+        let mut last = [0u8; 1];
+        let torn = length > 0 && file.read_at(&mut last, length - 1)? == 1 && last[0] != b'\n';
+        let seq = self.index.last_seq + 1;
+        let record = Record {
+            schema: RECORD_SCHEMA.to_string(),
+            seq,
+            event: event.clone(),
+        };
+        let mut line = Vec::with_capacity(512);
+        if torn {
+            line.push(b'\n');
+            self.index.unreadable += 1;
+        }
+        serde_json::to_writer(&mut line, &record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let written = (&file).write(&line)?;
+        if written != line.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!(
+                    "only {written} of {} bytes of the record were written",
+                    line.len()
+                ),
+            ));
+        }
+        file.sync_data()?;
+        self.index.apply(&record);
+        self.index.offset = length + line.len() as u64;
+        Ok(seq)
+    }
+
+    /// What the journal shows about `external_id` if it is open there, read up to the latest
+    /// record any process appended.
+    pub fn open_mark(&mut self, external_id: &str) -> Option<OpenMark> {
+        match File::open(&self.path) {
+            Ok(file) => {
+                if let Ok(_lock) = Flock::take(&file, libc::LOCK_SH) {
+                    let _ = self.catch_up(&file);
+                }
+            }
+            // removed since it was read: nothing is open in it any more
+            Err(error) if error.kind() == io::ErrorKind::NotFound => self.index = Index::default(),
+            Err(_) => {}
+        }
+        self.index.open.get(external_id).cloned()
+    }
+}
+
+/// Everything a journal holds, for a reader such as `majordomus episodes log`.
+#[derive(Debug, Default)]
+pub struct Contents {
+    pub records: Vec<Record>,
+    /// Lines that could not be read as records.
+    pub unreadable: usize,
+}
+
+/// Reads a whole journal; `None` when there is none. A partial last line (a record being
+/// written right now) is left out.
+pub fn read_journal(path: &Path) -> io::Result<Option<Contents>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let mut contents = Contents::default();
+    let end = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+    for line in bytes[..end].split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(record) => contents.records.push(record),
+            Err(_) => contents.unreadable += 1,
+        }
+    }
+    Ok(Some(contents))
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::super::event::{CloseReason, EventClient, EventKind, EventServer};
+    use super::*;
+
+    pub(crate) fn event(kind: EventKind, id: &str) -> Event {
+        Event {
+            event: kind,
+            at: "2026-11-30T02:26:40Z".into(),
+            external_id: id.into(),
+            provider: "claude-code".into(),
+            client: EventClient {
+                name: "claude-code".into(),
+                version: "2.1.0".into(),
+            },
+            checkout_id: "c0ffee".into(),
+            worktree: "/repo".into(),
+            branch: Some("main".into()),
+            peer: Some("p1".into()),
+            server: EventServer::this_process(),
+            opened_at: "2026-11-30T02:26:40Z".into(),
+            attachments: 1,
+            reason: (kind == EventKind::Closed).then_some(CloseReason::Detach),
+            note: None,
+            claims: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::event::CloseReason;
+    use super::tests_support::event;
+    use super::*;
+
+    #[test]
+    fn records_are_numbered_lines_that_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("majordomus").join(JOURNAL_FILE);
+        let mut journal = Journal::open(path.clone());
+        assert_eq!(journal.append(&event(EventKind::Opened, "a")).unwrap(), 1);
+        assert_eq!(journal.append(&event(EventKind::Opened, "b")).unwrap(), 2);
+        assert_eq!(journal.append(&event(EventKind::Closed, "a")).unwrap(), 3);
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.ends_with('\n'));
+        let contents = read_journal(&path).unwrap().unwrap();
+        assert_eq!(contents.unreadable, 0);
+        let seqs: Vec<u64> = contents.records.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [1, 2, 3]);
+        assert_eq!(contents.records[2].event.reason, Some(CloseReason::Detach));
+        assert_eq!(contents.records[0].schema, RECORD_SCHEMA);
+        let mode = fs::metadata(&path).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(read_journal(&dir.path().join("none")).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_index_knows_what_is_open_and_follows_other_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut first = Journal::open(path.clone());
+        first.append(&event(EventKind::Opened, "a")).unwrap();
+        let mut resumed = event(EventKind::Resumed, "a");
+        resumed.attachments = 2;
+        first.append(&resumed).unwrap();
+        first.append(&event(EventKind::Opened, "b")).unwrap();
+        first.append(&event(EventKind::Closed, "b")).unwrap();
+
+        // a second process starts: its index is built from the file
+        let mut second = Journal::open(path.clone());
+        let mark = second.open_mark("a").unwrap();
+        assert_eq!((mark.opened_seq, mark.attachments), (1, 2));
+        assert!(second.open_mark("b").is_none());
+
+        // what one appends, the other sees on its next look, and numbering continues
+        second.append(&event(EventKind::Opened, "c")).unwrap();
+        assert_eq!(first.open_mark("c").unwrap().opened_seq, 5);
+        assert_eq!(first.append(&event(EventKind::Closed, "a")).unwrap(), 6);
+        assert!(second.open_mark("a").is_none());
+        assert_eq!(second.append(&event(EventKind::Detached, "c")).unwrap(), 7);
+    }
+
+    #[test]
+    fn a_torn_or_foreign_line_is_skipped_and_never_swallows_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut journal = Journal::open(path.clone());
+        journal.append(&event(EventKind::Opened, "a")).unwrap();
+        // a writer killed in the middle of a line, then someone's stray text
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"schema\":\"majordomus-epi").unwrap();
+        drop(file);
+        assert_eq!(journal.append(&event(EventKind::Opened, "b")).unwrap(), 2);
+        let contents = read_journal(&path).unwrap().unwrap();
+        assert_eq!(contents.records.len(), 2);
+        assert_eq!(contents.unreadable, 1);
+        let fresh = Journal::open(path.clone());
+        assert_eq!(fresh.unreadable(), 1);
+        // a partial last line is not read until it is whole
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"partial\":").unwrap();
+        assert_eq!(read_journal(&path).unwrap().unwrap().unreadable, 1);
+    }
+
+    #[test]
+    fn a_replaced_journal_is_read_again_from_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut journal = Journal::open(path.clone());
+        journal.append(&event(EventKind::Opened, "a")).unwrap();
+        journal.append(&event(EventKind::Opened, "b")).unwrap();
+        fs::remove_file(&path).unwrap();
+        assert!(journal.open_mark("a").is_none());
+        assert_eq!(journal.append(&event(EventKind::Opened, "c")).unwrap(), 1);
+    }
+
+    #[test]
+    fn concurrent_appenders_never_interleave() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut journal = Journal::open(path);
+                    for n in 0..25 {
+                        let mut e = event(EventKind::Opened, &format!("t{t}-{n}"));
+                        e.note = Some("x".repeat(3000));
+                        journal.append(&e).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let contents = read_journal(&path).unwrap().unwrap();
+        assert_eq!(contents.unreadable, 0);
+        let mut seqs: Vec<u64> = contents.records.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs.len(), 100);
+        seqs.dedup();
+        assert_eq!(
+            seqs,
+            (1..=100).collect::<Vec<_>>(),
+            "one number per record, in file order"
+        );
+    }
+
+    #[test]
+    fn the_journal_lies_in_the_common_dir_or_next_to_the_lease() {
+        let checkout = Checkout {
+            root: "/r/wt".into(),
+            git_dir: Some("/r/.git/worktrees/wt".into()),
+            common_dir: Some("/r/.git".into()),
+            branch: None,
+            primary: false,
+            id: "x".into(),
+            git_id: Some("y".into()),
+        };
+        assert_eq!(
+            journal_path(&checkout),
+            Path::new("/r/.git/majordomus/episodes.jsonl")
+        );
+        let outside = Checkout {
+            git_dir: None,
+            common_dir: None,
+            ..checkout
+        };
+        let lease = majordomus_checkout::lease_path(&outside);
+        assert_eq!(journal_path(&outside), lease.with_file_name(JOURNAL_FILE));
+    }
+}

@@ -1,0 +1,147 @@
+//! The episode board of a serving process and its driver, glued together: every change of
+//! the board is queued to the recorder while the board is still locked, so the driver hears
+//! of them in the order they happened.
+
+use std::time::{Duration, SystemTime};
+
+use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
+use majordomus_domain::peers::{Announced, ClientInfo, PeerId};
+
+use super::ServerState;
+use crate::episodes::event::CloseReason;
+use crate::episodes::providers::GENERIC;
+
+impl ServerState {
+    /// How long a detached episode waits for its client.
+    pub fn reattach_grace(&self) -> Duration {
+        self.episode_board().grace()
+    }
+
+    /// Gives `caller` the episode `external_id` (already checked), opening or resuming it, and
+    /// answers once the driver has reported on it (or its patience ran out).
+    pub(crate) async fn attach_episode(&self, caller: &PeerId, external_id: &str) -> Attached {
+        let now = SystemTime::now();
+        let client = self
+            .board()
+            .peer(caller, now)
+            .map(|peer| peer.client)
+            .unwrap_or_else(ClientInfo::uninitialized);
+        let (outcome, pending, grace) = {
+            let mut board = self.episode_board();
+            let refresh = board.held_by(caller).as_deref() == Some(external_id);
+            let outcome = board.attach(caller, external_id, GENERIC, now);
+            if let Some(previous) = &outcome.released_previous {
+                self.recorder.detached(previous, now);
+            }
+            // Attaching what one already holds only refreshes it: nothing to record.
+            let pending = (!refresh).then(|| {
+                self.recorder
+                    .attached(&outcome.episode, client, outcome.resumed, now)
+            });
+            (outcome, pending, board.grace())
+        };
+        let mut carried_over = false;
+        if let Some(pending) = pending {
+            match self.recorder.report(pending).await {
+                Ok(report) => carried_over = report.carried_over,
+                Err(text) => {
+                    self.episode_board().set_repository(external_id, &text);
+                }
+            }
+        }
+        let episode = self
+            .episode_board()
+            .episode(external_id, SystemTime::now())
+            .unwrap_or(outcome.episode);
+        Attached {
+            episode,
+            resumed: outcome.resumed || carried_over,
+            reattach_grace_seconds: grace.as_secs(),
+        }
+    }
+
+    /// The external id of the episode `peer` holds.
+    pub(crate) fn held_episode(&self, peer: &PeerId) -> Option<String> {
+        self.episode_board().held_by(peer)
+    }
+
+    /// Closes the episode deliberately (`detach`); `None` when there is no such episode. The
+    /// answer is the episode as it last was, its `repository` saying what the driver made of
+    /// the closing.
+    pub(crate) async fn close_episode(&self, external_id: &str) -> Option<ConnectionEpisode> {
+        let now = SystemTime::now();
+        let (mut closed, pending) = {
+            let mut board = self.episode_board();
+            let closed = board.close(external_id, now)?;
+            let pending = self.recorder.closed(&closed, CloseReason::Detach, now);
+            (closed, pending)
+        };
+        closed.repository = match self.recorder.report(pending).await {
+            Ok(text) | Err(text) => text,
+        };
+        Some(closed)
+    }
+
+    /// Every episode of this server, with the caller's picked out.
+    pub(crate) fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList {
+        self.episode_board().list(caller, SystemTime::now())
+    }
+
+    /// A message arrived on `peer`'s connection: its episode is alive.
+    pub(crate) fn touch_episode(&self, peer: &PeerId, now: SystemTime) {
+        self.episode_board().touch(peer, now);
+    }
+
+    /// `peer`'s connection is gone: its episode is detached, not closed, and waits for its
+    /// client. Safe to call from a `Drop`: the driver is only queued.
+    pub(crate) fn episode_connection_lost(&self, peer: &PeerId) {
+        let now = SystemTime::now();
+        let mut board = self.episode_board();
+        if let Some(episode) = board.connection_lost(peer, now) {
+            self.recorder.detached(&episode, now);
+        }
+    }
+
+    /// `caller` announced a claim: the episode it holds records it.
+    pub(crate) fn note_claims(&self, caller: &PeerId, announced: &Announced) {
+        let Some(announcement) = announced.peer.announcement.clone() else {
+            return;
+        };
+        let now = SystemTime::now();
+        let board = self.episode_board();
+        if let Some(episode) = board.held_by(caller).and_then(|id| board.episode(&id, now)) {
+            self.recorder.announced(&episode, announcement, now);
+        }
+    }
+
+    /// Closes the episodes whose client did not come back within the grace (reason
+    /// `expired`). The housekeeping calls it every second.
+    pub(crate) fn reap_episodes(&self) {
+        let now = SystemTime::now();
+        let mut board = self.episode_board();
+        for episode in board.reap(now) {
+            tracing::info!(external_id = %episode.external_id, "episode expired");
+            drop(self.recorder.closed(&episode, CloseReason::Expired, now));
+        }
+    }
+
+    /// Closes every episode (reason `shutdown`): the server is stopping in order. Returns once
+    /// the driver has recorded them, or after a bound.
+    pub(crate) async fn close_all_episodes(&self) {
+        let now = SystemTime::now();
+        let count = {
+            let mut board = self.episode_board();
+            let all = board.close_all(now);
+            for episode in &all {
+                drop(self.recorder.closed(episode, CloseReason::Shutdown, now));
+            }
+            all.len()
+        };
+        if count > 0 && !self.recorder.flush(self.recorder.patience()).await {
+            tracing::warn!(
+                "{} did not record every episode closed at shutdown in time",
+                self.recorder.description()
+            );
+        }
+    }
+}
