@@ -354,27 +354,32 @@ impl Bridge {
             let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
             (memory.claims.clone(), memory.episode.clone())
         };
-        let Some((upstream, _)) = self
+        let Some(upstream) = self
             .connection
             .lock()
             .await
             .as_ref()
-            .map(|c| (c.upstream.clone(), c.generation))
+            .map(|connection| connection.upstream.clone())
         else {
             return;
         };
-        for (name, arguments) in claims {
-            if let Err(error) =
-                call_upstream(&upstream, "majordomus_announce", Some(arguments)).await
-            {
-                tracing::warn!(claim = ?name, ?error, "could not replay a claim");
+        // The episode first, so the claims replayed after it are recorded under it.
+        let calls = episode
+            .map(|arguments| ("majordomus_session_attach", arguments))
+            .into_iter()
+            .chain(
+                claims
+                    .into_iter()
+                    .map(|(_, arguments)| ("majordomus_announce", arguments)),
+            );
+        for (tool, arguments) in calls {
+            match call_upstream(&upstream, tool, Some(arguments)).await {
+                Ok(result) if result.is_error != Some(true) => {}
+                Ok(refusal) => {
+                    tracing::warn!(tool, ?refusal.content, "a replayed call was refused")
+                }
+                Err(error) => tracing::warn!(tool, %error, "a replayed call failed"),
             }
-        }
-        if let Some(arguments) = episode
-            && let Err(error) =
-                call_upstream(&upstream, "majordomus_session_attach", Some(arguments)).await
-        {
-            tracing::warn!(?error, "could not replay the episode");
         }
     }
 

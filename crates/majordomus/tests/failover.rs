@@ -95,6 +95,13 @@ async fn killing_the_server_loses_no_surviving_worker() {
             json!({"intent": "owner works", "scope": ["docs"]}),
         )
         .await;
+    survivors[0]
+        .1
+        .answer(
+            "majordomus_session_attach",
+            json!({"external_id": "conv-7"}),
+        )
+        .await;
 
     signal(first_lease.pid, libc::SIGKILL);
     wait_gone(first_lease.pid).await;
@@ -144,6 +151,14 @@ async fn killing_the_server_loses_no_surviving_worker() {
             "no worker overlaps itself"
         );
     }
+
+    let episodes = clients[0].answer("majordomus_episodes", json!({})).await;
+    let journal = std::fs::read_to_string(git_dir(&root).join("majordomus/episodes.jsonl"))
+        .unwrap_or_default();
+    assert_eq!(
+        episodes["mine"]["external_id"], "conv-7",
+        "the episode was re-attached: {episodes:#}\n{journal}"
+    );
 
     let lease = wait_ready(&root).await;
     let survivor_pids: Vec<u32> = clients.iter().filter_map(|c| c.pid).collect();
