@@ -188,7 +188,7 @@ impl Bridge {
         match elect_and_start(&site).await? {
             Outcome::Started(running) => *bridge.serving.lock().await = Some(running),
             Outcome::Found(lease) => {
-                *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(lease)
+                *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(*lease)
             }
         }
         let keepalive = tokio::spawn(keep_alive(Arc::downgrade(&bridge)));
@@ -255,7 +255,7 @@ impl Bridge {
                         *self.serving.lock().await = Some(running);
                         continue;
                     }
-                    Outcome::Found(lease) => lease,
+                    Outcome::Found(lease) => *lease,
                 },
             };
             match self.connect(client, &lease).await {

@@ -41,7 +41,11 @@ impl Scene {
 
         let alpha1 = McpClient::stdio(&repo, &alpha, "claude-code", "2.1.0").await;
         let lease = wait_ready(&alpha).await;
-        assert_eq!(Some(lease.pid), alpha1.pid, "alpha's first client's process serves alpha");
+        assert_eq!(
+            Some(lease.pid),
+            alpha1.pid,
+            "alpha's first client's process serves alpha"
+        );
         let first = alpha1
             .answer(
                 "majordomus_announce",
@@ -49,7 +53,11 @@ impl Scene {
             )
             .await;
         assert_eq!(first["id"], "p1");
-        assert_eq!(first["overlaps"], json!([]), "alone on the board: {first:#}");
+        assert_eq!(
+            first["overlaps"],
+            json!([]),
+            "alone on the board: {first:#}"
+        );
 
         let alpha2 = McpClient::stdio(&repo, &alpha, "codex", "0.98.0").await;
         assert_ne!(alpha2.pid, Some(lease.pid), "alpha's second client bridges");
@@ -98,15 +106,25 @@ async fn an_announce_that_meets_a_claim_is_told_of_the_overlap() {
     let scene = Scene::new().await;
     let answer = &scene.alpha2_announced;
     assert_eq!(answer["id"], "p2", "{answer:#}");
-    assert_eq!(answer["client"]["name"], "codex", "the bridge opened its session as its client");
+    assert_eq!(
+        answer["client"]["name"], "codex",
+        "the bridge opened its session as its client"
+    );
     assert_eq!(answer["transport"], "http");
     assert_eq!(answer["attached"], true);
     assert_eq!(answer["released"], json!([]));
     let overlaps = answer["overlaps"].as_array().unwrap();
-    assert_eq!(overlaps.len(), 1, "one claim of one other peer meets it: {answer:#}");
+    assert_eq!(
+        overlaps.len(),
+        1,
+        "one claim of one other peer meets it: {answer:#}"
+    );
     let overlap = &overlaps[0];
     assert_eq!(overlap["peer"], "p1");
-    assert_eq!(overlap["attached"], true, "the first client is still attached");
+    assert_eq!(
+        overlap["attached"], true,
+        "the first client is still attached"
+    );
     assert_eq!(overlap["intent"], "rewrite the parser");
     assert_eq!(
         overlap["paths"],
@@ -121,7 +139,11 @@ async fn an_announce_that_meets_a_claim_is_told_of_the_overlap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() {
     let scene = Scene::new().await;
-    let (root, alpha, beta) = (scene.repo.root().to_path_buf(), scene.alpha.clone(), scene.beta.clone());
+    let (root, alpha, beta) = (
+        scene.repo.root().to_path_buf(),
+        scene.alpha.clone(),
+        scene.beta.clone(),
+    );
 
     let from_beta = scene.beta1.answer("majordomus_peers", json!({})).await;
     assert_eq!(from_beta["complete"], true, "{from_beta:#}");
@@ -131,13 +153,23 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
 
     let boards = from_beta["boards"].as_array().unwrap();
     assert_eq!(boards.len(), 3, "one board per checkout: {from_beta:#}");
-    assert_eq!(boards[0]["worktree"], display(&beta), "this checkout's board first");
+    assert_eq!(
+        boards[0]["worktree"],
+        display(&beta),
+        "this checkout's board first"
+    );
     assert_eq!(boards[0]["this_checkout"], true);
     let primary = find(&from_beta["boards"], "worktree", &display(&root));
-    assert_eq!(primary["standing"], "absent", "nobody serves the primary: {primary:#}");
+    assert_eq!(
+        primary["standing"], "absent",
+        "nobody serves the primary: {primary:#}"
+    );
     assert_eq!(primary["attached"], 0);
     assert_eq!(primary["this_checkout"], false);
-    assert!(primary["reason"].is_null(), "an absent board is read (empty): {primary:#}");
+    assert!(
+        primary["reason"].is_null(),
+        "an absent board is read (empty): {primary:#}"
+    );
     for (checkout, attached) in [(&alpha, 2), (&beta, 1)] {
         let board = find(&from_beta["boards"], "worktree", &display(checkout));
         assert_eq!(board["standing"], "ready", "{board:#}");
@@ -148,7 +180,11 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
 
     let peers = from_beta["peers"].as_array().unwrap();
     assert_eq!(peers.len(), 3, "{from_beta:#}");
-    assert_eq!(peers[0]["checkout"]["worktree"], display(&beta), "this board's peers first");
+    assert_eq!(
+        peers[0]["checkout"]["worktree"],
+        display(&beta),
+        "this board's peers first"
+    );
     for (checkout, branch, id, client) in [
         (&alpha, "alpha", "p1", "claude-code"),
         (&alpha, "alpha", "p2", "codex"),
@@ -159,7 +195,11 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
             .find(|p| p["id"] == id && p["checkout"]["worktree"] == display(checkout))
             .unwrap_or_else(|| panic!("{id} of {} is listed: {from_beta:#}", checkout.display()));
         assert_eq!(peer["checkout"]["branch"], branch, "{peer:#}");
-        assert_eq!(peer["checkout"]["this_checkout"], checkout == &beta, "{peer:#}");
+        assert_eq!(
+            peer["checkout"]["this_checkout"],
+            checkout == &beta,
+            "{peer:#}"
+        );
         assert_eq!(peer["client"]["name"], client, "{peer:#}");
         assert_eq!(peer["attached"], true, "{peer:#}");
         assert_eq!(peer["claims"].as_array().map(Vec::len), Some(1), "{peer:#}");
@@ -172,9 +212,15 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
         .iter()
         .filter(|o| o["checkout"]["worktree"] != o["with"]["checkout"]["worktree"])
         .collect();
-    assert_eq!(across.len(), 1, "the cross-worktree pair is listed once: {:#}", from_beta["overlaps"]);
+    assert_eq!(
+        across.len(),
+        1,
+        "the cross-worktree pair is listed once: {:#}",
+        from_beta["overlaps"]
+    );
     let across = across[0];
-    let sides: BTreeSet<(String, String)> = [side(across), side(&across["with"])].into_iter().collect();
+    let sides: BTreeSet<(String, String)> =
+        [side(across), side(&across["with"])].into_iter().collect();
     assert_eq!(
         sides,
         BTreeSet::from([
@@ -189,29 +235,59 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
     } else {
         ("docs/guide.md", "docs")
     };
-    assert_eq!(across["paths"], json!([{"yours": yours, "theirs": theirs}]), "{across:#}");
+    assert_eq!(
+        across["paths"],
+        json!([{"yours": yours, "theirs": theirs}]),
+        "{across:#}"
+    );
     let within = overlaps
         .iter()
         .find(|o| o["checkout"]["worktree"] == o["with"]["checkout"]["worktree"])
         .unwrap();
-    assert_eq!(within["checkout"]["worktree"], display(&alpha), "{within:#}");
+    assert_eq!(
+        within["checkout"]["worktree"],
+        display(&alpha),
+        "{within:#}"
+    );
 
     // The same repository read from alpha (through the bridge) agrees.
     let from_alpha = scene.alpha2.answer("majordomus_peers", json!({})).await;
     assert_eq!(from_alpha["caller"], "p2");
     assert_eq!(from_alpha["boards"][0]["worktree"], display(&alpha));
-    assert_eq!(gist(&from_alpha), gist(&from_beta), "alpha and beta see the same repository");
+    assert_eq!(
+        gist(&from_alpha),
+        gist(&from_beta),
+        "alpha and beta see the same repository"
+    );
 
     // `checkouts: this` reads one board and nothing else.
-    let only_beta = scene.beta1.answer("majordomus_peers", json!({"checkouts": "this"})).await;
-    assert_eq!(only_beta["boards"].as_array().map(Vec::len), Some(1), "{only_beta:#}");
+    let only_beta = scene
+        .beta1
+        .answer("majordomus_peers", json!({"checkouts": "this"}))
+        .await;
+    assert_eq!(
+        only_beta["boards"].as_array().map(Vec::len),
+        Some(1),
+        "{only_beta:#}"
+    );
     assert_eq!(only_beta["boards"][0]["worktree"], display(&beta));
     assert_eq!(only_beta["count"], 1);
     assert_eq!(only_beta["complete"], true);
-    assert_eq!(only_beta["overlaps"], json!([]), "beta's board alone holds no pair");
-    let only_alpha = scene.alpha1.answer("majordomus_peers", json!({"checkouts": "this"})).await;
+    assert_eq!(
+        only_beta["overlaps"],
+        json!([]),
+        "beta's board alone holds no pair"
+    );
+    let only_alpha = scene
+        .alpha1
+        .answer("majordomus_peers", json!({"checkouts": "this"}))
+        .await;
     assert_eq!(only_alpha["count"], 2);
-    assert_eq!(only_alpha["overlaps"].as_array().map(Vec::len), Some(1), "{only_alpha:#}");
+    assert_eq!(
+        only_alpha["overlaps"].as_array().map(Vec::len),
+        Some(1),
+        "{only_alpha:#}"
+    );
 
     scene.close().await;
 }
@@ -219,7 +295,10 @@ async fn the_listing_gathers_every_worktree_and_names_cross_worktree_overlaps() 
 /// (worktree, peer) of one side of a listed overlap.
 fn side(side: &Value) -> (String, String) {
     (
-        side["checkout"]["worktree"].as_str().unwrap_or_default().to_string(),
+        side["checkout"]["worktree"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         side["peer"].as_str().unwrap_or_default().to_string(),
     )
 }
@@ -250,7 +329,12 @@ fn gist(list: &Value) -> Value {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|p| (p["theirs"].as_str().unwrap().into(), p["yours"].as_str().unwrap().into()))
+                .map(|p| {
+                    (
+                        p["theirs"].as_str().unwrap().into(),
+                        p["yours"].as_str().unwrap().into(),
+                    )
+                })
                 .collect();
             if pair[0] > pair[1] {
                 pair.swap(0, 1);
@@ -288,32 +372,59 @@ async fn named_claims_stand_side_by_side_and_a_narrower_one_releases_paths() {
     let client = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
     let announce = |args: Value| client.answer("majordomus_announce", args);
 
-    let review = announce(json!({"intent": "review the parser", "scope": ["src", "docs"], "claim": "review"})).await;
+    let review = announce(
+        json!({"intent": "review the parser", "scope": ["src", "docs"], "claim": "review"}),
+    )
+    .await;
     assert_eq!(review["released"], json!([]));
-    let bench = announce(json!({"intent": "add benchmarks", "scope": ["benches"], "claim": "bench"})).await;
+    let bench =
+        announce(json!({"intent": "add benchmarks", "scope": ["benches"], "claim": "bench"})).await;
     assert_eq!(bench["released"], json!([]));
     let main = announce(json!({"intent": "fix the tests", "scope": ["tests"]})).await;
     assert_eq!(main["released"], json!([]));
-    assert_eq!(main["overlaps"], json!([]), "a peer's own claims never overlap each other");
+    assert_eq!(
+        main["overlaps"],
+        json!([]),
+        "a peer's own claims never overlap each other"
+    );
     assert_eq!(main["claims"].as_array().map(Vec::len), Some(3), "{main:#}");
 
-    let narrower = announce(json!({"intent": "review the parser only", "scope": ["src/parser"], "claim": "review"})).await;
+    let narrower = announce(
+        json!({"intent": "review the parser only", "scope": ["src/parser"], "claim": "review"}),
+    )
+    .await;
     assert_eq!(
         narrower["released"],
         json!(["docs"]),
         "`src` still meets `src/parser`; `docs` is released: {narrower:#}"
     );
 
-    let list = client.answer("majordomus_peers", json!({"checkouts": "this"})).await;
+    let list = client
+        .answer("majordomus_peers", json!({"checkouts": "this"}))
+        .await;
     let me = find(&list["peers"], "id", "p1");
     let claims = me["claims"].as_array().unwrap();
-    assert_eq!(claims.len(), 3, "both named claims and the unnamed one: {me:#}");
-    assert!(claims[0].get("name").is_none(), "the unnamed claim first: {me:#}");
+    assert_eq!(
+        claims.len(),
+        3,
+        "both named claims and the unnamed one: {me:#}"
+    );
+    assert!(
+        claims[0].get("name").is_none(),
+        "the unnamed claim first: {me:#}"
+    );
     assert_eq!(claims[0]["intent"], "fix the tests");
     assert_eq!(claims[1]["name"], "bench", "then by name: {me:#}");
     assert_eq!(claims[2]["name"], "review");
-    assert_eq!(claims[2]["scope"], json!(["src/parser"]), "the replaced claim: {me:#}");
-    assert_eq!(me["announcement"]["name"], "review", "the most recent announcement: {me:#}");
+    assert_eq!(
+        claims[2]["scope"],
+        json!(["src/parser"]),
+        "the replaced claim: {me:#}"
+    );
+    assert_eq!(
+        me["announcement"]["name"], "review",
+        "the most recent announcement: {me:#}"
+    );
     assert_eq!(me["announcement"]["intent"], "review the parser only");
     client.close().await;
 }
@@ -326,11 +437,17 @@ async fn departed_claims_outlive_their_connection_and_silent_peers_are_counted()
     let repo = TempRepo::new();
     let owner = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
     owner
-        .answer("majordomus_announce", json!({"intent": "rework the parser", "scope": ["src/parser"]}))
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "rework the parser", "scope": ["src/parser"]}),
+        )
         .await;
     let claimer = McpClient::stdio(&repo, repo.root(), "codex", "0.98.0").await;
     let claimed = claimer
-        .answer("majordomus_announce", json!({"intent": "tidy the AST", "scope": ["src/parser/ast.rs"]}))
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "tidy the AST", "scope": ["src/parser/ast.rs"]}),
+        )
         .await;
     assert_eq!(claimed["id"], "p2");
     let quiet = McpClient::stdio(&repo, repo.root(), "cursor", "1.7.0").await;
@@ -338,40 +455,83 @@ async fn departed_claims_outlive_their_connection_and_silent_peers_are_counted()
 
     let list = owner.answer("majordomus_peers", json!({})).await;
     assert_eq!(list["count"], 4, "{list:#}");
-    assert_eq!(list["silent"], 2, "two attached peers claim nothing: {list:#}");
-    assert_eq!(list["overlaps"].as_array().map(Vec::len), Some(1), "{list:#}");
+    assert_eq!(
+        list["silent"], 2,
+        "two attached peers claim nothing: {list:#}"
+    );
+    assert_eq!(
+        list["overlaps"].as_array().map(Vec::len),
+        Some(1),
+        "{list:#}"
+    );
 
     claimer.close().await;
     let list = eventually("p2 to be listed as departed", || async {
         let list = owner.answer("majordomus_peers", json!({})).await;
         let p2 = find(&list["peers"], "id", "p2");
-        if p2["attached"] == false { Ok(list) } else { Err(format!("{p2}")) }
+        if p2["attached"] == false {
+            Ok(list)
+        } else {
+            Err(format!("{p2}"))
+        }
     })
     .await;
     let p2 = find(&list["peers"], "id", "p2");
-    assert_eq!(p2["claims"][0]["scope"], json!(["src/parser/ast.rs"]), "its claim stays: {p2:#}");
+    assert_eq!(
+        p2["claims"][0]["scope"],
+        json!(["src/parser/ast.rs"]),
+        "its claim stays: {p2:#}"
+    );
     assert_eq!(list["count"], 3, "a departed peer is not counted: {list:#}");
     let overlaps = list["overlaps"].as_array().unwrap();
-    assert_eq!(overlaps.len(), 1, "the departed claim still meets p1's: {list:#}");
-    let departed_side = if overlaps[0]["peer"] == "p2" { &overlaps[0] } else { &overlaps[0]["with"] };
+    assert_eq!(
+        overlaps.len(),
+        1,
+        "the departed claim still meets p1's: {list:#}"
+    );
+    let departed_side = if overlaps[0]["peer"] == "p2" {
+        &overlaps[0]
+    } else {
+        &overlaps[0]["with"]
+    };
     assert_eq!(departed_side["peer"], "p2");
     assert_eq!(departed_side["attached"], false, "{list:#}");
 
     quiet.close().await;
     let list = eventually("p3 (no claim) to be gone", || async {
         let list = owner.answer("majordomus_peers", json!({})).await;
-        let ids: Vec<&str> = list["peers"].as_array().unwrap().iter().filter_map(|p| p["id"].as_str()).collect();
-        if ids.contains(&"p3") { Err(format!("{ids:?}")) } else { Ok(list) }
+        let ids: Vec<&str> = list["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["id"].as_str())
+            .collect();
+        if ids.contains(&"p3") {
+            Err(format!("{ids:?}"))
+        } else {
+            Ok(list)
+        }
     })
     .await;
-    let ids: BTreeSet<&str> = list["peers"].as_array().unwrap().iter().filter_map(|p| p["id"].as_str()).collect();
+    let ids: BTreeSet<&str> = list["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
     assert_eq!(ids, BTreeSet::from(["p1", "p2", "p4"]), "{list:#}");
     assert_eq!(list["count"], 2, "{list:#}");
-    assert_eq!(list["silent"], 1, "p4 is attached and claims nothing: {list:#}");
+    assert_eq!(
+        list["silent"], 1,
+        "p4 is attached and claims nothing: {list:#}"
+    );
 
     // A new claim meeting the departed one is told of it, marked detached.
     let told = silent
-        .answer("majordomus_announce", json!({"intent": "document the AST", "scope": ["src/parser/ast.rs"]}))
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "document the AST", "scope": ["src/parser/ast.rs"]}),
+        )
         .await;
     let with_p2 = find(&told["overlaps"], "peer", "p2");
     assert_eq!(with_p2["attached"], false, "{told:#}");
@@ -396,7 +556,10 @@ async fn a_dead_sibling_reads_empty_and_a_hung_one_makes_the_answer_incomplete()
     let (mut killed, first_lease) = ServeProcess::start(&repo, &beta).await;
     let worker = McpClient::http(&first_lease, "codex", "0.98.0").await;
     worker
-        .answer("majordomus_announce", json!({"intent": "port the CLI", "scope": ["src/cli"]}))
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the CLI", "scope": ["src/cli"]}),
+        )
         .await;
     let list = here.answer("majordomus_peers", json!({})).await;
     let board = board_of(&list, &beta);
@@ -409,7 +572,10 @@ async fn a_dead_sibling_reads_empty_and_a_hung_one_makes_the_answer_incomplete()
     let board = board_of(&list, &beta);
     assert_eq!(board["standing"], "stale", "{list:#}");
     assert_eq!(board["attached"], 0, "{list:#}");
-    assert!(board["reason"].is_null(), "a dead server's board is read as empty: {board:#}");
+    assert!(
+        board["reason"].is_null(),
+        "a dead server's board is read as empty: {board:#}"
+    );
     assert!(peers_of(&list, &beta).is_empty(), "{list:#}");
     assert_eq!(list["complete"], true, "{list:#}");
     drop(worker);
@@ -422,11 +588,22 @@ async fn a_dead_sibling_reads_empty_and_a_hung_one_makes_the_answer_incomplete()
 
     frozen.freeze().await;
     let list = here.answer("majordomus_peers", json!({})).await;
-    assert_eq!(list["complete"], false, "a hung sibling is not read as empty: {list:#}");
+    assert_eq!(
+        list["complete"], false,
+        "a hung sibling is not read as empty: {list:#}"
+    );
     let board = board_of(&list, &beta);
     let reason = board["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains(lease.url()), "the reason names {}: {board:#}", lease.url());
-    assert_eq!(board_of(&list, repo.root())["reason"], Value::Null, "the caller's board is read");
+    assert!(
+        reason.contains(lease.url()),
+        "the reason names {}: {board:#}",
+        lease.url()
+    );
+    assert_eq!(
+        board_of(&list, repo.root())["reason"],
+        Value::Null,
+        "the caller's board is read"
+    );
 
     frozen.thaw();
     eventually("the listing to be complete again", || async {
@@ -474,7 +651,10 @@ async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: Value = refused.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("majordomus mcp"), "the refusal names the bridge: {body:#}");
+    assert!(
+        message.contains("majordomus mcp"),
+        "the refusal names the bridge: {body:#}"
+    );
 
     let unknown = http()
         .post(&announce_url)
@@ -486,13 +666,19 @@ async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
     assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
     let body: Value = unknown.json().await.unwrap();
     assert!(
-        body["error"]["message"].as_str().unwrap_or_default().contains("extra"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("extra"),
         "the message names the unknown field: {body:#}"
     );
 
     let client = McpClient::http(&lease, "claude-code", "2.1.0").await;
     client
-        .answer("majordomus_announce", json!({"intent": "x", "scope": ["src"]}))
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "x", "scope": ["src"]}),
+        )
         .await;
     let over_mcp = client.answer("majordomus_peers", json!({})).await;
     let listed = http()
@@ -503,10 +689,17 @@ async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
         .unwrap();
     assert_eq!(listed.status(), StatusCode::OK);
     let over_rest: Value = listed.json().await.unwrap();
-    assert_eq!(keys(&over_rest), keys(&over_mcp), "REST:\n{over_rest:#}\nMCP:\n{over_mcp:#}");
+    assert_eq!(
+        keys(&over_rest),
+        keys(&over_mcp),
+        "REST:\n{over_rest:#}\nMCP:\n{over_mcp:#}"
+    );
     assert_eq!(over_rest["count"], 1);
     assert_eq!(over_rest["peers"][0]["claims"][0]["scope"], json!(["src"]));
-    assert!(over_rest["caller"].is_null(), "a REST call is no peer: {over_rest:#}");
+    assert!(
+        over_rest["caller"].is_null(),
+        "a REST call is no peer: {over_rest:#}"
+    );
     assert_eq!(over_mcp["caller"], "p1");
     client.close().await;
 }

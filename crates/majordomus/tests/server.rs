@@ -33,20 +33,40 @@ async fn each_checkout_has_its_own_server_and_private_lease_outside_the_tree() {
     for checkout in [repo.root(), linked.as_path()] {
         let lease = lease_path(checkout);
         assert!(lease.is_file(), "{} exists", lease.display());
-        assert_eq!(mode(&lease), 0o600, "{} is private to its owner", lease.display());
-        assert_eq!(mode(lease.parent().unwrap()), 0o700, "the lease's directory is private");
+        assert_eq!(
+            mode(&lease),
+            0o600,
+            "{} is private to its owner",
+            lease.display()
+        );
+        assert_eq!(
+            mode(lease.parent().unwrap()),
+            0o700,
+            "the lease's directory is private"
+        );
         let read = read_lease(checkout).unwrap();
         assert_eq!(read.raw["schema"], "majordomus-lease/v1");
         assert_eq!(read.raw["root"], display(checkout));
         assert!(read.token.len() >= 64, "a 256-bit token: {}", read.token);
-        assert_eq!(porcelain(checkout), "", "the working tree of {} stays clean", checkout.display());
+        assert_eq!(
+            porcelain(checkout),
+            "",
+            "the working tree of {} stays clean",
+            checkout.display()
+        );
     }
 
     let one = probe(primary.url()).await.unwrap();
     let two = probe(secondary.url()).await.unwrap();
     assert_eq!(one["name"], "majordomus");
-    assert_ne!(one["checkout_id"], two["checkout_id"], "each serves its own checkout");
-    assert_eq!(one["git_id"], two["git_id"], "both belong to one repository");
+    assert_ne!(
+        one["checkout_id"], two["checkout_id"],
+        "each serves its own checkout"
+    );
+    assert_eq!(
+        one["git_id"], two["git_id"],
+        "both belong to one repository"
+    );
 }
 
 /// 2. rmcp's client over stdio (through `majordomus mcp`) and over HTTP (URL and token from the
@@ -60,7 +80,11 @@ async fn mcp_over_stdio_and_http_reports_every_checkouts_server() {
     // checkout by `majordomus serve`, reached over HTTP.
     let stdio = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
     let primary = wait_ready(repo.root()).await;
-    assert_eq!(Some(primary.pid), stdio.pid, "the first `majordomus mcp` serves the checkout itself");
+    assert_eq!(
+        Some(primary.pid),
+        stdio.pid,
+        "the first `majordomus mcp` serves the checkout itself"
+    );
     let (_serve, lease) = ServeProcess::start(&repo, &linked).await;
     let http = McpClient::http(&lease, "claude-code", "2.1.0").await;
 
@@ -76,24 +100,55 @@ async fn mcp_over_stdio_and_http_reports_every_checkouts_server() {
             "the input schema has `checkouts`: {:?}",
             tool.input_schema
         );
-        let output = tool.output_schema.as_ref().expect("majordomus_server has an output schema");
-        assert!(output["properties"].get("servers").is_some(), "the output schema has `servers`: {output:?}");
-        assert_eq!(tool.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+        let output = tool
+            .output_schema
+            .as_ref()
+            .expect("majordomus_server has an output schema");
+        assert!(
+            output["properties"].get("servers").is_some(),
+            "the output schema has `servers`: {output:?}"
+        );
+        assert_eq!(
+            tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+            Some(true)
+        );
 
         let answer = client.answer("majordomus_server", json!({})).await;
         assert_eq!(answer["standing"], "ready", "{answer:#}");
         let servers = answer["servers"].as_array().unwrap();
         assert_eq!(servers.len(), 2, "both checkouts: {answer:#}");
-        assert_eq!(servers[0]["worktree"], display(this), "the answering checkout comes first");
+        assert_eq!(
+            servers[0]["worktree"],
+            display(this),
+            "the answering checkout comes first"
+        );
         for server in servers {
             let worktree = server["worktree"].as_str().unwrap();
             assert_eq!(server["standing"], "ready", "{server:#}");
-            assert_eq!(server["this_checkout"], worktree == display(this), "{server:#}");
-            assert_eq!(server["primary"], worktree == display(repo.root()), "{server:#}");
+            assert_eq!(
+                server["this_checkout"],
+                worktree == display(this),
+                "{server:#}"
+            );
+            assert_eq!(
+                server["primary"],
+                worktree == display(repo.root()),
+                "{server:#}"
+            );
             assert!(server["lease"]["url"].is_string(), "{server:#}");
-            assert!(server["lease"].get("token").is_none(), "answers never carry the token: {server:#}");
+            assert!(
+                server["lease"].get("token").is_none(),
+                "answers never carry the token: {server:#}"
+            );
         }
-        assert_eq!(answer["this_process"]["pid"], if this == repo.root() { primary.pid } else { lease.pid });
+        assert_eq!(
+            answer["this_process"]["pid"],
+            if this == repo.root() {
+                primary.pid
+            } else {
+                lease.pid
+            }
+        );
     }
     stdio.close().await;
     http.close().await;
@@ -109,7 +164,12 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     let bearer = format!("Bearer {}", lease.token);
     let status_url = format!("{url}/api/v1/server");
 
-    let ok = http().get(&status_url).header(AUTHORIZATION, &bearer).send().await.unwrap();
+    let ok = http()
+        .get(&status_url)
+        .header(AUTHORIZATION, &bearer)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), StatusCode::OK);
     let status: Value = ok.json().await.unwrap();
     assert_eq!(status["standing"], "ready", "{status:#}");
@@ -119,11 +179,20 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
         .send()
         .await
         .unwrap();
-    assert_eq!(by_query.status(), StatusCode::OK, "the token may come as ?token=");
+    assert_eq!(
+        by_query.status(),
+        StatusCode::OK,
+        "the token may come as ?token="
+    );
 
     let anonymous = http().get(&status_url).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-    let wrong = http().get(&status_url).header(AUTHORIZATION, "Bearer 00").send().await.unwrap();
+    let wrong = http()
+        .get(&status_url)
+        .header(AUTHORIZATION, "Bearer 00")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
 
     let foreign_origin = http()
@@ -141,7 +210,11 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
         .send()
         .await
         .unwrap();
-    assert_eq!(loopback_origin.status(), StatusCode::OK, "a loopback Origin is fine");
+    assert_eq!(
+        loopback_origin.status(),
+        StatusCode::OK,
+        "a loopback Origin is fine"
+    );
 
     let foreign_host = http()
         .get(&status_url)
@@ -151,8 +224,17 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
         .await
         .unwrap();
     assert_eq!(foreign_host.status(), StatusCode::FORBIDDEN);
-    let probe_foreign_host = http().get(format!("{url}/")).header(HOST, "evil.example").send().await.unwrap();
-    assert_eq!(probe_foreign_host.status(), StatusCode::FORBIDDEN, "the probe checks Host too");
+    let probe_foreign_host = http()
+        .get(format!("{url}/"))
+        .header(HOST, "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        probe_foreign_host.status(),
+        StatusCode::FORBIDDEN,
+        "the probe checks Host too"
+    );
 
     let bad_word = http()
         .get(format!("{status_url}?checkouts=everything"))
@@ -169,7 +251,11 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     );
 
     let identity = http().get(format!("{url}/")).send().await.unwrap();
-    assert_eq!(identity.status(), StatusCode::OK, "the probe needs no token");
+    assert_eq!(
+        identity.status(),
+        StatusCode::OK,
+        "the probe needs no token"
+    );
     let identity: Value = identity.json().await.unwrap();
     assert_eq!(identity["name"], "majordomus");
     assert_eq!(identity["leaseholder"], true);
@@ -185,7 +271,9 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     assert_eq!(openapi.status(), StatusCode::OK);
     let openapi: Value = openapi.json().await.unwrap();
     assert!(
-        openapi["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")),
+        openapi["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")),
         "an OpenAPI 3.1 document: {}",
         openapi["openapi"]
     );
@@ -196,7 +284,10 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
         .flat_map(|item| item.as_object().into_iter().flat_map(|ops| ops.values()))
         .filter_map(|operation| operation["operationId"].as_str())
         .collect();
-    assert!(operations.contains(&"server.status"), "operationIds: {operations:?}");
+    assert!(
+        operations.contains(&"server.status"),
+        "operationIds: {operations:?}"
+    );
 
     // A body over 1 MiB, declared up front and sent chunked (its length unknown until read).
     let huge = vec![b' '; 1024 * 1024 + 1];
@@ -227,7 +318,9 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
         let refusal: Value = serde_json::from_str(&too_big.body)
             .unwrap_or_else(|e| panic!("the refusal is JSON ({e}): {too_big:?}"));
         assert!(
-            refusal["error"]["message"].as_str().is_some_and(|m| m.contains("limit")),
+            refusal["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("limit")),
             "it says what was wrong: {refusal:#}"
         );
         assert_eq!(
@@ -238,7 +331,12 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     }
 
     // It keeps serving after all of that.
-    let after = http().get(&status_url).header(AUTHORIZATION, &bearer).send().await.unwrap();
+    let after = http()
+        .get(&status_url)
+        .header(AUTHORIZATION, &bearer)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(after.status(), StatusCode::OK);
 }
 
@@ -249,12 +347,19 @@ async fn a_killed_server_is_reported_stale_and_taken_over() {
     let repo = TempRepo::new();
     let (mut first, old) = ServeProcess::start(&repo, repo.root()).await;
     first.kill9().await;
-    assert!(lease_path(repo.root()).exists(), "kill -9 leaves its lease behind");
+    assert!(
+        lease_path(repo.root()).exists(),
+        "kill -9 leaves its lease behind"
+    );
 
     let status = serve_status(&repo, repo.root()).await;
     assert_eq!(status["standing"], "stale", "{status:#}");
     let reason = status["servers"][0]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains(old.url()), "the reason names the URL {}: {status:#}", old.url());
+    assert!(
+        reason.contains(old.url()),
+        "the reason names the URL {}: {status:#}",
+        old.url()
+    );
 
     let (second, new) = ServeProcess::start(&repo, repo.root()).await;
     assert_eq!(new.pid, second.pid());
@@ -272,7 +377,11 @@ async fn sigterm_stops_in_order_and_removes_the_lease() {
     let (mut serve, _) = ServeProcess::start(&repo, repo.root()).await;
     serve.signal(libc::SIGTERM);
     let status = serve.wait_exit().await;
-    assert!(status.success(), "exit status after SIGTERM: {status:?}\n{}", serve.output());
+    assert!(
+        status.success(),
+        "exit status after SIGTERM: {status:?}\n{}",
+        serve.output()
+    );
     assert!(!lease_path(repo.root()).exists(), "the lease file is gone");
     assert_eq!(porcelain(repo.root()), "");
 }
@@ -298,20 +407,33 @@ async fn ten_simultaneous_starts_elect_one_server() {
             String::from_utf8_lossy(&output.stderr)
         );
         let line = stdout.lines().last().unwrap_or_default().to_string();
-        let (standing, url) = line.split_once(' ').unwrap_or_else(|| panic!("`standing url`: {line}"));
+        let (standing, url) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("`standing url`: {line}"));
         assert_eq!(standing, "ready", "{line}");
         urls.push(url.to_string());
     }
     let lease = wait_ready(root).await;
-    assert!(urls.iter().all(|url| url == lease.url()), "all ten printed the lease's URL: {urls:?}");
+    assert!(
+        urls.iter().all(|url| url == lease.url()),
+        "all ten printed the lease's URL: {urls:?}"
+    );
     // The losers of the election leave; exactly the leaseholder keeps running.
     let survivors = eventually("one `serve` process to remain", || async {
         let serving = repo.serve_processes(root);
-        if serving == [lease.pid] { Ok(serving) } else { Err(format!("{serving:?}, lease pid {}", lease.pid)) }
+        if serving == [lease.pid] {
+            Ok(serving)
+        } else {
+            Err(format!("{serving:?}, lease pid {}", lease.pid))
+        }
     })
     .await;
     assert_eq!(survivors, [lease.pid]);
-    assert_eq!(read_lease(root).unwrap().pid, lease.pid, "the lease was never taken over");
+    assert_eq!(
+        read_lease(root).unwrap().pid,
+        lease.pid,
+        "the lease was never taken over"
+    );
 }
 
 /// 6. Two `majordomus mcp` in one checkout: one server, the second bridges; the server's peer
@@ -321,11 +443,19 @@ async fn the_second_mcp_bridges_and_its_exit_is_noticed() {
     let repo = TempRepo::new();
     let owner = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
     let lease = wait_ready(repo.root()).await;
-    assert_eq!(Some(lease.pid), owner.pid, "the first `majordomus mcp` serves");
+    assert_eq!(
+        Some(lease.pid),
+        owner.pid,
+        "the first `majordomus mcp` serves"
+    );
     let bridged = McpClient::stdio(&repo, repo.root(), "codex", "0.98.0").await;
     let bridge_pid = bridged.pid.unwrap();
     assert_ne!(lease.pid, bridge_pid, "the second one does not serve");
-    assert_eq!(read_lease(repo.root()).unwrap().pid, lease.pid, "the lease still names the first");
+    assert_eq!(
+        read_lease(repo.root()).unwrap().pid,
+        lease.pid,
+        "the lease still names the first"
+    );
     assert!(alive(bridge_pid));
 
     let this = json!({"checkouts": "this"});
@@ -333,18 +463,28 @@ async fn the_second_mcp_bridges_and_its_exit_is_noticed() {
     assert_eq!(status["servers"].as_array().map(Vec::len), Some(1));
     assert_eq!(status["servers"][0]["peers"], 2, "{status:#}");
     let through_bridge = bridged.answer("majordomus_server", this.clone()).await;
-    assert_eq!(through_bridge["servers"][0]["peers"], 2, "the bridge reaches the same server");
+    assert_eq!(
+        through_bridge["servers"][0]["peers"], 2,
+        "the bridge reaches the same server"
+    );
     assert_eq!(through_bridge["this_process"]["pid"], lease.pid);
 
-    let board = owner.answer("majordomus_peers", json!({"checkouts": "this"})).await;
+    let board = owner
+        .answer("majordomus_peers", json!({"checkouts": "this"}))
+        .await;
     let codex = find(&board["peers"], "id", "p2");
-    assert_eq!(codex["client"]["name"], "codex", "the board shows the bridged client's own name");
+    assert_eq!(
+        codex["client"]["name"], "codex",
+        "the board shows the bridged client's own name"
+    );
     assert_eq!(codex["transport"], "http");
     assert_eq!(find(&board["peers"], "id", "p1")["transport"], "stdio");
 
     bridged.close().await;
     eventually("the server to count one peer", || async {
-        let status = owner.answer("majordomus_server", json!({"checkouts": "this"})).await;
+        let status = owner
+            .answer("majordomus_server", json!({"checkouts": "this"}))
+            .await;
         match status["servers"][0]["peers"].as_u64() {
             Some(1) => Ok(()),
             other => Err(format!("peers {other:?}")),
@@ -377,12 +517,16 @@ async fn malformed_stdio_lines_get_parse_errors_and_serving_goes_on() {
             .expect("an answer line within the bound")
             .expect("stdout reads");
         assert!(read > 0, "stdout closed: the process stopped serving");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carries JSON frames only ({e}): {line}"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carries JSON frames only ({e}): {line}"))
     }
     fn assert_parse_error(frame: &Value) {
         assert_eq!(frame["jsonrpc"], "2.0", "{frame}");
         assert_eq!(frame["error"]["code"], -32700, "{frame}");
-        assert!(frame["id"].is_null() && frame.get("id").is_some(), "id null: {frame}");
+        assert!(
+            frame["id"].is_null() && frame.get("id").is_some(),
+            "id null: {frame}"
+        );
     }
 
     stdin.write_all(b"this is not json\n").await.unwrap();
@@ -394,7 +538,13 @@ async fn malformed_stdio_lines_get_parse_errors_and_serving_goes_on() {
     stdin.write_all(&oversized).await.unwrap();
     let frame = next_frame(&mut stdout).await;
     assert_parse_error(&frame);
-    assert!(frame["error"]["message"].as_str().unwrap_or_default().contains("limit"), "{frame}");
+    assert!(
+        frame["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("limit"),
+        "{frame}"
+    );
 
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -407,17 +557,36 @@ async fn malformed_stdio_lines_get_parse_errors_and_serving_goes_on() {
     send(&mut stdin, &initialize).await;
     let frame = next_frame(&mut stdout).await;
     assert_eq!(frame["id"], 1, "{frame}");
-    assert_eq!(frame["result"]["serverInfo"]["name"], "majordomus", "{frame}");
-    send(&mut stdin, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(
+        frame["result"]["serverInfo"]["name"], "majordomus",
+        "{frame}"
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
 
     // Another bad line after initialize, then a request that must still be answered.
-    stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 2,\n").await.unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 2,\n")
+        .await
+        .unwrap();
     assert_parse_error(&next_frame(&mut stdout).await);
-    send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})).await;
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    )
+    .await;
     let frame = next_frame(&mut stdout).await;
     assert_eq!(frame["id"], 3, "{frame}");
-    let tools = frame["result"]["tools"].as_array().expect("tools/list answers with tools");
-    assert!(tools.iter().any(|tool| tool["name"] == "majordomus_peers"), "{frame}");
+    let tools = frame["result"]["tools"]
+        .as_array()
+        .expect("tools/list answers with tools");
+    assert!(
+        tools.iter().any(|tool| tool["name"] == "majordomus_peers"),
+        "{frame}"
+    );
 
     drop(stdin);
     let status = tokio::time::timeout(BOUND, child.wait())
@@ -435,15 +604,26 @@ async fn send(stdin: &mut tokio::process::ChildStdin, frame: &Value) {
 
 /// `majordomus serve status --json` in a checkout.
 async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
-    let output = run_cli(repo, [
-        "serve".as_ref(),
-        "status".as_ref(),
-        "--json".as_ref(),
-        "--repo".as_ref(),
-        checkout.as_os_str(),
-    ])
+    let output = run_cli(
+        repo,
+        [
+            "serve".as_ref(),
+            "status".as_ref(),
+            "--json".as_ref(),
+            "--repo".as_ref(),
+            checkout.as_os_str(),
+        ],
+    )
     .await;
-    assert!(output.status.success(), "serve status: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("serve status --json prints JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+    assert!(
+        output.status.success(),
+        "serve status: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "serve status --json prints JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }

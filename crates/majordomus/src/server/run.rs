@@ -82,7 +82,7 @@ pub enum Outcome {
     /// It won, and its server is answering.
     Started(Running),
     /// Another process serves the checkout, by this lease.
-    Found(Lease),
+    Found(Box<Lease>),
 }
 
 /// Elects, and starts serving when this process won.
@@ -95,7 +95,7 @@ pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
             .await
             .map(Outcome::Started)
             .map_err(|error| format!("could not start serving: {error}")),
-        Elected::Serving(lease) => Ok(Outcome::Found(lease)),
+        Elected::Serving(lease) => Ok(Outcome::Found(Box::new(lease))),
     }
 }
 

@@ -69,6 +69,9 @@ where
 /// this test run, made once per test process. Others may rebuild `target/debug/majordomus`
 /// while the tests run; the servers started here would then judge each other `outdated`
 /// (their executable replaced on disk). The link keeps the tested file in place.
+///
+/// Each link has a `.used` marker touched by every test process that runs it; links whose
+/// marker is older than an hour are removed, so old builds do not pile up on disk.
 pub fn bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -82,6 +85,9 @@ pub fn bin() -> &'static Path {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("majordomus-e2e");
         fs::create_dir_all(&dir).expect("the test scratch dir can be made");
         let stable = dir.join(format!("majordomus-{modified}-{}", metadata.len()));
+        // The marker first: a binary is never without one, so no other test process takes
+        // a link just being made for unused.
+        let _ = File::create(used_marker(&stable));
         if !stable.exists() {
             let partial = dir.join(format!(".partial-{}", std::process::id()));
             let _ = fs::remove_file(&partial);
@@ -93,8 +99,40 @@ pub fn bin() -> &'static Path {
             let _ = fs::hard_link(&partial, &stable);
             let _ = fs::remove_file(&partial);
         }
+        remove_unused_binaries(&dir);
         stable.canonicalize().expect("the stable binary exists")
     })
+}
+
+fn used_marker(binary: &Path) -> PathBuf {
+    let mut name = binary.as_os_str().to_owned();
+    name.push(".used");
+    PathBuf::from(name)
+}
+
+/// Removes the linked binaries no test process has used for an hour.
+fn remove_unused_binaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let hour = Duration::from_secs(3600);
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("majordomus-") || name.ends_with(".used") {
+            continue;
+        }
+        let marker = used_marker(&path);
+        let unused = fs::metadata(&marker)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|used| used.elapsed().ok())
+            .is_none_or(|idle| idle > hour);
+        if unused {
+            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(&marker);
+        }
+    }
 }
 
 /// Removes every `GIT_*` variable, so an enclosing git (a hook, say) cannot redirect the
@@ -328,7 +366,12 @@ pub fn alive(pid: u32) -> bool {
 /// The state letter of a process (`R`, `S`, `T` for stopped, `Z`, …), while it exists.
 pub fn process_state(pid: u32) -> Option<char> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().next()?.chars().next()
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
 }
 
 /// Sends `signal` to `pid`. Only ever called with pids the tests started.
@@ -643,20 +686,20 @@ impl McpClient {
             .spawn()
             .expect("majordomus mcp starts");
         let pid = transport.id();
-        let service = tokio::time::timeout(BOUND, client_config(name, version).serve(transport))
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "majordomus mcp in {} did not initialize within {BOUND:?}",
-                    checkout.display()
-                )
-            })
-            .unwrap_or_else(|e| {
-                panic!(
-                    "majordomus mcp in {} did not initialize: {e}",
-                    checkout.display()
-                )
-            });
+        let Ok(initialized) =
+            tokio::time::timeout(BOUND, client_config(name, version).serve(transport)).await
+        else {
+            panic!(
+                "majordomus mcp in {} did not initialize within {BOUND:?}",
+                checkout.display()
+            )
+        };
+        let service = initialized.unwrap_or_else(|e| {
+            panic!(
+                "majordomus mcp in {} did not initialize: {e}",
+                checkout.display()
+            )
+        });
         McpClient {
             service: Some(service),
             pid,
@@ -668,10 +711,13 @@ impl McpClient {
         let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", lease.url()))
             .auth_header(lease.token.clone());
         let transport = StreamableHttpClientTransport::with_client(http(), config);
-        let service = tokio::time::timeout(BOUND, client_config(name, version).serve(transport))
-            .await
-            .unwrap_or_else(|_| panic!("no MCP session at {} within {BOUND:?}", lease.url()))
-            .unwrap_or_else(|e| panic!("no MCP session at {}: {e}", lease.url()));
+        let Ok(initialized) =
+            tokio::time::timeout(BOUND, client_config(name, version).serve(transport)).await
+        else {
+            panic!("no MCP session at {} within {BOUND:?}", lease.url())
+        };
+        let service =
+            initialized.unwrap_or_else(|e| panic!("no MCP session at {}: {e}", lease.url()));
         McpClient {
             service: Some(service),
             pid: None,
@@ -795,7 +841,9 @@ impl RawResponse {
 pub async fn raw_request(url: &str, head: &str, body: Vec<u8>) -> RawResponse {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = url.trim_start_matches("http://").trim_end_matches('/');
-    let stream = tokio::net::TcpStream::connect(authority).await.expect("the server accepts");
+    let stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("the server accepts");
     let (mut reader, mut writer) = stream.into_split();
     let mut request = format!("{head}\r\nHost: {authority}\r\n\r\n").into_bytes();
     request.extend_from_slice(&body);
@@ -833,10 +881,18 @@ pub async fn raw_request(url: &str, head: &str, body: Vec<u8>) -> RawResponse {
                     raw.extend_from_slice(&buffer[..n]);
                 }
                 let body = String::from_utf8_lossy(&raw[end + 4..]).into_owned();
-                return RawResponse { status, headers, body };
+                return RawResponse {
+                    status,
+                    headers,
+                    body,
+                };
             }
             let n = reader.read(&mut buffer).await.expect("the response reads");
-            assert!(n > 0, "the connection closed before a response: {:?}", String::from_utf8_lossy(&raw));
+            assert!(
+                n > 0,
+                "the connection closed before a response: {:?}",
+                String::from_utf8_lossy(&raw)
+            );
             raw.extend_from_slice(&buffer[..n]);
         }
     };

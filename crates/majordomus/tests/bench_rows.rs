@@ -1,0 +1,167 @@
+//! The benchmark's rows are derived from the registry: one per capability × transport it is
+//! exposed on × case its input type declares. Nothing here is timed; the one real run is a
+//! tiny filtered one, to show the report holds exactly the planned rows it selected.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::Duration;
+
+use majordomus::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
+use majordomus::registry::Registry;
+use serde_json::Value;
+
+/// The transports a capability should be measured on, read from its exposure independently of
+/// `BenchTransport::of`.
+fn expected_transports(capability: &majordomus::registry::Capability) -> Vec<&'static str> {
+    let exposure = capability.declaration.exposure;
+    let mut transports = vec!["in-process"];
+    if exposure.mcp_tool.is_some() {
+        transports.extend(["mcp-stdio", "mcp-http", "mcp-bridge"]);
+    }
+    if exposure.http.is_some() {
+        transports.push("rest");
+    }
+    transports
+}
+
+fn names(rows: &[RowKey]) -> BTreeSet<String> {
+    rows.iter().map(RowKey::name).collect()
+}
+
+#[test]
+fn the_planned_rows_are_every_capability_on_every_transport_once_per_case() {
+    let registry = Registry::builtin();
+    let rows = planned_rows(registry);
+    let planned = names(&rows);
+    assert_eq!(planned.len(), rows.len(), "no row is planned twice");
+
+    let mut expected = BTreeSet::new();
+    for capability in registry.iter() {
+        let cases = capability.bench_cases();
+        assert!(!cases.is_empty(), "{} declares no case", capability.id());
+        for transport in expected_transports(capability) {
+            for (case, _) in &cases {
+                expected.insert(format!("{}/{transport}/{case}", capability.id()));
+            }
+        }
+    }
+    assert_eq!(planned, expected);
+
+    // In registry order, each capability's rows together.
+    let order: Vec<&str> = registry.iter().map(|c| c.id()).collect();
+    let mut seen: Vec<&str> = rows.iter().map(|row| row.capability).collect();
+    seen.dedup();
+    assert_eq!(seen, order);
+}
+
+#[test]
+fn every_transport_has_a_target_and_the_refusals_are_the_commands_over_rest() {
+    for transport in BenchTransport::ALL {
+        assert!(!transport.target().describe().is_empty());
+    }
+    for capability in Registry::builtin().iter() {
+        for row in bench::rows_of(capability) {
+            let refusal = bench::expects_refusal(&capability.declaration, row.transport);
+            assert_eq!(
+                refusal,
+                row.transport == BenchTransport::Rest
+                    && capability.declaration.kind == majordomus::registry::Kind::Command,
+                "{row}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_scenarios_have_distinct_names() {
+    let names: BTreeSet<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+    assert_eq!(names.len(), SCENARIOS.len());
+    assert!(names.iter().all(|name| name.starts_with("scenario/")));
+}
+
+/// Runs `majordomus bench` with `args` and the JSON report written to a temporary file, bounded
+/// in time; returns the report.
+fn bench_json(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus"));
+    command
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            command.env_remove(&key);
+        }
+    }
+    let mut child = command.spawn().expect("majordomus bench starts");
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                status.success(),
+                "majordomus bench {args:?} failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("majordomus bench {args:?} did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
+    let filter = "server.status/";
+    let report = bench_json(&["--filter", filter, "--iterations", "3", "--warmup", "1"]);
+    let expected = names(&bench::select(
+        planned_rows(Registry::builtin()),
+        Some(filter),
+    ));
+    assert_eq!(expected.len(), 10, "server.status: 5 transports × 2 cases");
+    let rows = report["rows"].as_array().expect("rows");
+    let reported: BTreeSet<String> = rows
+        .iter()
+        .map(|row| row["key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reported, expected);
+    assert_eq!(rows.len(), expected.len(), "one row each");
+    for row in rows {
+        assert_eq!(row["iterations"], 3, "{row}");
+        assert_eq!(row["outcome"], "answer", "{row}");
+        for figure in ["p50_ms", "p90_ms", "p99_ms"] {
+            assert!(row[figure].as_f64().is_some_and(|ms| ms > 0.0), "{row}");
+        }
+    }
+    let machine = &report["machine"];
+    assert!(machine["logical_cores"].as_u64().is_some_and(|n| n >= 1));
+    for field in ["cpu_model", "memory_mib", "os", "profile"] {
+        assert!(!machine[field].is_null(), "machine.{field}");
+    }
+    assert_eq!(report["scenarios"], Value::Array(Vec::new()));
+}
+
+#[test]
+fn a_scenario_run_reports_its_scenario_row() {
+    let filter = "scenario/board/announce";
+    let report = bench_json(&["--scenarios", "--filter", filter, "--iterations", "3"]);
+    assert_eq!(
+        report["rows"],
+        Value::Array(Vec::new()),
+        "no capability row matches"
+    );
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 1);
+    assert_eq!(scenarios[0]["name"], "scenario/board/announce-1000x10");
+    assert_eq!(scenarios[0]["outcome"], "measured", "{}", scenarios[0]);
+    assert_eq!(scenarios[0]["summary"]["iterations"], 3);
+}
