@@ -199,7 +199,11 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Value, 
     let input: O::Input = serde_json::from_value(input).map_err(|error| {
         let error = error.to_string();
         // serde says "missing field `x`"; say also that the field is required.
-        let required = if error.starts_with("missing field") { " (it is required)" } else { "" };
+        let required = if error.starts_with("missing field") {
+            " (it is required)"
+        } else {
+            ""
+        };
         CapabilityError::invalid_input(format!(
             "the input of `{}` is not valid: {error}{required}; see its input schema",
             O::DECLARATION.id
