@@ -127,7 +127,9 @@ pub fn page(capability: &Capability) -> String {
         Kind::Command => "changes the server's state",
     };
     let stability = match d.stability {
-        Stability::BehaviorallyVerified => "its behaviour is proven end to end by the integration tests",
+        Stability::BehaviorallyVerified => {
+            "its behaviour is proven end to end by the integration tests"
+        }
         Stability::Experimental => "it works, but its contract may still move",
     };
     let _ = writeln!(out, "- **kind:** {} — {kind}", d.kind.as_str());
@@ -326,7 +328,10 @@ fn schema_section(out: &mut String, side: &str, schema: &Value) {
             out.push('\n');
         }
         _ => {
-            let _ = writeln!(out, "No properties: the input is the empty object `{{}}`.\n");
+            let _ = writeln!(
+                out,
+                "No properties: the input is the empty object `{{}}`.\n"
+            );
         }
     }
     let json = serde_json::to_string_pretty(&canonical(schema)).expect("JSON serialises");
@@ -424,12 +429,7 @@ pub fn canonical(value: &Value) -> Value {
 /// Running text from a doc comment or declaration: lines joined, blank lines kept as breaks.
 fn prose(text: &str) -> String {
     text.split("\n\n")
-        .map(|paragraph| {
-            paragraph
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(|paragraph| paragraph.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|paragraph| !paragraph.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n")
@@ -493,8 +493,7 @@ fn stale_pages(dir: &Path, pages: &[Page]) -> Vec<String> {
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|name| name.ends_with(".md") && !pages.iter().any(|page| &page.file == name))
         .filter(|name| {
-            std::fs::read_to_string(dir.join(name))
-                .is_ok_and(|text| text.starts_with(MARKER))
+            std::fs::read_to_string(dir.join(name)).is_ok_and(|text| text.starts_with(MARKER))
         })
         .collect();
     stale.sort();
@@ -581,7 +580,10 @@ mod tests {
             type_of(&json!({"$ref": "#/$defs/Checkouts"}), &root),
             "`Checkouts`: \"repository\" \\| \"this\""
         );
-        assert_eq!(type_of(&json!({"$ref": "#/$defs/PeerId"}), &root), "`PeerId`");
+        assert_eq!(
+            type_of(&json!({"$ref": "#/$defs/PeerId"}), &root),
+            "`PeerId`"
+        );
         assert_eq!(
             type_of(&json!({"type": ["string", "null"]}), &root),
             "string \\| null"

@@ -22,6 +22,9 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         padded.join("  ").trim_end().to_string()
     };
     let mut lines = vec![line(headers.to_vec())];
-    lines.extend(rows.iter().map(|row| line(row.iter().map(String::as_str).collect())));
+    lines.extend(
+        rows.iter()
+            .map(|row| line(row.iter().map(String::as_str).collect())),
+    );
     lines.join("\n")
 }

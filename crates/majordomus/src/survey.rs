@@ -188,7 +188,7 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
 /// one first and then the others in git's order.
-pub fn covered_checkouts(
+pub async fn covered_checkouts(
     this: &Checkout,
     checkouts: Checkouts,
 ) -> Result<Vec<Checkout>, CapabilityError> {
@@ -196,9 +196,13 @@ pub fn covered_checkouts(
     if checkouts == Checkouts::This || this.common_dir.is_none() {
         return Ok(covered);
     }
-    let worktrees = majordomus_checkout::git::list_worktrees(this).map_err(|error| {
-        CapabilityError::internal(format!("could not list the worktrees: {error}"))
-    })?;
+    let repository = this.clone();
+    let worktrees = tokio::task::spawn_blocking(move || {
+        majordomus_checkout::git::list_worktrees(&repository).map_err(|error| error.to_string())
+    })
+    .await
+    .unwrap_or_else(|error| Err(error.to_string()))
+    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?;
     covered.extend(
         worktrees
             .iter()

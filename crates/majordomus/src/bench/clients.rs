@@ -88,7 +88,8 @@ impl Caller {
                     Value::Object(object) => object.clone(),
                     _ => JsonObject::new(),
                 };
-                let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+                let request =
+                    CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
                 match service.call_tool(request).await {
                     Ok(result) if result.is_error == Some(true) => {
                         let text: Vec<String> = result
@@ -205,10 +206,23 @@ pub async fn spawn_mcp(
         .spawn()
         .map_err(|error| format!("could not start `majordomus mcp`: {error}"))?;
     let pid = transport.id().unwrap_or(0);
-    let service = tokio::time::timeout(Duration::from_secs(30), client_config(name).serve(transport))
-        .await
-        .map_err(|_| format!("`majordomus mcp` in {} did not initialise within 30 s", dir.display()))?
-        .map_err(|error| format!("`majordomus mcp` in {} did not initialise: {error}", dir.display()))?;
+    let service = tokio::time::timeout(
+        Duration::from_secs(30),
+        client_config(name).serve(transport),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "`majordomus mcp` in {} did not initialise within 30 s",
+            dir.display()
+        )
+    })?
+    .map_err(|error| {
+        format!(
+            "`majordomus mcp` in {} did not initialise: {error}",
+            dir.display()
+        )
+    })?;
     Ok((service, pid))
 }
 
@@ -236,10 +250,13 @@ pub async fn connect_http(
         HttpPooling::RmcpDefault => StreamableHttpClientTransport::from_config(config),
         HttpPooling::KeepAlive => StreamableHttpClientTransport::with_client(http.clone(), config),
     };
-    tokio::time::timeout(Duration::from_secs(30), client_config(name).serve(transport))
-        .await
-        .map_err(|_| format!("no MCP session at {url} within 30 s"))?
-        .map_err(|error| format!("no MCP session at {url}: {error}"))
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        client_config(name).serve(transport),
+    )
+    .await
+    .map_err(|_| format!("no MCP session at {url} within 30 s"))?
+    .map_err(|error| format!("no MCP session at {url}: {error}"))
 }
 
 #[cfg(test)]

@@ -435,8 +435,8 @@ mod tests {
         let unique: std::collections::BTreeSet<_> = rows.iter().cloned().collect();
         assert_eq!(unique.len(), rows.len(), "no row is planned twice");
         for capability in registry.iter() {
-            let expected = BenchTransport::of(&capability.declaration).len()
-                * capability.bench_cases().len();
+            let expected =
+                BenchTransport::of(&capability.declaration).len() * capability.bench_cases().len();
             let got = rows
                 .iter()
                 .filter(|row| row.capability == capability.id())

@@ -186,7 +186,15 @@ impl Report {
             let _ = writeln!(
                 out,
                 "\n{:<16} {:<11} {:<16} {:>5} {:>8} {:>8} {:>8}  {:<16} {:<4} outcome",
-                "capability", "transport", "case", "n", "p50 ms", "p90 ms", "p99 ms", "target", "met"
+                "capability",
+                "transport",
+                "case",
+                "n",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "target",
+                "met"
             );
             for row in &self.rows {
                 let _ = writeln!(
@@ -325,12 +333,7 @@ fn scenario_figures(s: &ScenarioRow) -> (String, String, String, String) {
             format!("{:.3} ms", summary.p90_ms),
             format!("{:.3} ms", summary.p99_ms),
         ),
-        (None, Some(value)) => (
-            "1".into(),
-            format!("{value:.1} MB"),
-            "—".into(),
-            "—".into(),
-        ),
+        (None, Some(value)) => ("1".into(), format!("{value:.1} MB"), "—".into(), "—".into()),
         _ => ("0".into(), "—".into(), "—".into(), "—".into()),
     }
 }

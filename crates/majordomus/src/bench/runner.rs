@@ -40,7 +40,11 @@ pub async fn run(options: &Options) -> Result<Report, String> {
     if rows.is_empty() && scenarios.is_empty() {
         return Err(format!(
             "nothing to measure: no row{} matches the filter `{}`; rows are named capability/transport/case, such as `peers.list/mcp-http/this`",
-            if options.scenarios { " or scenario" } else { "" },
+            if options.scenarios {
+                " or scenario"
+            } else {
+                ""
+            },
             options.filter.as_deref().unwrap_or("")
         ));
     }
@@ -59,13 +63,14 @@ pub async fn run(options: &Options) -> Result<Report, String> {
     progress.finish_and_clear();
     let (mut measured, setup, scenario_rows) = match outcome {
         Ok(done) => done,
-        Err(message) => {
+        Err(message) if scratch.has_logs() => {
             let kept = scratch.keep();
             return Err(format!(
                 "{message}\n(the logs of the processes the benchmark started are in {})",
                 kept.join("logs").display()
             ));
         }
+        Err(message) => return Err(message),
     };
     super::report::judge(&mut measured);
     Ok(Report {
@@ -223,8 +228,11 @@ async fn measure_processes(
     }
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let http = http_client();
-    let mut callers: Vec<(BenchTransport, Caller, Option<u32>)> =
-        vec![(BenchTransport::McpStdio, Caller::Mcp(service), Some(server_pid))];
+    let mut callers: Vec<(BenchTransport, Caller, Option<u32>)> = vec![(
+        BenchTransport::McpStdio,
+        Caller::Mcp(service),
+        Some(server_pid),
+    )];
     if wants(BenchTransport::McpHttp) {
         let session = connect_http(
             &http,
@@ -258,12 +266,16 @@ async fn measure_processes(
             None,
         ));
     }
-    for (transport, caller, _) in &callers {
-        for key in rows.iter().filter(|row| row.transport == *transport) {
-            progress.set_message(key.name());
-            measured.insert(key.clone(), measure_row(key, caller, budget).await);
-            progress.inc(1);
-        }
+    // In planned order, capability by capability, so every transport of a row meets the board
+    // in the same state (the announces of one capability do not precede the listings of
+    // another on some transports only).
+    for key in rows {
+        let Some((_, caller, _)) = callers.iter().find(|(t, _, _)| *t == key.transport) else {
+            continue;
+        };
+        progress.set_message(key.name());
+        measured.insert(key.clone(), measure_row(key, caller, budget).await);
+        progress.inc(1);
     }
     // Close in reverse: the bridge and the HTTP session leave the board first, then the
     // serving process's own client, after which it has no peer left and stops.

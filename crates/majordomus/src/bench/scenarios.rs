@@ -79,7 +79,11 @@ async fn cold_start(
     options: &Options,
     with_server: bool,
 ) -> Result<ScenarioRow, String> {
-    let label = if with_server { "cold-bridge" } else { "cold-serving" };
+    let label = if with_server {
+        "cold-bridge"
+    } else {
+        "cold-serving"
+    };
     let repository = TempRepository::new(scratch, label)?;
     let dir = repository.root().to_path_buf();
     let server = if with_server {
@@ -97,7 +101,13 @@ async fn cold_start(
             wait_no_lease(&dir).await?;
         }
         let started = Instant::now();
-        let (service, pid) = spawn_mcp(scratch.exe(), &dir, "majordomus-bench-cold", scratch.log(label)).await?;
+        let (service, pid) = spawn_mcp(
+            scratch.exe(),
+            &dir,
+            "majordomus-bench-cold",
+            scratch.log(label),
+        )
+        .await?;
         let caller = Caller::Mcp(service);
         let outcome = caller.call(capability, &input).await;
         let elapsed = started.elapsed();
@@ -275,14 +285,15 @@ async fn board(
         .call(&ctx, input.clone())
         .await
         .map_err(|error| format!("{id} was refused: {}", error.message))?;
+    let size = serde_json::to_vec(&first).map_or(0, |bytes| bytes.len()) / 1024;
     let note = if announce {
         format!(
-            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {BOARD_PATHS} paths answered {} overlap(s) (one expected); in-process",
+            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {BOARD_PATHS} paths answered {} overlap(s) (one expected) in {size} KB of JSON; in-process",
             first["overlaps"].as_array().map_or(0, Vec::len)
         )
     } else {
         format!(
-            "{} peers listed, {} attached; in-process (checkouts: this, so no sibling is read)",
+            "{} peers listed, {} attached, {size} KB of JSON; in-process (checkouts: this, so no sibling is read)",
             first["peers"].as_array().map_or(0, Vec::len),
             first["count"]
         )

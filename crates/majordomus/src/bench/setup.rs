@@ -114,6 +114,11 @@ impl Scratch {
             .expect("/dev/null can be opened")
     }
 
+    /// Whether any process was started (and so left a log worth reading).
+    pub fn has_logs(&self) -> bool {
+        self.counter.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+
     /// Keeps the scratch directory (and its logs) instead of removing it.
     pub fn keep(self) -> PathBuf {
         self.dir.keep()
@@ -132,8 +137,11 @@ impl TempRepository {
         let base = scratch.base().join(label);
         let root = base.join("repo");
         std::fs::create_dir_all(root.join("src")).map_err(|error| error.to_string())?;
-        std::fs::write(root.join("README.md"), "# a repository for majordomus bench\n")
-            .map_err(|error| error.to_string())?;
+        std::fs::write(
+            root.join("README.md"),
+            "# a repository for majordomus bench\n",
+        )
+        .map_err(|error| error.to_string())?;
         std::fs::write(root.join("src/lib.rs"), "// nothing yet\n")
             .map_err(|error| error.to_string())?;
         git(&root, &["init", "--quiet", "-b", "main"])?;
@@ -150,7 +158,10 @@ impl TempRepository {
     pub fn add_worktree(&self, name: &str) -> Result<PathBuf, String> {
         let path = self.base.join(name);
         let target = path.to_str().ok_or("the scratch path is not UTF-8")?;
-        git(&self.root, &["worktree", "add", "--quiet", "-b", name, target])?;
+        git(
+            &self.root,
+            &["worktree", "add", "--quiet", "-b", name, target],
+        )?;
         Ok(path)
     }
 }

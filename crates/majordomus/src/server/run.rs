@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::serve::ListenerExt;
 use majordomus_checkout::{
     CreateError, ElectionVerdict, Lease, LeaseHandle, LeaseReading, ProbeAnswer,
     classify_for_election, lease_age, lease_path, read_lease, take_over, try_create,
@@ -114,6 +115,13 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     let router = super::http::router(state.clone());
     let shutdown = state.shutdown.clone();
     let task = tokio::spawn(async move {
+        // Answers are small and a client waits on each one: without TCP_NODELAY, Nagle's
+        // algorithm meets a keep-alive client's delayed ACK and every call stalls ~40 ms.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
