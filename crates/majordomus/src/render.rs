@@ -28,3 +28,24 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     );
     lines.join("\n")
 }
+
+/// One claim in one line, as every listing for people shows it: `[name] intent (paths)`.
+///
+/// ```
+/// use majordomus_domain::peers::Announcement;
+/// let claim = Announcement {
+///     name: Some("parser".into()),
+///     intent: "port the parser".into(),
+///     scope: vec!["src/parser".into(), "tests".into()],
+///     at: "2026-11-30T02:26:47Z".into(),
+/// };
+/// assert_eq!(majordomus::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
+/// ```
+pub fn claim(claim: &majordomus_domain::peers::Announcement) -> String {
+    let name = claim
+        .name
+        .as_deref()
+        .map(|name| format!("[{name}] "))
+        .unwrap_or_default();
+    format!("{name}{} ({})", claim.intent, claim.scope.join(", "))
+}

@@ -138,18 +138,7 @@ impl Operation for PeersList {
             .iter()
             .map(|peer| {
                 let checkout = peer.checkout.as_ref();
-                let claims: Vec<String> = peer
-                    .claims
-                    .iter()
-                    .map(|claim| {
-                        let name = claim
-                            .name
-                            .as_deref()
-                            .map(|n| format!("[{n}] "))
-                            .unwrap_or_default();
-                        format!("{name}{} ({})", claim.intent, claim.scope.join(", "))
-                    })
-                    .collect();
+                let claims: Vec<String> = peer.claims.iter().map(crate::render::claim).collect();
                 vec![
                     checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
                     checkout

@@ -247,18 +247,7 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
     let claims = if episode.claims.is_empty() {
         "no claims".to_string()
     } else {
-        let listed: Vec<String> = episode
-            .claims
-            .iter()
-            .map(|claim| {
-                let name = claim
-                    .name
-                    .as_deref()
-                    .map(|n| format!("{n}: "))
-                    .unwrap_or_default();
-                format!("{name}{} [{}]", claim.intent, claim.scope.join(", "))
-            })
-            .collect();
+        let listed: Vec<String> = episode.claims.iter().map(crate::render::claim).collect();
         format!("claims: {}", listed.join("; "))
     };
     let notes = if notes.is_empty() {
@@ -428,7 +417,7 @@ mod tests {
         assert!(line.contains("interrupted 1 time and resumed"), "{line}");
         assert!(line.contains("/repo/wt [feature]"), "{line}");
         assert!(
-            line.contains("claims: fix the parser [src/parser]"),
+            line.contains("claims: fix the parser (src/parser)"),
             "{line}"
         );
         let open = render_line(&episodes[1]);
