@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::stats::Summary;
 use super::{BenchTransport, Machine, ScenarioTarget, Target};
+use crate::render::table;
 
 /// One row of the matrix as measured.
 #[derive(Clone, Debug, Serialize)]
@@ -175,65 +176,106 @@ fn outcome_cell(row: &Row) -> String {
     }
 }
 
+const ROW_HEADERS: [&str; 10] = [
+    "capability",
+    "transport",
+    "case",
+    "n",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "target",
+    "met",
+    "outcome",
+];
+
+const SCENARIO_HEADERS: [&str; 8] = [
+    "scenario", "n", "p50", "p90", "p99", "target", "met", "note",
+];
+
+/// A Markdown table; the columns named in `code` are set as code, the numeric ones (`n` and
+/// the percentiles) aligned right.
+fn markdown_table(headers: &[&str], code: &[usize], rows: &[Vec<String>]) -> String {
+    let numeric = |header: &str| header == "n" || header.starts_with('p');
+    let mut out = format!("| {} |\n", headers.join(" | "));
+    let rules: Vec<&str> = headers
+        .iter()
+        .map(|h| if numeric(h) { "--:" } else { "---" })
+        .collect();
+    out.push_str(&format!("|{}|\n", rules.join("|")));
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(at, cell)| {
+                let cell = cell.replace('|', "\\|");
+                if code.contains(&at) {
+                    format!("`{cell}`")
+                } else {
+                    cell
+                }
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
 impl Report {
+    fn row_cells(&self) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .map(|row| {
+                vec![
+                    row.capability.to_string(),
+                    row.transport.as_str().to_string(),
+                    row.case.to_string(),
+                    row.summary.iterations.to_string(),
+                    format!("{:.3}", row.summary.p50_ms),
+                    format!("{:.3}", row.summary.p90_ms),
+                    format!("{:.3}", row.summary.p99_ms),
+                    row.target.short(),
+                    met(row.target_met).to_string(),
+                    outcome_cell(row),
+                ]
+            })
+            .collect()
+    }
+
+    fn scenario_cells(&self) -> Vec<Vec<String>> {
+        self.scenarios
+            .iter()
+            .map(|s| {
+                let (n, p50, p90, p99) = scenario_figures(s);
+                vec![
+                    s.name.to_string(),
+                    n,
+                    p50,
+                    p90,
+                    p99,
+                    s.target.describe(),
+                    met(s.target_met).to_string(),
+                    s.note.to_string(),
+                ]
+            })
+            .collect()
+    }
+
     /// The table printed on stdout.
     pub fn table(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "majordomus bench — {}", self.machine.summary());
         let _ = writeln!(out, "{}", self.command);
         if !self.rows.is_empty() {
-            let _ = writeln!(out, "\nrows: {}", self.setup);
-            let _ = writeln!(
-                out,
-                "\n{:<16} {:<11} {:<16} {:>5} {:>8} {:>8} {:>8}  {:<16} {:<4} outcome",
-                "capability",
-                "transport",
-                "case",
-                "n",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "target",
-                "met"
-            );
-            for row in &self.rows {
-                let _ = writeln!(
-                    out,
-                    "{:<16} {:<11} {:<16} {:>5} {:>8.3} {:>8.3} {:>8.3}  {:<16} {:<4} {}",
-                    row.capability,
-                    row.transport.as_str(),
-                    row.case,
-                    row.summary.iterations,
-                    row.summary.p50_ms,
-                    row.summary.p90_ms,
-                    row.summary.p99_ms,
-                    row.target.short(),
-                    met(row.target_met),
-                    outcome_cell(row),
-                );
-            }
+            let _ = writeln!(out, "\nrows: {}\n", self.setup);
+            let _ = writeln!(out, "{}", table(&ROW_HEADERS, &self.row_cells()));
         }
         if !self.scenarios.is_empty() {
             let _ = writeln!(
                 out,
-                "\n{:<38} {:>5} {:>9} {:>9} {:>9}  {:<12} {:<4} note",
-                "scenario", "n", "p50", "p90", "p99", "target", "met"
+                "\n{}",
+                table(&SCENARIO_HEADERS, &self.scenario_cells())
             );
-            for s in &self.scenarios {
-                let (n, p50, p90, p99) = scenario_figures(s);
-                let _ = writeln!(
-                    out,
-                    "{:<38} {:>5} {:>9} {:>9} {:>9}  {:<12} {:<4} {}",
-                    s.name,
-                    n,
-                    p50,
-                    p90,
-                    p99,
-                    s.target.describe(),
-                    met(s.target_met),
-                    s.note
-                );
-            }
         }
         let _ = writeln!(out, "\n(took {:.1} s)", self.duration_seconds);
         out
@@ -278,48 +320,16 @@ impl Report {
             let _ = writeln!(out, "Rows: {}.\n", self.setup);
             let _ = writeln!(
                 out,
-                "| capability | transport | case | n | p50 ms | p90 ms | p99 ms | target | met | outcome |"
+                "{}",
+                markdown_table(&ROW_HEADERS, &[0, 2], &self.row_cells())
             );
-            let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|---|---|---|");
-            for row in &self.rows {
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | `{}` | {} | {:.3} | {:.3} | {:.3} | {} | {} | {} |",
-                    row.capability,
-                    row.transport.as_str(),
-                    row.case,
-                    row.summary.iterations,
-                    row.summary.p50_ms,
-                    row.summary.p90_ms,
-                    row.summary.p99_ms,
-                    row.target.short(),
-                    met(row.target_met),
-                    outcome_cell(row),
-                );
-            }
-            out.push('\n');
         }
         if !self.scenarios.is_empty() {
-            let _ = writeln!(
+            let _ = write!(
                 out,
-                "| scenario | n | p50 | p90 | p99 | target | met | note |"
+                "{}",
+                markdown_table(&SCENARIO_HEADERS, &[0], &self.scenario_cells())
             );
-            let _ = writeln!(out, "|---|--:|--:|--:|--:|---|---|---|");
-            for s in &self.scenarios {
-                let (n, p50, p90, p99) = scenario_figures(s);
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-                    s.name,
-                    n,
-                    p50,
-                    p90,
-                    p99,
-                    s.target.describe(),
-                    met(s.target_met),
-                    s.note.replace('|', "\\|")
-                );
-            }
         }
         out
     }

@@ -15,7 +15,7 @@ use super::setup::{
 use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
 use crate::context::Context;
-use crate::registry::Registry;
+use crate::registry::{Capability, Registry};
 use crate::server::ServerState;
 use crate::server::run::{Elected, elect};
 
@@ -67,6 +67,24 @@ where
             return Ok(samples);
         }
     }
+}
+
+/// Samples one capability called in-process, the handler alone.
+async fn sample_in_process(
+    budget: Budget,
+    capability: &Capability,
+    ctx: &Context,
+    input: &Value,
+) -> Result<Vec<Duration>, String> {
+    sample(budget, || async {
+        let started = Instant::now();
+        capability
+            .call(ctx, input.clone())
+            .await
+            .map_err(|error| error.message)?;
+        Ok(started.elapsed())
+    })
+    .await
 }
 
 /// From spawning `majordomus mcp` to its first answered tool call: `initialize`, then
@@ -186,15 +204,7 @@ async fn gather(
             });
         let complete = first["complete"] == true;
         let budget = Budget::scenario(options, 30, 300, 10.0);
-        let samples = sample(budget, || async {
-            let started = Instant::now();
-            capability
-                .call(&ctx, input.clone())
-                .await
-                .map_err(|error| error.message)?;
-            Ok(started.elapsed())
-        })
-        .await;
+        let samples = sample_in_process(budget, capability, &ctx, &input).await;
         server.stop().await;
         let samples = samples?;
         Ok::<_, String>(ScenarioRow::latency(
@@ -299,15 +309,7 @@ async fn board(
         )
     };
     let budget = Budget::scenario(options, 200, 2000, 3.0);
-    let samples = sample(budget, || async {
-        let started = Instant::now();
-        capability
-            .call(&ctx, input.clone())
-            .await
-            .map_err(|error| error.message)?;
-        Ok(started.elapsed())
-    })
-    .await;
+    let samples = sample_in_process(budget, capability, &ctx, &input).await;
     state.close_all_episodes().await;
     state.release_lease();
     state.shutdown.cancel();
