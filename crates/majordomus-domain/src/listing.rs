@@ -43,7 +43,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::index::PathIndex;
 use crate::paths::{normalize, normalize_relative};
 use crate::peers::{ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
 
@@ -70,43 +69,53 @@ type PathPairs = BTreeSet<(usize, usize)>;
 /// one is `with`; entries are ordered by the earlier side's peer and claim, then the
 /// later side's.
 pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
-    let mut index: PathIndex<At> = PathIndex::new();
-    // (earlier claim, later claim) -> {(earlier's path, later's path)}
-    let mut met: BTreeMap<(ClaimAt, ClaimAt), PathPairs> = BTreeMap::new();
+    // Every claimed path under a key in which a path's descendants sort right after it: its
+    // components joined by NUL, the lowest byte. The paths a path meets as an ancestor (or
+    // equal) are then one contiguous run after it, and no pair of strings is compared
+    // outside the pairs that meet.
+    let mut entries: Vec<(String, At)> = Vec::new();
     for (p, peer) in peers.iter().enumerate() {
         let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
-        let paths: Vec<_> = peer
-            .claims
-            .iter()
-            .enumerate()
-            .flat_map(|(c, claim)| {
-                claim.scope.iter().enumerate().filter_map(move |(s, raw)| {
-                    let path = match root {
-                        Some(root) => normalize(raw, root),
-                        None => normalize_relative(raw),
+        for (c, claim) in peer.claims.iter().enumerate() {
+            for (s, raw) in claim.scope.iter().enumerate() {
+                let normalized = match root {
+                    Some(root) => normalize(raw, root),
+                    None => normalize_relative(raw),
+                };
+                if let Ok(path) = normalized {
+                    let at = At {
+                        peer: p,
+                        claim: c,
+                        path: s,
                     };
-                    Some((
-                        At {
-                            peer: p,
-                            claim: c,
-                            path: s,
-                        },
-                        path.ok()?,
-                    ))
-                })
-            })
-            .collect();
-        for (later, path) in &paths {
-            for earlier in index.meeting(path.components()) {
-                if !same_peer(&peers[earlier.peer], peer) {
-                    met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
-                        .or_default()
-                        .insert((earlier.path, later.path));
+                    entries.push((path.components().join("\0"), at));
                 }
             }
         }
-        for (at, path) in paths {
-            index.insert(path.components(), at);
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+
+    // (earlier claim, later claim) -> {(earlier's path, later's path)}, where the earlier
+    // claim's peer comes first in the input.
+    let mut met: BTreeMap<(ClaimAt, ClaimAt), PathPairs> = BTreeMap::new();
+    for (i, (key, one)) in entries.iter().enumerate() {
+        let end = if key.is_empty() {
+            entries.len()
+        } else {
+            i + entries[i..].partition_point(|(other, _)| at_or_below(other, key))
+        };
+        for (_, other) in &entries[i + 1..end] {
+            if same_peer(&peers[one.peer], &peers[other.peer]) {
+                continue;
+            }
+            let (earlier, later) = if one.peer < other.peer {
+                (one, other)
+            } else {
+                (other, one)
+            };
+            met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
+                .or_default()
+                .insert((earlier.path, later.path));
         }
     }
 
@@ -146,6 +155,12 @@ pub fn silent(peers: &[Peer]) -> usize {
         .iter()
         .filter(|p| p.attached && p.claims.is_empty())
         .count()
+}
+
+/// Whether `key` names `ancestor` itself or a path inside it (keys as `overlaps_among` makes
+/// them).
+fn at_or_below(key: &str, ancestor: &str) -> bool {
+    key == ancestor || (key.starts_with(ancestor) && key.as_bytes().get(ancestor.len()) == Some(&0))
 }
 
 fn same_peer(a: &Peer, b: &Peer) -> bool {
@@ -190,6 +205,30 @@ mod tests {
             claims,
             checkout: worktree.map(checkout),
         }
+    }
+
+    #[test]
+    fn a_sibling_name_that_sorts_between_a_path_and_its_children_does_not_meet() {
+        let peers = [
+            peer(1, Some("/repo"), vec![claim(None, "a", &["src/a"])]),
+            peer(
+                2,
+                Some("/repo"),
+                vec![claim(None, "a-b", &["src/a-b", "src/a.c"])],
+            ),
+            peer(
+                3,
+                Some("/repo"),
+                vec![claim(None, "inside a", &["src/a/b"])],
+            ),
+            peer(4, Some("/repo"), vec![claim(None, "everything", &["."])]),
+        ];
+        let pairs: Vec<(String, String)> = overlaps_among(&peers)
+            .iter()
+            .map(|o| (o.overlap.peer.to_string(), o.with.peer.to_string()))
+            .collect();
+        let expected = [("p1", "p3"), ("p1", "p4"), ("p2", "p4"), ("p3", "p4")];
+        assert_eq!(pairs, expected.map(|(a, b)| (a.to_string(), b.to_string())));
     }
 
     /// (top-level peer @ worktree, with peer @ worktree, [(theirs, yours)])
