@@ -435,7 +435,7 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
-    const ROOT: &str = "/work/repo";
+    const ROOT: &str = "/srv/repo";
 
     fn at(seconds: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_796_005_600 + seconds)

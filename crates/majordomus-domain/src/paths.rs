@@ -175,7 +175,7 @@ fn is_glob(component: &str) -> bool {
 mod tests {
     use super::*;
 
-    const ROOT: &str = "/work/repo";
+    const ROOT: &str = "/srv/repo";
 
     fn path(raw: &str) -> ClaimPath {
         normalize(raw, ROOT).unwrap_or_else(|e| panic!("{raw}: {e}"))
@@ -213,7 +213,7 @@ mod tests {
             );
             assert!(err.to_string().contains(&format!("`{raw}`")), "{err}");
         }
-        assert!(normalize("/work/repo/../repo/x", ROOT).is_err());
+        assert!(normalize("/srv/repo/../repo/x", ROOT).is_err());
     }
 
     #[test]
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn the_whole_repository_meets_everything() {
-        for whole in [".", "./", "/work/repo", "/work/repo/", "*.rs", "**"] {
+        for whole in [".", "./", "/srv/repo", "/srv/repo/", "*.rs", "**"] {
             let whole = path(whole);
             assert!(whole.components().is_empty());
             for other in ["a", "a/b/c", ".", "x/*.md"] {
@@ -252,17 +252,17 @@ mod tests {
 
     #[test]
     fn absolute_paths_inside_the_root_become_relative() {
-        let inside = path("/work/repo/src/lib.rs");
+        let inside = path("/srv/repo/src/lib.rs");
         assert_eq!(inside.components(), ["src", "lib.rs"]);
-        assert_eq!(inside.as_written(), "/work/repo/src/lib.rs");
+        assert_eq!(inside.as_written(), "/srv/repo/src/lib.rs");
         assert!(inside.meets(&path("src")));
-        assert_eq!(path("//work/./repo//src/").components(), ["src"]);
-        assert_eq!(path("/work/repo/src/*.rs").components(), ["src"]);
+        assert_eq!(path("//srv/./repo//src/").components(), ["src"]);
+        assert_eq!(path("/srv/repo/src/*.rs").components(), ["src"]);
     }
 
     #[test]
     fn absolute_paths_outside_the_root_are_refused() {
-        for raw in ["/work/other/x", "/work/repository/x", "/work", "/"] {
+        for raw in ["/srv/other/x", "/srv/repository/x", "/srv", "/"] {
             let err = normalize(raw, ROOT).unwrap_err();
             assert_eq!(
                 err,
@@ -286,9 +286,9 @@ mod tests {
             normalize_relative("./a/b/").unwrap().components(),
             ["a", "b"]
         );
-        let err = normalize_relative("/work/repo/a").unwrap_err();
+        let err = normalize_relative("/srv/repo/a").unwrap_err();
         assert!(matches!(err, PathError::Absolute { .. }));
-        assert!(err.to_string().contains("`/work/repo/a`"));
+        assert!(err.to_string().contains("`/srv/repo/a`"));
         assert!(normalize_relative("../a").is_err());
     }
 }
