@@ -290,7 +290,7 @@ async fn an_ordered_stop_closes_open_episodes_and_the_log_reads_them_back() {
         "closed: shutdown",
         &root,
         "[main]",
-        "docs: document the journal [docs]",
+        "[docs] document the journal (docs)",
     ] {
         assert!(line.contains(part), "`{part}` is missing from: {line}");
     }
