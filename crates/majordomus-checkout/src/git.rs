@@ -10,6 +10,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 
 use majordomus_domain::ids::identity_digest;
 
@@ -138,6 +139,13 @@ impl Checkout {
         })
     }
 
+    /// The branch checked out now, read again from `HEAD`: the one `discover` found goes stale
+    /// when someone switches branches in a checkout whose server runs on.
+    pub fn current_branch(&self) -> Option<String> {
+        let git_dir = self.git_dir.as_deref()?;
+        head_branch(git_dir, &self.root).ok().flatten()
+    }
+
     fn outside_git(root: PathBuf) -> Checkout {
         Checkout {
             id: path_digest(&root),
@@ -200,6 +208,72 @@ pub fn list_worktrees(checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutErro
         return Err(git_failed(&checkout.root, &command, &output));
     }
     Ok(parse_worktree_list(&output.stdout))
+}
+
+/// The repository's worktrees as [`list_worktrees`] gives them, asked of git again only when
+/// git's registry of them has changed on disk. A gather lists the worktrees on every call, and
+/// spawning git is most of what a small gather costs.
+#[derive(Debug, Default)]
+pub struct WorktreeList {
+    cached: Mutex<Option<(RegistryStamp, Vec<Worktree>)>>,
+}
+
+impl WorktreeList {
+    /// The worktrees of `checkout`'s repository, from the cache while the registry is
+    /// unchanged.
+    pub fn list(&self, checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutError> {
+        let stamp = checkout.common_dir.as_deref().and_then(registry_stamp);
+        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(stamp), Some((seen, worktrees))) = (&stamp, cached.as_ref())
+            && stamp == seen
+        {
+            return Ok(worktrees.clone());
+        }
+        let worktrees = list_worktrees(checkout)?;
+        *cached = stamp.map(|stamp| (stamp, worktrees.clone()));
+        Ok(worktrees)
+    }
+}
+
+/// One file's identity and version: path, inode, size, modification time. Git replaces the
+/// files it rewrites by renaming a new one into place, so a rewrite changes the inode even
+/// within one timestamp tick.
+type FileStamp = (PathBuf, u64, u64, i64, i64);
+
+/// Everything `git worktree list` reads: the primary's `HEAD`, the registry directory, each
+/// linked worktree's `HEAD`, `gitdir` pointer, lock and the `.git` file it points at (whose
+/// absence makes the worktree prunable), and the reftable table list where there is one.
+type RegistryStamp = Vec<Option<FileStamp>>;
+
+fn registry_stamp(common: &Path) -> Option<RegistryStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let stamp = |path: PathBuf| {
+        fs::metadata(&path)
+            .ok()
+            .map(|m| (path, m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+    };
+    let registry = common.join("worktrees");
+    let mut stamps = vec![
+        stamp(common.join("HEAD")),
+        stamp(common.join("reftable/tables.list")),
+        stamp(registry.clone()),
+    ];
+    match fs::read_dir(&registry) {
+        Ok(entries) => {
+            for entry in entries {
+                let dir = entry.ok()?.path();
+                let pointer = fs::read_to_string(dir.join("gitdir")).ok()?;
+                stamps.push(stamp(dir.join("HEAD")));
+                stamps.push(stamp(dir.join("gitdir")));
+                stamps.push(stamp(dir.join("locked")));
+                stamps.push(stamp(PathBuf::from(pointer.trim_end())));
+            }
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    stamps.sort();
+    Some(stamps)
 }
 
 /// Parses `git worktree list --porcelain -z`: NUL-terminated `key[ value]` fields, each
@@ -477,6 +551,38 @@ mod tests {
                 Checkout::discover(&dir).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn the_cached_list_follows_every_change_git_would_report() {
+        let repo = Repository::new();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let cache = WorktreeList::default();
+        let branches = |cache: &WorktreeList| -> Vec<Option<String>> {
+            let listed = cache.list(&primary).unwrap();
+            assert_eq!(
+                listed,
+                list_worktrees(&primary).unwrap(),
+                "the cache agrees with git"
+            );
+            listed.into_iter().map(|w| w.branch).collect()
+        };
+        assert_eq!(branches(&cache), [Some("main".to_string())]);
+        let one = repo.add_worktree("one");
+        assert_eq!(branches(&cache), [Some("main".into()), Some("one".into())]);
+        git(&one, &["checkout", "--quiet", "-b", "renamed"]);
+        assert_eq!(
+            branches(&cache),
+            [Some("main".into()), Some("renamed".into())]
+        );
+        git(&repo.root(), &["checkout", "--quiet", "-b", "trunk"]);
+        assert_eq!(
+            branches(&cache),
+            [Some("trunk".into()), Some("renamed".into())]
+        );
+        fs::remove_dir_all(&one).unwrap();
+        assert!(cache.list(&primary).unwrap()[1].prunable);
+        assert_eq!(primary.current_branch().as_deref(), Some("trunk"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod process;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, Config, ConfigError, EpisodesConfig, Timings};
-pub use git::{Checkout, CheckoutError, Worktree, list_worktrees};
+pub use git::{Checkout, CheckoutError, Worktree, WorktreeList, list_worktrees};
 pub use lease::{
     CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, lease_age, lease_path,
     read_lease, take_over, try_create,

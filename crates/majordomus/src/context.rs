@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use majordomus_checkout::WorktreeList;
 use majordomus_checkout::config::Config;
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::peers::PeerId;
@@ -13,6 +14,8 @@ use crate::server::ServerState;
 pub struct Site {
     pub checkout: Checkout,
     pub config: Config,
+    /// The repository's worktrees, listed by git only when they change.
+    pub worktrees: WorktreeList,
     /// One HTTP client for probes and sibling reads, so connections are reused.
     pub http: reqwest::Client,
 }
@@ -27,6 +30,7 @@ impl Site {
         Site {
             checkout,
             config,
+            worktrees: WorktreeList::default(),
             http,
         }
     }

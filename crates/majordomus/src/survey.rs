@@ -3,6 +3,7 @@
 //! A sibling is only ever asked about its own checkout (`checkouts=this`), which is what keeps
 //! two servers from asking each other forever.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use majordomus_checkout::{
@@ -187,27 +188,32 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 }
 
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
-/// one first and then the others in git's order.
+/// one first and then the others in git's order. Read on a blocking thread, since listing the
+/// worktrees may spawn git; this checkout's branch is read afresh, as a long-running server's
+/// checkout may have switched branches since it started.
 pub async fn covered_checkouts(
-    this: &Checkout,
+    site: &Arc<Site>,
     checkouts: Checkouts,
 ) -> Result<Vec<Checkout>, CapabilityError> {
-    let mut covered = vec![this.clone()];
-    if checkouts == Checkouts::This || this.common_dir.is_none() {
-        return Ok(covered);
-    }
-    let repository = this.clone();
-    let worktrees = tokio::task::spawn_blocking(move || {
-        majordomus_checkout::git::list_worktrees(&repository).map_err(|error| error.to_string())
+    let site = site.clone();
+    tokio::task::spawn_blocking(move || {
+        let this = &site.checkout;
+        let mut here = this.clone();
+        here.branch = this.current_branch();
+        if checkouts == Checkouts::This || this.common_dir.is_none() {
+            return Ok(vec![here]);
+        }
+        let worktrees = site
+            .worktrees
+            .list(this)
+            .map_err(|error| error.to_string())?;
+        let others = worktrees
+            .iter()
+            .map(|worktree| worktree.checkout(this))
+            .filter(|checkout| checkout.id != this.id);
+        Ok(std::iter::once(here).chain(others).collect())
     })
     .await
     .unwrap_or_else(|error| Err(error.to_string()))
-    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?;
-    covered.extend(
-        worktrees
-            .iter()
-            .map(|worktree| worktree.checkout(this))
-            .filter(|checkout| checkout.id != this.id),
-    );
-    Ok(covered)
+    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))
 }

@@ -703,3 +703,31 @@ async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
     assert_eq!(over_mcp["caller"], "p1");
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_switched_while_serving_shows_in_the_next_listing() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let linked = repo.add_worktree("linked");
+    let (_server, lease) = ServeProcess::start(&repo, &root).await;
+    let list = || async {
+        http()
+            .get(format!("{}/api/v1/peers", lease.url()))
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let before = list().await;
+    assert_eq!(board_of(&before, &root)["branch"], "main");
+    assert_eq!(board_of(&before, &linked)["branch"], "linked");
+
+    git(&root, &["checkout", "--quiet", "-b", "topic"]);
+    git(&linked, &["checkout", "--quiet", "-b", "renamed"]);
+    let after = list().await;
+    assert_eq!(board_of(&after, &root)["branch"], "topic", "{after:#}");
+    assert_eq!(board_of(&after, &linked)["branch"], "renamed", "{after:#}");
+}

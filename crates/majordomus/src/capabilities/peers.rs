@@ -217,7 +217,7 @@ impl Operation for PeersList {
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
         let site = &ctx.site;
-        let checkouts = survey::covered_checkouts(&site.checkout, input.checkouts).await?;
+        let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
         let boards = futures::future::join_all(
             checkouts
                 .into_iter()

@@ -163,7 +163,7 @@ impl Operation for ServerStatus {
         input: ServerStatusInput,
     ) -> Result<ServerStatusOutput, CapabilityError> {
         let site = &ctx.site;
-        let checkouts = survey::covered_checkouts(&site.checkout, input.checkouts).await?;
+        let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
         let views =
             futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout)))
                 .await;

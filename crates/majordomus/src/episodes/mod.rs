@@ -18,6 +18,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use majordomus_checkout::Checkout;
 use majordomus_domain::episodes::{ConnectionEpisode, EpisodeBoard};
 use majordomus_domain::ids::rfc3339;
 use majordomus_domain::peers::{Announcement, ClientInfo};
@@ -116,7 +117,7 @@ impl Recorder {
             driver,
             checkout_id: site.checkout.id.clone(),
             worktree: site.checkout.root.display().to_string(),
-            branch: site.checkout.branch.clone(),
+            checkout: site.checkout.clone(),
             server: EventServer::this_process(),
             grace,
             board,
@@ -257,7 +258,8 @@ struct Worker {
     driver: Driver,
     checkout_id: String,
     worktree: String,
-    branch: Option<String>,
+    /// Read for its branch at each event: the checkout may switch branches while serving.
+    checkout: Checkout,
     server: EventServer,
     grace: u64,
     board: Arc<Mutex<EpisodeBoard>>,
@@ -415,7 +417,7 @@ impl Worker {
             client: track.map(|t| t.client.clone()).unwrap_or_default(),
             checkout_id: self.checkout_id.clone(),
             worktree: self.worktree.clone(),
-            branch: self.branch.clone(),
+            branch: self.checkout.current_branch(),
             peer: episode.peer.as_ref().map(|p| p.to_string()),
             server: self.server,
             opened_at: episode.opened_at.clone(),
@@ -499,6 +501,9 @@ mod tests {
     use majordomus_domain::peers::PeerId;
 
     fn site(dir: &std::path::Path, config: Config) -> Site {
+        // The journal's records read the branch from HEAD at each event.
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         let checkout = Checkout {
             root: dir.to_path_buf(),
             git_dir: Some(dir.join(".git")),
