@@ -188,32 +188,32 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 }
 
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
-/// one first and then the others in git's order. Read on a blocking thread, since listing the
-/// worktrees may spawn git; this checkout's branch is read afresh, as a long-running server's
-/// checkout may have switched branches since it started.
+/// one first and then the others in git's order. This checkout's branch is read afresh (one
+/// small file), since a long-running server's checkout may have switched branches; listing
+/// the worktrees may spawn git, so it runs on a blocking thread.
 pub async fn covered_checkouts(
     site: &Arc<Site>,
     checkouts: Checkouts,
 ) -> Result<Vec<Checkout>, CapabilityError> {
-    let site = site.clone();
-    tokio::task::spawn_blocking(move || {
-        let this = &site.checkout;
-        let mut here = this.clone();
-        here.branch = this.current_branch();
-        if checkouts == Checkouts::This || this.common_dir.is_none() {
-            return Ok(vec![here]);
-        }
-        let worktrees = site
+    let this = &site.checkout;
+    let mut here = this.clone();
+    here.branch = this.current_branch();
+    if checkouts == Checkouts::This || this.common_dir.is_none() {
+        return Ok(vec![here]);
+    }
+    let listing = site.clone();
+    let worktrees = tokio::task::spawn_blocking(move || {
+        listing
             .worktrees
-            .list(this)
-            .map_err(|error| error.to_string())?;
-        let others = worktrees
-            .iter()
-            .map(|worktree| worktree.checkout(this))
-            .filter(|checkout| checkout.id != this.id);
-        Ok(std::iter::once(here).chain(others).collect())
+            .list(&listing.checkout)
+            .map_err(|error| error.to_string())
     })
     .await
     .unwrap_or_else(|error| Err(error.to_string()))
-    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))
+    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?;
+    let others = worktrees
+        .iter()
+        .map(|worktree| worktree.checkout(this))
+        .filter(|checkout| checkout.id != this.id);
+    Ok(std::iter::once(here).chain(others).collect())
 }
