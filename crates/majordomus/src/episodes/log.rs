@@ -329,34 +329,20 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
 
 #[cfg(test)]
 mod tests {
-    use super::super::event::Event;
-    use super::super::journal::RECORD_SCHEMA;
+    use super::super::journal::{RECORD_SCHEMA, tests_support};
     use super::*;
 
     fn record(seq: u64, kind: EventKind, id: &str, at: &str) -> Record {
+        let mut event = tests_support::event(kind, id);
+        event.at = at.into();
+        event.checkout_id = "c".into();
+        event.worktree = "/repo/wt".into();
+        event.branch = Some("feature".into());
+        event.opened_at = "2026-05-01T10:00:00Z".into();
         Record {
             schema: RECORD_SCHEMA.into(),
             seq,
-            event: Event {
-                event: kind,
-                at: at.into(),
-                external_id: id.into(),
-                provider: "claude-code".into(),
-                client: EventClient {
-                    name: "claude-code".into(),
-                    version: "2.1.0".into(),
-                },
-                checkout_id: "c".into(),
-                worktree: "/repo/wt".into(),
-                branch: Some("feature".into()),
-                peer: Some("p1".into()),
-                server: EventServer::this_process(),
-                opened_at: "2026-05-01T10:00:00Z".into(),
-                attachments: 1,
-                reason: (kind == EventKind::Closed).then_some(CloseReason::Detach),
-                note: None,
-                claims: vec![],
-            },
+            event,
         }
     }
 
