@@ -61,6 +61,10 @@ pub fn document() -> Value {
                     "required": true,
                     "content": {"application/json": {"schema": input}},
                 });
+                operation["responses"]["413"] = error_response(&format!(
+                    "The body is over the limit of {} bytes.",
+                    crate::server::http::BODY_LIMIT_BYTES
+                ));
             }
         }
         let method = method.as_str().to_ascii_lowercase();
@@ -85,7 +89,7 @@ pub fn document() -> Value {
         "type": "object",
         "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["kind", "message"], "properties": {
-            "kind": {"type": "string", "enum": ["invalid_input", "not_found", "refused", "internal", "unauthorized", "forbidden", "conflict"]},
+            "kind": {"type": "string", "enum": crate::server::http::error_kinds().collect::<Vec<_>>()},
             "message": {"type": "string", "description": "What was wrong and what to do."}
         }}}
     }));

@@ -71,14 +71,9 @@ impl Caller {
         match self {
             Caller::InProcess(ctx) => match capability.call(ctx, input.clone()).await {
                 Ok(_) => Outcome::Answer,
-                Err(error) => Outcome::Refusal(format!(
-                    "{}: {}",
-                    serde_json::to_value(error.kind)
-                        .ok()
-                        .and_then(|kind| kind.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    error.message
-                )),
+                Err(error) => {
+                    Outcome::Refusal(format!("{}: {}", error.kind.as_str(), error.message))
+                }
             },
             Caller::Mcp(service) => {
                 let Some(tool) = capability.declaration.exposure.mcp_tool else {

@@ -1,10 +1,7 @@
 //! The four ways a capability can refuse, mapped the same way on every surface.
 
-use serde::Serialize;
-
 /// What kind of refusal an error is; decides the HTTP status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The input is malformed: fix it and call again.
     InvalidInput,
@@ -17,6 +14,23 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub const ALL: [ErrorKind; 4] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::NotFound,
+        ErrorKind::Refused,
+        ErrorKind::Internal,
+    ];
+
+    /// The word an HTTP error body names it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::InvalidInput => 400,
@@ -28,7 +42,7 @@ impl ErrorKind {
 }
 
 /// A refusal with a message that says what was wrong and what to do.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapabilityError {
     pub kind: ErrorKind,
     pub message: String,

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::ServerState;
 use super::mcp::McpSession;
 use crate::context::Context;
-use crate::registry::{Capability, CapabilityError, HttpMethod, Registry};
+use crate::registry::{Capability, CapabilityError, ErrorKind, HttpMethod, Registry};
 use crate::survey::Identity;
 use majordomus_domain::peers::Transport;
 
@@ -69,13 +69,9 @@ async fn explain_too_large(response: Response) -> Response {
     if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
         return response;
     }
-    let mut refusal = error_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
-        format!(
-            "the request body is over the limit of {BODY_LIMIT_BYTES} bytes; send a smaller body"
-        ),
-    );
+    let mut refusal = Rejection::PayloadTooLarge.respond(format!(
+        "the request body is over the limit of {BODY_LIMIT_BYTES} bytes; send a smaller body"
+    ));
     refusal.headers_mut().insert(
         header::CONNECTION,
         header::HeaderValue::from_static("close"),
@@ -92,6 +88,59 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
+/// The router's own refusals, made before any capability runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// No token, or the wrong one.
+    Unauthorized,
+    /// A Host or Origin that is not loopback.
+    Forbidden,
+    /// A new session at a server that lost its lease.
+    Conflict,
+    /// A body over [`BODY_LIMIT_BYTES`].
+    PayloadTooLarge,
+}
+
+impl Rejection {
+    pub const ALL: [Rejection; 4] = [
+        Rejection::Unauthorized,
+        Rejection::Forbidden,
+        Rejection::Conflict,
+        Rejection::PayloadTooLarge,
+    ];
+
+    /// The word an HTTP error body names it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::Unauthorized => "unauthorized",
+            Rejection::Forbidden => "forbidden",
+            Rejection::Conflict => "conflict",
+            Rejection::PayloadTooLarge => "payload_too_large",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            Rejection::Unauthorized => StatusCode::UNAUTHORIZED,
+            Rejection::Forbidden => StatusCode::FORBIDDEN,
+            Rejection::Conflict => StatusCode::CONFLICT,
+            Rejection::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        }
+    }
+
+    fn respond(self, message: impl Into<String>) -> Response {
+        error_response(self.status(), self.as_str(), message)
+    }
+}
+
+/// Every word an HTTP error body's `kind` can be: the capability errors and the router's own.
+pub fn error_kinds() -> impl Iterator<Item = &'static str> {
+    ErrorKind::ALL
+        .into_iter()
+        .map(ErrorKind::as_str)
+        .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
+}
+
 /// A JSON error body, the same shape on every route.
 pub fn error_response(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
     let body = json!({ "error": { "kind": kind, "message": message.into() } });
@@ -101,10 +150,7 @@ pub fn error_response(status: StatusCode, kind: &str, message: impl Into<String>
 fn capability_error(error: CapabilityError) -> Response {
     let status =
         StatusCode::from_u16(error.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let kind = serde_json::to_value(error.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string));
-    error_response(status, kind.as_deref().unwrap_or("internal"), error.message)
+    error_response(status, error.kind.as_str(), error.message)
 }
 
 /// Host, Origin, token and lease checks, on every route: rmcp checks Host on `/mcp` only, and
@@ -114,10 +160,7 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     if let Some(host) = headers.get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !is_loopback_authority(host) {
-            return error_response(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!(
+            return Rejection::Forbidden.respond(format!(
                     "Host `{host}` is not a loopback name; majordomus answers only on 127.0.0.1, localhost or [::1]"
                 ),
             );
@@ -126,10 +169,7 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !is_loopback_origin(origin) {
-            return error_response(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!(
+            return Rejection::Forbidden.respond(format!(
                     "Origin `{origin}` is not a loopback origin; a web page from elsewhere may not talk to this server"
                 ),
             );
@@ -137,10 +177,7 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     }
     let is_probe = request.method() == Method::GET && request.uri().path() == "/";
     if !is_probe && !carries_token(&request, state.token()) {
-        return error_response(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this route needs the token from the checkout's lease file: send `Authorization: Bearer <token>` or `?token=<token>`",
+        return Rejection::Unauthorized.respond("this route needs the token from the checkout's lease file: send `Authorization: Bearer <token>` or `?token=<token>`",
         );
     }
     if request.uri().path() == "/mcp"
@@ -148,10 +185,7 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
         && !request.headers().contains_key("mcp-session-id")
         && !state.recheck_lease()
     {
-        return error_response(
-            StatusCode::CONFLICT,
-            "conflict",
-            "this server no longer holds the checkout's lease and takes no new sessions; read the lease again and connect to the server it names",
+        return Rejection::Conflict.respond("this server no longer holds the checkout's lease and takes no new sessions; read the lease again and connect to the server it names",
         );
     }
     next.run(request).await
@@ -229,7 +263,7 @@ async fn openapi() -> Response {
 async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
     error_response(
         StatusCode::NOT_FOUND,
-        "not_found",
+        ErrorKind::NotFound.as_str(),
         format!(
             "there is no route {method} {}; /openapi.json lists every route",
             uri.path()
