@@ -90,6 +90,23 @@ async fn mcp_over_stdio_and_http_reports_every_checkouts_server() {
 
     for (client, this) in [(&stdio, repo.root()), (&http, linked.as_path())] {
         let tools = client.list_all_tools().await.expect("tools/list answers");
+        for tool in &tools {
+            let schemas = json!([tool.input_schema, tool.output_schema]);
+            let formats = formats_in(&schemas);
+            assert!(
+                formats
+                    .iter()
+                    .all(|f| STANDARD_FORMATS.contains(&f.as_str())),
+                "{} declares formats clients do not know: {formats:?}",
+                tool.name
+            );
+            assert!(
+                !json!(tool.input_schema).to_string().contains("\"null\""),
+                "{}: an optional input is left out, never typed null: {:?}",
+                tool.name,
+                tool.input_schema
+            );
+        }
         let tool = tools
             .iter()
             .find(|tool| tool.name == "majordomus_server")
@@ -626,4 +643,46 @@ async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
             String::from_utf8_lossy(&output.stdout)
         )
     })
+}
+
+/// The formats JSON Schema 2020-12 defines: the only ones clients know.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Every `format` a schema declares, however deep.
+fn formats_in(schema: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![schema];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(format)) = map.get("format") {
+                    found.push(format.clone());
+                }
+                pending.extend(map.values());
+            }
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    found
 }
