@@ -6,6 +6,11 @@
 //! exclusive `flock`, then fsynced: servers of several worktrees appending at once never
 //! interleave, and a record that was answered for is on disk.
 //!
+//! The journal rotates: a record that would take the file past [`ROTATE_AT_BYTES`] goes into
+//! a fresh file, and the full one becomes the previous journal (`episodes.1.jsonl`), replacing
+//! the one before it. Numbering and what is open continue across the two, and readers read
+//! both, so at most twice the limit is kept and nothing recent is lost.
+//!
 //! A [`Journal`] keeps an index of the episodes the journal shows open (opened or resumed,
 //! never closed). It is built from the whole file once and then kept up by reading only what
 //! was appended since — by this process or by another one — so a lookup costs the new tail.
@@ -25,6 +30,13 @@ use super::event::{Event, EventKind, EventServer};
 /// The journal's file name.
 pub const JOURNAL_FILE: &str = "episodes.jsonl";
 
+/// The file the journal becomes when it rotates: the records just before the current file's.
+pub const PREVIOUS_JOURNAL_FILE: &str = "episodes.1.jsonl";
+
+/// How large the journal grows before it rotates. A busy repository writes a few hundred
+/// bytes per event; this is months of work, and bounds the disk the journal takes.
+pub const ROTATE_AT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The `schema` every record carries.
 pub const RECORD_SCHEMA: &str = "majordomus-episode/v1";
 
@@ -38,6 +50,11 @@ pub fn journal_path(checkout: &Checkout) -> PathBuf {
             .map(|dir| dir.join(JOURNAL_FILE))
             .unwrap_or_else(|| PathBuf::from(JOURNAL_FILE)),
     }
+}
+
+/// Where the journal at `path` keeps its previous file once it has rotated.
+pub fn previous_path(path: &Path) -> PathBuf {
+    path.with_file_name(PREVIOUS_JOURNAL_FILE)
 }
 
 /// One line of the journal.
@@ -132,6 +149,7 @@ impl Index {
 pub struct Journal {
     path: PathBuf,
     index: Index,
+    rotate_at: u64,
 }
 
 /// An advisory lock on an open file, released when dropped.
@@ -163,9 +181,15 @@ impl Journal {
     /// The journal at `path`, its index built from what the file holds now (an absent or
     /// unreadable file is read as empty and looked at again on the next use).
     pub fn open(path: PathBuf) -> Journal {
+        Journal::rotating_at(path, ROTATE_AT_BYTES)
+    }
+
+    /// The journal at `path`, rotating once a record would take it past `rotate_at` bytes.
+    fn rotating_at(path: PathBuf, rotate_at: u64) -> Journal {
         let mut journal = Journal {
             path,
             index: Index::default(),
+            rotate_at,
         };
         if let Ok(file) = File::open(&journal.path) {
             let _ = journal.catch_up(&file);
@@ -183,15 +207,18 @@ impl Journal {
     }
 
     /// Brings the index up to the end of `file`, rebuilding it when the file was replaced or
-    /// truncated since it was last read.
+    /// truncated since it was last read. A rebuild reads the previous journal first, so that
+    /// numbering and open episodes carry over a rotation.
     fn catch_up(&mut self, file: &File) -> io::Result<()> {
         let metadata = file.metadata()?;
         let id = (metadata.dev(), metadata.ino());
         if self.index.file_id != Some(id) || metadata.len() < self.index.offset {
-            self.index = Index {
-                file_id: Some(id),
-                ..Index::default()
-            };
+            self.index = Index::default();
+            if let Ok(previous) = fs::read(previous_path(&self.path)) {
+                self.index.consume(&previous);
+            }
+            self.index.offset = 0;
+            self.index.file_id = Some(id);
         }
         let mut reader = file;
         reader.seek(SeekFrom::Start(self.index.offset))?;
@@ -199,6 +226,16 @@ impl Journal {
         reader.read_to_end(&mut tail)?;
         self.index.consume(&tail);
         Ok(())
+    }
+
+    /// Opens the current journal file for appending and takes its exclusive lock.
+    fn lock_current(&self) -> io::Result<(File, u64)> {
+        let mut options = OpenOptions::new();
+        options.read(true).append(true).create(true).mode(0o600);
+        let file = open_locked(&self.path, &options, libc::LOCK_EX)?
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let length = file.metadata()?.len();
+        Ok((file, length))
     }
 
     /// Appends `event` as the next record and returns its sequence number once it is on disk.
@@ -209,31 +246,25 @@ impl Journal {
                 .mode(0o700)
                 .create(dir)?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&self.path)?;
-        let _lock = Flock::take(&file, libc::LOCK_EX)?;
+        let (mut file, mut length) = self.lock_current()?;
         self.catch_up(&file)?;
-        let length = file.metadata()?.len();
+        let mut record = self.next_record(event);
+        if length > 0 && length + record_line(&record, false)?.len() as u64 > self.rotate_at {
+            fs::rename(&self.path, previous_path(&self.path))?;
+            // The full file's lock is held until `file` is replaced: whoever waits on it
+            // then finds the path moved and opens the new file, which may already hold
+            // records of other processes, so the record is numbered again.
+            (file, length) = self.lock_current()?;
+            self.catch_up(&file)?;
+            record = self.next_record(event);
+        }
         // A record cut short (a process killed inside its write) must not swallow this one.
         let mut last = [0u8; 1];
         let torn = length > 0 && file.read_at(&mut last, length - 1)? == 1 && last[0] != b'\n';
-        let seq = self.index.last_seq + 1;
-        let record = Record {
-            schema: RECORD_SCHEMA.to_string(),
-            seq,
-            event: event.clone(),
-        };
-        let mut line = Vec::with_capacity(512);
         if torn {
-            line.push(b'\n');
             self.index.unreadable += 1;
         }
-        serde_json::to_writer(&mut line, &record).map_err(io::Error::other)?;
-        line.push(b'\n');
+        let line = record_line(&record, torn)?;
         let written = (&file).write(&line)?;
         if written != line.len() {
             return Err(io::Error::new(
@@ -247,7 +278,16 @@ impl Journal {
         file.sync_data()?;
         self.index.apply(&record);
         self.index.offset = length + line.len() as u64;
-        Ok(seq)
+        Ok(record.seq)
+    }
+
+    /// `event` as the record that follows the last one read.
+    fn next_record(&self, event: &Event) -> Record {
+        Record {
+            schema: RECORD_SCHEMA.to_string(),
+            seq: self.index.last_seq + 1,
+            event: event.clone(),
+        }
     }
 
     /// What the journal shows about `external_id` if it is open there, read up to the latest
@@ -267,6 +307,46 @@ impl Journal {
     }
 }
 
+/// Opens the file at `path` and locks it (`LOCK_EX` or `LOCK_SH`) until it closes; `None`
+/// when there is none. The file is opened again when another process rotated it between
+/// the open and the lock, so what is locked is the current journal, never one that has just
+/// become the previous one.
+fn open_locked(
+    path: &Path,
+    options: &OpenOptions,
+    operation: libc::c_int,
+) -> io::Result<Option<File>> {
+    loop {
+        let file = match options.open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        // Held until `file` closes, whoever holds it: dropping the guard would let go early.
+        std::mem::forget(Flock::take(&file, operation)?);
+        let opened = file.metadata()?;
+        match fs::metadata(path) {
+            Ok(now) if (now.dev(), now.ino()) == (opened.dev(), opened.ino()) => {
+                return Ok(Some(file));
+            }
+            Ok(_) => continue,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The line `record` is written as; after a torn line, it starts on a line of its own.
+fn record_line(record: &Record, after_torn_line: bool) -> io::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(512);
+    if after_torn_line {
+        line.push(b'\n');
+    }
+    serde_json::to_writer(&mut line, record).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
 /// Everything a journal holds, for a reader such as `majordomus episodes log`.
 #[derive(Debug, Default)]
 pub struct Contents {
@@ -275,26 +355,49 @@ pub struct Contents {
     pub unreadable: usize,
 }
 
-/// Reads a whole journal; `None` when there is none. A partial last line (a record being
-/// written right now) is left out.
+/// Reads a whole journal, the previous file's records first; `None` when there is none. A
+/// partial last line (a record being written right now) is left out.
 pub fn read_journal(path: &Path) -> io::Result<Option<Contents>> {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+    // The shared lock keeps a rotation out while both files are read, so none of their
+    // records is read twice or missed.
+    let current = open_locked(path, OpenOptions::new().read(true), libc::LOCK_SH)?;
+    let previous = match fs::read(previous_path(path)) {
+        Ok(bytes) => Some(bytes),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => None,
         Err(error) => return Err(error),
     };
+    let current = match current {
+        Some(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Some(bytes)
+        }
+        None => None,
+    };
+    if previous.is_none() && current.is_none() {
+        return Ok(None);
+    }
     let mut contents = Contents::default();
-    let end = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-    for line in bytes[..end].split(|&b| b == b'\n') {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Record>(line) {
-            Ok(record) => contents.records.push(record),
-            Err(_) => contents.unreadable += 1,
-        }
+    for bytes in previous.iter().chain(current.iter()) {
+        contents.read_lines(bytes);
     }
     Ok(Some(contents))
+}
+
+impl Contents {
+    /// Reads the whole lines of `bytes` as records.
+    fn read_lines(&mut self, bytes: &[u8]) {
+        let end = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+        for line in bytes[..end].split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Record>(line) {
+                Ok(record) => self.records.push(record),
+                Err(_) => self.unreadable += 1,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -412,6 +515,56 @@ mod tests {
         fs::remove_file(&path).unwrap();
         assert!(journal.open_mark("a").is_none());
         assert_eq!(journal.append(&event(EventKind::Opened, "c")).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_full_journal_rotates_and_numbering_and_open_episodes_carry_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let line = record_line(
+            &Journal::open(path.clone()).next_record(&event(EventKind::Opened, "x")),
+            false,
+        )
+        .unwrap()
+        .len() as u64;
+        // room for three records a file
+        let mut journal = Journal::rotating_at(path.clone(), line * 3 + line / 2);
+        journal.append(&event(EventKind::Opened, "early")).unwrap();
+        for n in 0..2 {
+            journal
+                .append(&event(EventKind::Opened, &format!("x{n}")))
+                .unwrap();
+        }
+        assert!(!previous_path(&path).exists());
+        let seq = journal.append(&event(EventKind::Opened, "y")).unwrap();
+        assert_eq!(seq, 4, "numbering goes on in the new file");
+        assert!(previous_path(&path).exists());
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 1);
+
+        // another process reads both files: the episode opened before the rotation is open
+        let mut other = Journal::rotating_at(path.clone(), line * 3 + line / 2);
+        assert_eq!(other.open_mark("early").unwrap().opened_seq, 1);
+        let seqs = |path: &Path| -> Vec<u64> {
+            read_journal(path)
+                .unwrap()
+                .unwrap()
+                .records
+                .iter()
+                .map(|r| r.seq)
+                .collect()
+        };
+        assert_eq!(seqs(&path), [1, 2, 3, 4]);
+
+        // the next rotation drops the oldest file: at most two files are ever kept
+        for n in 0..3 {
+            other
+                .append(&event(EventKind::Resumed, &format!("x{n}")))
+                .unwrap();
+        }
+        assert_eq!(seqs(&path), [4, 5, 6, 7]);
+        assert_eq!(journal.append(&event(EventKind::Closed, "y")).unwrap(), 8);
+        let files = fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 2, "the journal and its previous file");
     }
 
     #[test]

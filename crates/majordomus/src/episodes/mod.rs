@@ -33,6 +33,11 @@ use providers::Providers;
 /// How many distinct claims an episode's records carry; the oldest go first beyond it.
 const CLAIMS_KEPT: usize = 64;
 
+/// How many events may wait for the driver. A driver slower than the board (a stalled disk, a
+/// slow command) makes events wait here; beyond this many they are not recorded and the
+/// episodes they belong to say so, rather than the board waiting or memory growing.
+pub const QUEUE_CAPACITY: usize = 4096;
+
 /// How long an answer waits for the journal before it answers without its report.
 const JOURNAL_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -72,9 +77,49 @@ enum Job {
     Flush(oneshot::Sender<()>),
 }
 
+impl Job {
+    /// The episode the job is about, if any.
+    fn external_id(&self) -> Option<&str> {
+        match self {
+            Job::Attached { episode, .. }
+            | Job::Announced { episode, .. }
+            | Job::Detached { episode, .. }
+            | Job::Closed { episode, .. } => Some(&episode.external_id),
+            Job::Flush(_) => None,
+        }
+    }
+
+    /// Answers whoever waits for this job's report with `text`, since it will not run.
+    fn answer_unrun(self, text: String) {
+        match self {
+            Job::Attached { reply, .. } => {
+                let _ = reply.send(AttachReport {
+                    text,
+                    carried_over: false,
+                });
+            }
+            Job::Closed {
+                reply: Some(reply), ..
+            } => {
+                let _ = reply.send(text);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Events the driver never saw because the queue was full, by episode; reported onto each
+/// episode's `repository` once the driver catches up. Holds at most the episodes on the
+/// board, and is emptied at every report.
+#[derive(Default)]
+struct Unrecorded {
+    by_episode: Mutex<HashMap<String, u64>>,
+    any: std::sync::atomic::AtomicBool,
+}
 /// The repository's episode driver, as this server runs it.
 pub struct Recorder {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: mpsc::SyncSender<Job>,
+    unrecorded: Arc<Unrecorded>,
     /// How long an answer waits for the driver's report.
     patience: Duration,
     /// The driver as a person reads it: `the journal at …` or `the command …`.
@@ -123,8 +168,10 @@ impl Recorder {
             board,
             providers: Providers::builtin(),
             tracks: HashMap::new(),
+            unrecorded: Arc::default(),
         };
-        let (jobs, queue) = mpsc::channel();
+        let unrecorded = worker.unrecorded.clone();
+        let (jobs, queue) = mpsc::sync_channel(QUEUE_CAPACITY);
         let spawned = std::thread::Builder::new()
             .name("majordomus-episodes".into())
             .spawn(move || worker.run(queue));
@@ -132,7 +179,8 @@ impl Recorder {
             tracing::error!(%error, "the episode recorder could not start; episodes are recorded nowhere");
         }
         Recorder {
-            jobs: Mutex::new(jobs),
+            jobs,
+            unrecorded,
             patience,
             description,
         }
@@ -143,12 +191,37 @@ impl Recorder {
         &self.description
     }
 
+    /// Queues `job` without ever waiting: it is called under the board's lock.
     fn send(&self, job: Job) {
-        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        if jobs.send(job).is_err() {
-            tracing::warn!(
-                "the episode recorder has stopped; an episode event is recorded nowhere"
-            );
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(job)) => {
+                if let Some(id) = job.external_id() {
+                    *self
+                        .unrecorded
+                        .by_episode
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .entry(id.to_owned())
+                        .or_default() += 1;
+                    self.unrecorded
+                        .any
+                        .store(true, std::sync::atomic::Ordering::Release);
+                }
+                job.answer_unrun(format!(
+                    "not recorded: {} is {QUEUE_CAPACITY} events behind",
+                    self.description
+                ));
+            }
+            Err(mpsc::TrySendError::Disconnected(job)) => {
+                tracing::warn!(
+                    "the episode recorder has stopped; an episode event is recorded nowhere"
+                );
+                job.answer_unrun(format!(
+                    "not recorded: the recorder of {} has stopped",
+                    self.description
+                ));
+            }
         }
     }
 
@@ -231,7 +304,9 @@ impl Recorder {
     /// `bound`; says whether it got there.
     pub async fn flush(&self, bound: Duration) -> bool {
         let (reply, pending) = oneshot::channel();
-        self.send(Job::Flush(reply));
+        if self.jobs.try_send(Job::Flush(reply)).is_err() {
+            return false;
+        }
         matches!(tokio::time::timeout(bound, pending).await, Ok(Ok(())))
     }
 
@@ -265,6 +340,7 @@ struct Worker {
     board: Arc<Mutex<EpisodeBoard>>,
     providers: &'static Providers,
     tracks: HashMap<String, Track>,
+    unrecorded: Arc<Unrecorded>,
 }
 
 impl Worker {
@@ -306,6 +382,29 @@ impl Worker {
                     let _ = reply.send(());
                 }
             }
+            self.report_unrecorded();
+        }
+    }
+
+    /// Says on each episode's `repository` how many of its events the full queue turned away.
+    fn report_unrecorded(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.unrecorded.any.swap(false, Ordering::Acquire) {
+            return;
+        }
+        let lost = std::mem::take(
+            &mut *self
+                .unrecorded
+                .by_episode
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for (external_id, count) in lost {
+            let text = format!(
+                "{count} event(s) of this episode were not recorded: the episode recorder fell \
+                 {QUEUE_CAPACITY} events behind"
+            );
+            self.set_repository(&external_id, &text);
         }
     }
 
@@ -529,6 +628,68 @@ mod tests {
             .enable_all()
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn a_full_queue_turns_events_away_without_waiting_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = site(dir.path(), Config::default());
+        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let recorder = Recorder::start(&site, board.clone());
+        let now = SystemTime::now();
+        let (p1, p2) = (PeerId::nth(1), PeerId::nth(2));
+        let first = board
+            .lock()
+            .unwrap()
+            .attach(&p1, "first", "generic", now)
+            .episode;
+        let second = board
+            .lock()
+            .unwrap()
+            .attach(&p2, "second", "generic", now)
+            .episode;
+        runtime().block_on(async {
+            // The driver reports onto the board, so holding the board's lock holds it up
+            // right after it takes the first event.
+            let held = board.lock().unwrap();
+            let pending = recorder.attached(&first, client("codex"), false, now);
+            let mut unknown = second.clone();
+            unknown.external_id = "never-attached".into();
+            let mut queued = 0;
+            while recorder
+                .jobs
+                .try_send(Job::Detached {
+                    episode: unknown.clone(),
+                    at: now,
+                })
+                .is_ok()
+            {
+                queued += 1;
+            }
+            assert!(queued >= QUEUE_CAPACITY - 1, "{queued}");
+            recorder.detached(&second, now);
+            let refused = recorder.closed(&second, CloseReason::Detach, now);
+            let text = recorder.report(refused).await.unwrap();
+            assert!(
+                text.contains("not recorded") && text.contains("4096 events behind"),
+                "{text}"
+            );
+            drop(held);
+
+            recorder.report(pending).await.unwrap();
+            assert!(recorder.flush(Duration::from_secs(30)).await);
+            let said = board
+                .lock()
+                .unwrap()
+                .episode("second", now)
+                .unwrap()
+                .repository;
+            assert_eq!(
+                said,
+                "2 event(s) of this episode were not recorded: the episode recorder fell 4096 \
+                 events behind"
+            );
+        });
     }
 
     #[test]
