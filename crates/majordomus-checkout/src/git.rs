@@ -378,7 +378,7 @@ fn run_git(dir: &Path, args: &[&str]) -> Result<Output, CheckoutError> {
 
 /// A git command for `dir`, shielded from the caller's repository-locating environment and
 /// locale, and from any prompt.
-fn git_command(dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn git_command(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir).args(args);
     for variable in LOCATING_VARIABLES {
@@ -392,7 +392,7 @@ fn git_command(dir: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn git_failed(dir: &Path, args: &[&str], output: &Output) -> CheckoutError {
+pub(crate) fn git_failed(dir: &Path, args: &[&str], output: &Output) -> CheckoutError {
     CheckoutError::Git {
         command: args.join(" "),
         dir: dir.to_path_buf(),

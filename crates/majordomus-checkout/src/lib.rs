@@ -7,7 +7,9 @@
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
 
+pub mod changes;
 pub mod config;
+pub mod conflicts;
 pub mod git;
 pub mod lease;
 pub mod process;
