@@ -217,23 +217,36 @@ pub struct ConflictPredictor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fingerprint {
     head: String,
-    index: Option<(u64, i64, i64, u64)>,
-    files: Vec<(String, Option<(u64, i64, i64)>)>,
+    index: Option<Stamp>,
+    files: Vec<(String, Option<Stamp>)>,
+}
+
+/// A file's inode, size and modification time: what changes when it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    size: u64,
+    mtime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        fs::symlink_metadata(path).ok().map(|m| Stamp {
+            inode: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+        })
+    }
 }
 
 impl Fingerprint {
     fn of(root: &Path, head: &str, changes: &Changes) -> Fingerprint {
-        let stamp = |path: &Path| {
-            fs::symlink_metadata(path)
-                .ok()
-                .map(|m| (m.size(), m.mtime(), m.mtime_nsec()))
-        };
         let index = git_index_stamp(root);
         let files = changes
             .paths
             .iter()
             .filter(|p| p.kinds.iter().any(|k| *k != ChangeKind::Committed))
-            .map(|p| (p.path.clone(), stamp(&root.join(&p.path))))
+            .map(|p| (p.path.clone(), Stamp::of(&root.join(&p.path))))
             .collect();
         Fingerprint {
             head: head.to_owned(),
@@ -245,7 +258,7 @@ impl Fingerprint {
 
 /// The index file's identity and stamp, found without running git: `.git/index` for the
 /// primary, `<gitdir>/index` for a linked worktree whose `.git` file points there.
-fn git_index_stamp(root: &Path) -> Option<(u64, i64, i64, u64)> {
+fn git_index_stamp(root: &Path) -> Option<Stamp> {
     let dot_git = root.join(".git");
     let git_dir = if dot_git.is_dir() {
         dot_git
@@ -254,8 +267,7 @@ fn git_index_stamp(root: &Path) -> Option<(u64, i64, i64, u64)> {
         let target = text.lines().find_map(|l| l.strip_prefix("gitdir: "))?;
         root.join(target.trim())
     };
-    let m = fs::metadata(git_dir.join("index")).ok()?;
-    Some((m.size(), m.mtime(), m.mtime_nsec(), m.ino()))
+    Stamp::of(&git_dir.join("index"))
 }
 
 impl ConflictPredictor {
