@@ -10,9 +10,11 @@ pub mod checkouts;
 pub mod episodes;
 pub mod ids;
 pub mod index;
+pub mod limits;
 pub mod listing;
 pub mod paths;
 pub mod peers;
+pub mod text;
 
 /// Whether `text` breaks a line: answers print intents and ids on one line each, so a
 /// break inside one would let it pass as something else.
