@@ -210,7 +210,8 @@ impl Operation for EpisodesAttach {
     };
 
     async fn run(ctx: &Context, input: AttachInput) -> Result<Attached, CapabilityError> {
-        validate_external_id(&input.external_id).map_err(CapabilityError::invalid_input)?;
+        validate_external_id(&input.external_id)
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool_of(&Self::DECLARATION)));
         };
@@ -264,7 +265,8 @@ impl Operation for EpisodesDetach {
     async fn run(ctx: &Context, input: DetachInput) -> Result<Detached, CapabilityError> {
         let tool = tool_of(&Self::DECLARATION);
         if let Some(external_id) = &input.external_id {
-            validate_external_id(external_id).map_err(CapabilityError::invalid_input)?;
+            validate_external_id(external_id)
+                .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         }
         let Some(server) = &ctx.server else {
             return Err(needs_a_session(tool));
