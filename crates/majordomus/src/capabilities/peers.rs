@@ -2,6 +2,7 @@
 
 use std::time::SystemTime;
 
+use majordomus_domain::board::check_announcement;
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::listing::{overlaps_among, silent};
 use majordomus_domain::peers::{
@@ -384,6 +385,10 @@ impl Operation for PeersAnnounce {
             .exposure
             .mcp_tool
             .unwrap_or(Self::DECLARATION.id);
+        // Input that could never be accepted is bad input on every surface, before the
+        // question whether this caller can announce at all.
+        check_announcement(&input)
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };

@@ -208,8 +208,10 @@ impl ServerState {
             .board()
             .announce(caller, input, now)
             .map_err(|error| match error {
-                AnnounceError::InvalidInput(message) => CapabilityError::invalid_input(message),
-                AnnounceError::NotFound(message) => CapabilityError::not_found(message),
+                AnnounceError::InvalidInput(error) => {
+                    CapabilityError::invalid_input(error.to_string())
+                }
+                AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
         self.note_claims(caller, &announced);
         Ok(announced)
