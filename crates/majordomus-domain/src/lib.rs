@@ -8,6 +8,7 @@
 //! and the app decides where time comes from.
 
 pub mod board;
+pub mod briefing;
 pub mod checkouts;
 pub mod episodes;
 pub mod ids;
