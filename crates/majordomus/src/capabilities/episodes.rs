@@ -6,6 +6,7 @@ use majordomus_domain::episodes::{
     AttachInput, Attached, ConnectionEpisode, ConnectionEpisodeState, DetachInput, EpisodeList,
     validate_external_id,
 };
+use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -158,7 +159,7 @@ fn render_episode(episode: &ConnectionEpisode, mine: bool) -> String {
     };
     format!(
         "{}{}  {state}, {holder}  opened {}  last active {} s ago  {} attachment{}\n    {}",
-        episode.external_id,
+        for_terminal(&episode.external_id),
         if mine { " (yours)" } else { "" },
         episode.opened_at,
         episode.last_activity_seconds_ago,
