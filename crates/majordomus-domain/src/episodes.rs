@@ -29,9 +29,10 @@ use std::time::{Duration, SystemTime};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::has_line_break;
 use crate::ids::rfc3339;
+use crate::limits;
 use crate::peers::PeerId;
+use crate::text::{self, Field, TextError};
 
 /// What `repository` says until the repository's episode driver reports.
 const NOT_YET_REPORTED: &str = "no episode driver has reported on this episode yet";
@@ -81,7 +82,8 @@ pub struct ConnectionEpisode {
 pub struct AttachInput {
     /// Your client's own durable id for this piece of work, such as its conversation id.
     /// It must survive a reconnect, so never send the peer id, which changes with every
-    /// connection.
+    /// connection. One line of plain text, at most 256 characters.
+    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
     pub external_id: String,
 }
 
@@ -91,6 +93,7 @@ pub struct AttachInput {
 pub struct DetachInput {
     /// The episode to close; leave it out to close the one your connection holds.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
     pub external_id: Option<String>,
 }
 
@@ -132,23 +135,11 @@ pub struct AttachOutcome {
     pub released_previous: Option<ConnectionEpisode>,
 }
 
-/// Checks an `external_id` before it names an episode: it must be one non-blank line.
-pub fn validate_external_id(external_id: &str) -> Result<(), String> {
-    if external_id.trim().is_empty() {
-        return Err(
-            "`external_id` is blank: send your client's own durable id for this \
-                    work, such as its conversation id"
-                .to_owned(),
-        );
-    }
-    if has_line_break(external_id) {
-        return Err(
-            "`external_id` spans several lines: send a one-line id, such as your \
-                    client's conversation id"
-                .to_owned(),
-        );
-    }
-    Ok(())
+/// Checks an `external_id` before it names an episode: one non-blank line of at most
+/// [`limits::EXTERNAL_ID_CHARS`] characters, without control or bidirectional formatting
+/// characters.
+pub fn validate_external_id(external_id: &str) -> Result<(), TextError> {
+    text::check(Field::ExternalId, external_id)
 }
 
 /// One server's episodes, keyed by external id.
@@ -421,15 +412,41 @@ mod tests {
     }
 
     #[test]
-    fn external_ids_are_one_non_blank_line() {
+    fn external_ids_are_one_non_blank_line_of_plain_text_within_the_limit() {
         assert!(validate_external_id("conv-42").is_ok());
-        assert!(validate_external_id(" ").unwrap_err().contains("blank"));
-        assert!(
-            validate_external_id("a\nb")
-                .unwrap_err()
-                .contains("one-line")
-        );
+        let message = |id: &str| validate_external_id(id).unwrap_err().to_string();
+        assert!(message(" ").contains("blank"));
+        assert!(message("a\nb").contains("one-line"));
         assert!(validate_external_id("a\rb").is_err());
+        for (id, code) in [
+            ("conv\x1b[2J", "U+001B"),
+            ("conv\0", "U+0000"),
+            ("\u{202e}conv", "U+202E"),
+            ("conv\u{200f}", "U+200F"),
+        ] {
+            let message = message(id);
+            assert!(message.contains(code), "{message}");
+            assert!(message.contains("`external_id`"), "{message}");
+        }
+        let longest = "i".repeat(limits::EXTERNAL_ID_CHARS);
+        assert!(validate_external_id(&longest).is_ok());
+        let message = message(&format!("{longest}i"));
+        assert!(
+            message.contains("at most 256 characters; this one has 257"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn episode_inputs_carry_the_id_limits_in_their_schemas() {
+        let attach = serde_json::to_value(schemars::schema_for!(AttachInput)).unwrap();
+        let id = &attach["properties"]["external_id"];
+        assert_eq!(id["minLength"], 1);
+        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
+        let detach = serde_json::to_value(schemars::schema_for!(DetachInput)).unwrap();
+        let id = &detach["properties"]["external_id"];
+        assert_eq!(id["minLength"], 1, "{detach:#}");
+        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
     }
 
     #[test]

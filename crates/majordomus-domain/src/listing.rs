@@ -41,12 +41,15 @@
 //! assert_eq!(silent(&peers), 0);
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
-use crate::paths::{normalize, normalize_relative};
+use crate::pairs::PairSample;
+use crate::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
 use crate::peers::{ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
 
-/// Where one claimed path sits in the input: peer, claim of that peer, path of that claim.
+/// Where one claimed path sits: peer and claim of that peer in the input, and path of that
+/// claim's normalised paths.
 #[derive(Debug, Clone, Copy)]
 struct At {
     peer: usize,
@@ -57,85 +60,135 @@ struct At {
 /// A claim's place in the input: (peer, claim of that peer).
 type ClaimAt = (usize, usize);
 
-/// Which paths of two claims meet, as (index in one, index in the other), in order.
-type PathPairs = BTreeSet<(usize, usize)>;
-
-/// Every pair of claims of different peers whose paths meet, each pair once.
+/// Every pair of claims of different peers whose paths meet, each pair once, each listing
+/// the first few path pairs and counting the rest in `more_paths`.
 ///
 /// Peers are different when their `(checkout.id, id)` differ, so the `p1` of two checkouts
 /// are two peers. Each claim's paths are normalised against its own peer's worktree (or as
-/// repository-relative when the peer has no checkout); a path that cannot be normalised
-/// meets nothing. In each entry the peer given earlier is the top-level side and the later
-/// one is `with`; entries are ordered by the earlier side's peer and claim, then the
-/// later side's.
+/// repository-relative when the peer has no checkout) and its repeats dropped; a path that
+/// cannot be normalised meets nothing. In each entry the peer given earlier is the
+/// top-level side and the later one is `with`; entries are ordered by the earlier side's
+/// peer and claim, then the later side's.
+///
+/// The work is a sort of all the paths plus one step per pair of paths that meet: sorted
+/// by components, the paths below a path follow it, so one pass that keeps the chain of
+/// ancestors of the current path visits exactly the meeting pairs, never a pair that does
+/// not meet and never one twice.
 pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
-    // Every claimed path under a key in which a path's descendants sort right after it: its
-    // components joined by NUL, the lowest byte. The paths a path meets as an ancestor (or
-    // equal) are then one contiguous run after it, and no pair of strings is compared
-    // outside the pairs that meet.
-    let mut entries: Vec<(String, At)> = Vec::new();
-    for (p, peer) in peers.iter().enumerate() {
-        let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
-        for (c, claim) in peer.claims.iter().enumerate() {
-            for (s, raw) in claim.scope.iter().enumerate() {
-                let normalized = match root {
-                    Some(root) => normalize(raw, root),
-                    None => normalize_relative(raw),
+    let normalized: Vec<Vec<Vec<ClaimPath>>> = peers
+        .iter()
+        .map(|peer| {
+            let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
+            peer.claims
+                .iter()
+                .map(|claim| {
+                    let paths = claim
+                        .scope
+                        .iter()
+                        .filter_map(|raw| match root {
+                            Some(root) => normalize(raw, root).ok(),
+                            None => normalize_relative(raw).ok(),
+                        })
+                        .collect();
+                    without_repeats(paths)
+                })
+                .collect()
+        })
+        .collect();
+    // The same peer may be listed more than once; one number per (checkout, id) tells.
+    let mut identities: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+    let identity: Vec<usize> = peers
+        .iter()
+        .map(|peer| {
+            let key = (
+                peer.checkout.as_ref().map(|c| c.id.as_str()),
+                peer.id.as_str(),
+            );
+            let next = identities.len();
+            *identities.entry(key).or_insert(next)
+        })
+        .collect();
+
+    let mut entries: Vec<(&[String], At)> = Vec::new();
+    for (p, claims) in normalized.iter().enumerate() {
+        for (c, paths) in claims.iter().enumerate() {
+            for (s, path) in paths.iter().enumerate() {
+                let at = At {
+                    peer: p,
+                    claim: c,
+                    path: s,
                 };
-                if let Ok(path) = normalized {
-                    let at = At {
-                        peer: p,
-                        claim: c,
-                        path: s,
-                    };
-                    entries.push((path.components().join("\0"), at));
-                }
+                entries.push((path.components(), at));
             }
         }
     }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
 
-    // (earlier claim, later claim) -> {(earlier's path, later's path)}, where the earlier
-    // claim's peer comes first in the input.
-    let mut met: BTreeMap<(ClaimAt, ClaimAt), PathPairs> = BTreeMap::new();
-    for (i, (key, one)) in entries.iter().enumerate() {
-        let end = if key.is_empty() {
-            entries.len()
-        } else {
-            i + entries[i..].partition_point(|(other, _)| at_or_below(other, key))
-        };
-        for (_, other) in &entries[i + 1..end] {
-            if same_peer(&peers[one.peer], &peers[other.peer]) {
-                continue;
-            }
-            let (earlier, later) = if one.peer < other.peer {
-                (one, other)
-            } else {
-                (other, one)
-            };
-            met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
-                .or_default()
-                .insert((earlier.path, later.path));
+    // (earlier claim, later claim) -> the pairs (earlier's path, later's path), where the
+    // earlier claim's peer comes first in the input.
+    let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
+    let mut meet = |one: &At, other: &At| {
+        if identity[one.peer] == identity[other.peer] {
+            return;
         }
+        let (earlier, later) = if one.peer < other.peer {
+            (one, other)
+        } else {
+            (other, one)
+        };
+        met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
+            .or_default()
+            .add((earlier.path, later.path));
+    };
+    // Runs of equal keys that are ancestors of the current key, outermost first.
+    let mut ancestors: Vec<Range<usize>> = Vec::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let key = entries[start].0;
+        let end = entries[start..]
+            .iter()
+            .position(|(other, _)| *other != key)
+            .map_or(entries.len(), |n| start + n);
+        while ancestors
+            .last()
+            .is_some_and(|run| !key.starts_with(entries[run.start].0))
+        {
+            ancestors.pop();
+        }
+        for (i, (_, one)) in entries[start..end].iter().enumerate() {
+            for run in &ancestors {
+                for (_, other) in &entries[run.clone()] {
+                    meet(other, one);
+                }
+            }
+            for (_, other) in &entries[start..start + i] {
+                meet(other, one);
+            }
+        }
+        ancestors.push(start..end);
+        start = end;
     }
 
     met.into_iter()
         .map(|(((ep, ec), (lp, lc)), pairs)| {
             let (earlier, later) = (&peers[ep], &peers[lp]);
             let (theirs, yours) = (&earlier.claims[ec], &later.claims[lc]);
+            let (their_paths, your_paths) = (&normalized[ep][ec], &normalized[lp][lc]);
+            let (listed, more_paths) = pairs.finish();
             ListedOverlap {
                 overlap: Overlap {
                     peer: earlier.id.clone(),
                     attached: earlier.attached,
                     intent: theirs.intent.clone(),
                     checkout: earlier.checkout.clone(),
-                    paths: pairs
+                    paths: listed
                         .into_iter()
                         .map(|(t, y)| OverlapPath {
-                            yours: yours.scope[y].clone(),
-                            theirs: theirs.scope[t].clone(),
+                            yours: your_paths[y].as_written().to_owned(),
+                            theirs: their_paths[t].as_written().to_owned(),
                         })
                         .collect(),
+                    more_paths,
                 },
                 with: OverlapSide {
                     peer: later.id.clone(),
@@ -157,23 +210,12 @@ pub fn silent(peers: &[Peer]) -> usize {
         .count()
 }
 
-/// Whether `key` names `ancestor` itself or a path inside it (keys as `overlaps_among` makes
-/// them).
-fn at_or_below(key: &str, ancestor: &str) -> bool {
-    key == ancestor || (key.starts_with(ancestor) && key.as_bytes().get(ancestor.len()) == Some(&0))
-}
-
-fn same_peer(a: &Peer, b: &Peer) -> bool {
-    fn checkout_id(peer: &Peer) -> Option<&str> {
-        peer.checkout.as_ref().map(|c| c.id.as_str())
-    }
-    a.id == b.id && checkout_id(a) == checkout_id(b)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits;
     use crate::peers::{Announcement, ClientInfo, PeerCheckout, PeerId, Transport};
+    use crate::testing::Lcg;
 
     fn checkout(worktree: &str) -> PeerCheckout {
         PeerCheckout {
@@ -234,11 +276,14 @@ mod tests {
     /// (top-level peer @ worktree, with peer @ worktree, [(theirs, yours)])
     type Summary = (String, String, Vec<(String, String)>);
 
-    fn summary(overlaps: &[ListedOverlap]) -> Vec<Summary> {
-        let name = |peer: &PeerId, checkout: &Option<PeerCheckout>| match checkout {
+    fn name(peer: &PeerId, checkout: &Option<PeerCheckout>) -> String {
+        match checkout {
             Some(c) => format!("{peer}@{}", c.worktree),
             None => peer.to_string(),
-        };
+        }
+    }
+
+    fn summary(overlaps: &[ListedOverlap]) -> Vec<Summary> {
         overlaps
             .iter()
             .map(|o| {
@@ -378,5 +423,147 @@ mod tests {
         ];
         assert_eq!(silent(&peers), 2);
         assert!(overlaps_among(&peers).is_empty());
+    }
+    /// `overlaps_among` by its definition: every pair of claims of different peers, every
+    /// pair of their unrepeated normalised paths compared directly.
+    fn brute_force(peers: &[Peer]) -> Vec<Counted> {
+        let normal = |peer: &Peer, raw: &str| match &peer.checkout {
+            Some(c) => normalize(raw, &c.worktree).ok(),
+            None => normalize_relative(raw).ok(),
+        };
+        let unrepeated = |peer: &Peer, scope: &[String]| -> Vec<ClaimPath> {
+            let mut kept: Vec<ClaimPath> = Vec::new();
+            for path in scope.iter().filter_map(|raw| normal(peer, raw)) {
+                if !kept.iter().any(|k| k.components() == path.components()) {
+                    kept.push(path);
+                }
+            }
+            kept
+        };
+        let mut expected = Vec::new();
+        for (i, earlier) in peers.iter().enumerate() {
+            for theirs in &earlier.claims {
+                for later in &peers[i + 1..] {
+                    if same_peer(earlier, later) {
+                        continue;
+                    }
+                    for yours in &later.claims {
+                        let mut pairs = Vec::new();
+                        for t in unrepeated(earlier, &theirs.scope) {
+                            for y in unrepeated(later, &yours.scope) {
+                                if t.meets(&y) {
+                                    pairs.push((
+                                        t.as_written().to_owned(),
+                                        y.as_written().to_owned(),
+                                    ));
+                                }
+                            }
+                        }
+                        if !pairs.is_empty() {
+                            let more = pairs.len().saturating_sub(limits::OVERLAP_PATH_PAIRS);
+                            pairs.truncate(limits::OVERLAP_PATH_PAIRS);
+                            expected.push((
+                                name(&earlier.id, &earlier.checkout),
+                                name(&later.id, &later.checkout),
+                                pairs,
+                                more as u32,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        expected
+    }
+
+    fn same_peer(a: &Peer, b: &Peer) -> bool {
+        let checkout_id = |peer: &Peer| peer.checkout.as_ref().map(|c| c.id.clone());
+        a.id == b.id && checkout_id(a) == checkout_id(b)
+    }
+
+    /// A [`Summary`] with the count of pairs not listed.
+    type Counted = (String, String, Vec<(String, String)>, u32);
+
+    fn with_more(overlaps: &[ListedOverlap]) -> Vec<Counted> {
+        summary(overlaps)
+            .into_iter()
+            .zip(overlaps)
+            .map(|((a, b, pairs), o)| (a, b, pairs, o.overlap.more_paths))
+            .collect()
+    }
+
+    #[test]
+    fn random_listings_agree_with_the_simple_definition() {
+        let mut rng = Lcg(11);
+        let worktrees = [Some("/repo"), Some("/wt/b"), None];
+        for round in 0..60 {
+            let mut peers = Vec::new();
+            for n in 0..rng.below(7) {
+                let worktree = worktrees[rng.below(worktrees.len())];
+                let claims = (0..rng.below(3))
+                    .map(|c| {
+                        let mut scope = rng.scope(10);
+                        if rng.below(4) == 0
+                            && let Some(root) = worktree
+                        {
+                            scope.push(format!("{root}/{}", rng.path()));
+                        }
+                        let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+                        claim(Some(&format!("c{c}")), "work", &scope)
+                    })
+                    .collect();
+                peers.push(peer(1 + n as u64 % 3, worktree, claims));
+            }
+            if let Some(again) = peers.first().cloned() {
+                peers.push(again);
+            }
+            let listed = overlaps_among(&peers);
+            assert_eq!(with_more(&listed), brute_force(&peers), "round {round}");
+        }
+    }
+
+    #[test]
+    fn repeats_count_once_and_wide_overlaps_are_capped_with_a_count() {
+        let copies = vec!["a"; 200_000];
+        let peers = [
+            peer(1, Some("/repo"), vec![claim(None, "one", &copies)]),
+            peer(2, Some("/repo"), vec![claim(None, "two", &copies)]),
+        ];
+        let listed = overlaps_among(&peers);
+        assert_eq!(
+            with_more(&listed),
+            [(
+                "p1@/repo".to_owned(),
+                "p2@/repo".to_owned(),
+                pairs(&[("a", "a")]),
+                0
+            )]
+        );
+
+        let wide: Vec<String> = (0..20).map(|n| format!("x/{n:02}")).collect();
+        let wide: Vec<&str> = wide.iter().map(String::as_str).collect();
+        let peers = [
+            peer(1, Some("/repo"), vec![claim(None, "wide", &wide)]),
+            peer(2, None, vec![claim(None, "all of x", &["x", "x/00/y"])]),
+        ];
+        let listed = overlaps_among(&peers);
+        assert_eq!(listed.len(), 1);
+        let overlap = &listed[0].overlap;
+        assert_eq!(overlap.paths.len(), limits::OVERLAP_PATH_PAIRS);
+        assert_eq!(overlap.more_paths, 21 - 8);
+        assert_eq!(
+            (
+                overlap.paths[0].theirs.as_str(),
+                overlap.paths[0].yours.as_str()
+            ),
+            ("x/00", "x")
+        );
+        assert_eq!(
+            (
+                overlap.paths[1].theirs.as_str(),
+                overlap.paths[1].yours.as_str()
+            ),
+            ("x/00", "x/00/y")
+        );
     }
 }

@@ -18,7 +18,10 @@
 //! assert!(normalize("../elsewhere", root).is_err());
 //! ```
 
-use std::fmt;
+use std::collections::HashSet;
+
+use crate::limits;
+use crate::text::{RefusedChar, find_refused, for_terminal};
 
 /// A path a peer claimed, normalised for comparison but remembered as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,19 +55,66 @@ impl ClaimPath {
     }
 }
 
-/// Why a claimed path was refused. Each message names the path and says what to write
-/// instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a claimed path was refused. Each message names the path (escaped, and cut when
+/// long) and says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
     /// The path was empty or only whitespace.
+    #[error(
+        "a scope path is empty: name a repository-relative path such as `src/parser`, or `.` \
+         for the whole repository"
+    )]
     Empty,
+    /// The path is longer than [`limits::PATH_BYTES`].
+    #[error(
+        "a scope path holds at most {} bytes; the one starting `{start}` has {bytes}: claim a \
+         directory that contains it instead",
+        limits::PATH_BYTES
+    )]
+    TooLong {
+        /// The beginning of the path, escaped.
+        start: String,
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// The path has more than [`limits::PATH_COMPONENTS`] components.
+    #[error(
+        "a scope path holds at most {} components; `{path}` has {components}: claim a \
+         directory higher up instead",
+        limits::PATH_COMPONENTS
+    )]
+    TooDeep {
+        /// The path as written, cut when long.
+        path: String,
+        /// How many components it has below the repository root.
+        components: usize,
+    },
+    /// The path holds a line break, a control or a bidirectional formatting character.
+    #[error(
+        "the scope path `{path}` contains {found}, which would reach other agents and \
+         terminals as is: write the path in plain text"
+    )]
+    Unprintable {
+        /// The path, escaped and cut when long.
+        path: String,
+        /// The first such character.
+        found: RefusedChar,
+    },
     /// The path has a `..` component. Claims name ground inside the repository, and a
     /// strict refusal is clearer than guessing what a `..` was meant to reach.
+    #[error(
+        "the scope path `{path}` contains `..`: scope paths stay inside the repository, so \
+         write it relative to the repository root without `..`"
+    )]
     ParentComponent {
         /// The path as written.
         path: String,
     },
     /// The path is absolute and not inside the checkout.
+    #[error(
+        "the scope path `{path}` is outside this checkout (`{root}`): write a path relative \
+         to the repository root, or an absolute path under `{root}`"
+    )]
     OutsideCheckout {
         /// The path as written.
         path: String,
@@ -72,39 +122,15 @@ pub enum PathError {
         root: String,
     },
     /// The path is absolute but there is no checkout root to make it relative to.
+    #[error(
+        "the scope path `{path}` is absolute and there is no checkout to resolve it against: \
+         write it relative to the repository root"
+    )]
     Absolute {
         /// The path as written.
         path: String,
     },
 }
-
-impl fmt::Display for PathError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PathError::Empty => f.write_str(
-                "a scope path is empty: name a repository-relative path such as `src/parser`, \
-                 or `.` for the whole repository",
-            ),
-            PathError::ParentComponent { path } => write!(
-                f,
-                "the scope path `{path}` contains `..`: scope paths stay inside the repository, \
-                 so write it relative to the repository root without `..`"
-            ),
-            PathError::OutsideCheckout { path, root } => write!(
-                f,
-                "the scope path `{path}` is outside this checkout (`{root}`): write a path \
-                 relative to the repository root, or an absolute path under `{root}`"
-            ),
-            PathError::Absolute { path } => write!(
-                f,
-                "the scope path `{path}` is absolute and there is no checkout to resolve it \
-                 against: write it relative to the repository root"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for PathError {}
 
 /// Normalises a path a peer claimed in the checkout rooted at `checkout_root` (given
 /// canonical, absolute).
@@ -112,8 +138,11 @@ impl std::error::Error for PathError {}
 /// Surrounding whitespace, empty components (`//`, a trailing `/`) and `.` components are
 /// dropped; an absolute path under the root becomes relative to it; `.` or the root itself
 /// is the whole repository. A `..` anywhere, an absolute path outside the root, and an
-/// empty path are refused. A component with a glob character (`*`, `?`, `[`, `{`) ends the
-/// comparable part: `src/**/*.rs` meets as `src`, and `*.rs` as the whole repository.
+/// empty path are refused, and so is a path over [`limits::PATH_BYTES`] bytes, with more
+/// than [`limits::PATH_COMPONENTS`] components below the root, or holding a character
+/// [`crate::text::classify`] refuses. A component with a glob character (`*`, `?`, `[`,
+/// `{`) ends the comparable part: `src/**/*.rs` meets as `src`, and `*.rs` as the whole
+/// repository.
 pub fn normalize(raw: &str, checkout_root: &str) -> Result<ClaimPath, PathError> {
     normalize_under(raw, Some(checkout_root))
 }
@@ -124,11 +153,32 @@ pub fn normalize_relative(raw: &str) -> Result<ClaimPath, PathError> {
     normalize_under(raw, None)
 }
 
-fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, PathError> {
+/// The checks of [`normalize`] that need no checkout root and no splitting: not empty, not
+/// too long, no refused character. Cheap enough to run on every path of a scope before any
+/// is normalised.
+pub fn check_written(raw: &str) -> Result<(), PathError> {
     let written = raw.trim();
     if written.is_empty() {
         return Err(PathError::Empty);
     }
+    if written.len() > limits::PATH_BYTES {
+        return Err(PathError::TooLong {
+            start: excerpt(written),
+            bytes: written.len(),
+        });
+    }
+    if let Some(found) = find_refused(written) {
+        return Err(PathError::Unprintable {
+            path: excerpt(written),
+            found,
+        });
+    }
+    Ok(())
+}
+
+fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, PathError> {
+    check_written(raw)?;
+    let written = raw.trim();
     let mut components = literal_components(written);
     if components.contains(&"..") {
         return Err(PathError::ParentComponent {
@@ -150,6 +200,12 @@ fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, 
         }
         components.drain(..root_components.len());
     }
+    if components.len() > limits::PATH_COMPONENTS {
+        return Err(PathError::TooDeep {
+            path: excerpt(written),
+            components: components.len(),
+        });
+    }
     let literal = components.iter().take_while(|c| !is_glob(c)).count();
     Ok(ClaimPath {
         written: written.to_owned(),
@@ -158,6 +214,29 @@ fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, 
             .map(|c| (*c).to_owned())
             .collect(),
     })
+}
+
+/// The paths without repeats: of paths with the same components (`src`, `./src/`), only
+/// the first is kept, as written. A scope is a set of places; a repeat would only multiply
+/// the work of every comparison with it.
+pub fn without_repeats(mut paths: Vec<ClaimPath>) -> Vec<ClaimPath> {
+    let mut seen = HashSet::with_capacity(paths.len());
+    let first: Vec<bool> = paths.iter().map(|p| seen.insert(p.components())).collect();
+    let mut first = first.into_iter();
+    paths.retain(|_| first.next().unwrap_or(false));
+    paths
+}
+
+/// How many characters of a refused path its message shows.
+const EXCERPT_CHARS: usize = 64;
+
+/// The beginning of a path for a message: escaped, and cut with an ellipsis when long.
+fn excerpt(path: &str) -> String {
+    let mut shown: String = path.chars().take(EXCERPT_CHARS).collect();
+    if shown.len() < path.len() {
+        shown.push('…');
+    }
+    for_terminal(&shown).into_owned()
 }
 
 /// The components of `path` that name something: empty ones and `.` say nothing.
@@ -290,5 +369,104 @@ mod tests {
         assert!(matches!(err, PathError::Absolute { .. }));
         assert!(err.to_string().contains("`/srv/repo/a`"));
         assert!(normalize_relative("../a").is_err());
+    }
+    #[test]
+    fn a_path_is_refused_just_over_its_byte_limit_before_it_is_split() {
+        let at_limit = "a/".repeat(limits::PATH_BYTES / 2 - 1) + "bc";
+        assert_eq!(at_limit.len(), limits::PATH_BYTES);
+        let err = normalize(&at_limit, ROOT).unwrap_err();
+        assert!(
+            matches!(err, PathError::TooDeep { .. }),
+            "within the bytes, over the depth: {err}"
+        );
+        let wide_at_limit = "x".repeat(limits::PATH_BYTES);
+        assert_eq!(path(&wide_at_limit).components().len(), 1);
+
+        let over = "x".repeat(limits::PATH_BYTES + 1);
+        let err = normalize(&over, ROOT).unwrap_err();
+        assert_eq!(
+            err,
+            PathError::TooLong {
+                start: format!("{}…", "x".repeat(64)),
+                bytes: limits::PATH_BYTES + 1
+            }
+        );
+        let message = err.to_string();
+        assert!(message.contains("at most 1024 bytes"), "{message}");
+        assert!(message.contains("has 1025"), "{message}");
+        assert!(
+            message.len() < 300,
+            "the message does not echo the whole path"
+        );
+        // surrounding whitespace is not counted
+        assert!(normalize(&format!("  {wide_at_limit}  "), ROOT).is_ok());
+    }
+
+    #[test]
+    fn a_path_is_refused_just_over_its_depth_below_the_root() {
+        let deepest = vec!["d"; limits::PATH_COMPONENTS].join("/");
+        assert_eq!(path(&deepest).components().len(), limits::PATH_COMPONENTS);
+        // the root's own components do not count, nor do empty and `.` ones
+        assert!(normalize(&format!("/srv/repo/{deepest}"), ROOT).is_ok());
+        assert!(normalize(&format!("./{}", deepest.replace('/', "//./")), ROOT).is_ok());
+        let deeper = format!("{deepest}/e");
+        let err = normalize(&deeper, ROOT).unwrap_err();
+        assert!(
+            matches!(err, PathError::TooDeep { components: 65, .. }),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("at most 64 components"), "{message}");
+        assert!(message.contains("has 65"), "{message}");
+        // globs count too: the limit is on what was written
+        assert!(normalize(&format!("{deepest}/*.rs"), ROOT).is_err());
+    }
+
+    #[test]
+    fn control_line_break_and_bidi_characters_are_refused_and_shown_escaped() {
+        for (raw, code) in [
+            ("src/x\n  overlap: p7 (rm -rf) and p8", "U+000A"),
+            ("src/\x1b[31mred", "U+001B"),
+            ("src/a\0b", "U+0000"),
+            ("src/\u{202e}txt.rs", "U+202E"),
+            ("src/\u{2066}x", "U+2066"),
+            ("src/\u{9b}x", "U+009B"),
+            ("src/\u{7f}", "U+007F"),
+        ] {
+            let err = normalize(raw, ROOT).unwrap_err();
+            assert!(
+                matches!(err, PathError::Unprintable { .. }),
+                "{raw:?}: {err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains(code), "{message}");
+            assert!(
+                message.chars().all(|c| crate::text::classify(c).is_none()),
+                "nothing raw in {message:?}"
+            );
+            assert!(message.contains("`src/"), "the path is named: {message}");
+            assert!(normalize_relative(raw).is_err());
+            assert!(check_written(raw).is_err());
+        }
+        // trailing whitespace, a line break included, is trimmed like any other
+        assert_eq!(path("src/x\n").components(), ["src", "x"]);
+    }
+
+    #[test]
+    fn repeats_are_dropped_by_components_keeping_the_first_as_written() {
+        let paths: Vec<ClaimPath> = ["./src/", "docs", "src", "src/a", "/srv/repo/src", "docs/"]
+            .into_iter()
+            .map(path)
+            .collect();
+        let kept = without_repeats(paths);
+        let kept: Vec<&str> = kept.iter().map(ClaimPath::as_written).collect();
+        assert_eq!(kept, ["./src/", "docs", "src/a"]);
+        let many = vec![path("a"); 200_000];
+        assert_eq!(without_repeats(many).len(), 1);
+        // globs with the same literal prefix are repeats of it
+        assert_eq!(
+            without_repeats(vec![path("src/*.rs"), path("src")]).len(),
+            1
+        );
     }
 }

@@ -19,6 +19,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::{limits, text};
+
 /// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
 /// that server runs. A position on one board, not a durable identity.
 #[derive(
@@ -64,6 +66,28 @@ impl ClientInfo {
             name: "(not initialized)".to_owned(),
             version: String::new(),
             title: None,
+        }
+    }
+
+    /// What the board keeps of what a client said about itself. A client cannot correct its
+    /// own name, so nothing is refused: line breaks, control and bidirectional formatting
+    /// characters become U+FFFD, each text is cut to its limit
+    /// ([`limits::CLIENT_NAME_CHARS`], [`limits::CLIENT_VERSION_CHARS`],
+    /// [`limits::CLIENT_TITLE_CHARS`]), a blank name reads as an uninitialized client and a
+    /// blank title as none.
+    pub fn sanitized(self) -> Self {
+        let name = text::sanitized(&self.name, limits::CLIENT_NAME_CHARS);
+        ClientInfo {
+            name: if name.is_empty() {
+                ClientInfo::uninitialized().name
+            } else {
+                name
+            },
+            version: text::sanitized(&self.version, limits::CLIENT_VERSION_CHARS),
+            title: self
+                .title
+                .map(|title| text::sanitized(&title, limits::CLIENT_TITLE_CHARS))
+                .filter(|title| !title.is_empty()),
         }
     }
 }
@@ -172,24 +196,42 @@ pub struct Overlap {
     /// The checkout the other peer is attached to, when the answer knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
-    /// Each pair of paths that meet, one entry per pair.
+    /// Pairs of paths that meet, one entry per pair: at most 8, the first by position in
+    /// each scope.
     pub paths: Vec<OverlapPath>,
+    /// How many more pairs of paths meet than `paths` lists; absent when it lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_paths: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The input of `peers.announce`: what the calling peer is working on and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnnounceInput {
-    /// One line in your own words: the task, question or intent.
+    /// One line in your own words: the task, question or intent. Plain text: line breaks,
+    /// control and bidirectional formatting characters are refused.
+    #[schemars(length(min = 1, max = limits::INTENT_CHARS))]
     pub intent: String,
     /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
-    /// the whole repository. Other peers read it to stay clear; nothing enforces it.
+    /// the whole repository. Other peers read it to stay clear; nothing enforces it. Each
+    /// path holds at most 1,024 bytes and 64 components; a path repeated (in any spelling)
+    /// counts once.
     #[serde(default)]
+    #[schemars(
+        length(max = limits::SCOPE_PATHS),
+        inner(length(min = 1, max = limits::PATH_BYTES))
+    )]
     pub scope: Vec<String>,
     /// A name for this claim, when one session carries several pieces of work (subagents,
     /// say). A named claim stands beside your others and is replaced by announcing under the
-    /// same name again; leave it out to update your one unnamed claim.
+    /// same name again; leave it out to update your one unnamed claim. A peer holds at most
+    /// 32 named claims.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = limits::CLAIM_NAME_CHARS))]
     pub claim: Option<String>,
 }
 
@@ -378,6 +420,7 @@ mod tests {
                     yours: "src/a".into(),
                     theirs: "src".into(),
                 }],
+                more_paths: 0,
             },
             with: OverlapSide {
                 peer: PeerId::nth(2),
@@ -397,5 +440,34 @@ mod tests {
             required(&schema),
             ["attached", "intent", "paths", "peer", "with"]
         );
+    }
+    #[test]
+    fn announce_input_schema_carries_the_limits() {
+        let schema = schema_of::<AnnounceInput>();
+        let properties = &schema["properties"];
+        assert_eq!(properties["intent"]["minLength"], 1);
+        assert_eq!(properties["intent"]["maxLength"], limits::INTENT_CHARS);
+        assert_eq!(properties["scope"]["maxItems"], limits::SCOPE_PATHS);
+        assert_eq!(properties["scope"]["items"]["minLength"], 1);
+        assert_eq!(
+            properties["scope"]["items"]["maxLength"],
+            limits::PATH_BYTES
+        );
+        assert_eq!(properties["claim"]["minLength"], 1, "{schema:#}");
+        assert_eq!(properties["claim"]["maxLength"], limits::CLAIM_NAME_CHARS);
+        // the descriptions state the limits the board applies
+        let scope = properties["scope"]["description"].as_str().unwrap();
+        assert!(scope.contains("1,024 bytes and 64 components"), "{scope}");
+        let claim = properties["claim"]["description"].as_str().unwrap();
+        assert!(claim.contains(&format!("{} named claims", limits::NAMED_CLAIMS)));
+        let overlap = schema_of::<Overlap>();
+        let paths = overlap["properties"]["paths"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            paths.contains(&format!("at most {}", limits::OVERLAP_PATH_PAIRS)),
+            "{paths}"
+        );
+        assert!(!required(&overlap).contains(&"more_paths"));
     }
 }

@@ -6,6 +6,7 @@ use majordomus_domain::episodes::{
     AttachInput, Attached, ConnectionEpisode, ConnectionEpisodeState, DetachInput, EpisodeList,
     validate_external_id,
 };
+use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -158,7 +159,7 @@ fn render_episode(episode: &ConnectionEpisode, mine: bool) -> String {
     };
     format!(
         "{}{}  {state}, {holder}  opened {}  last active {} s ago  {} attachment{}\n    {}",
-        episode.external_id,
+        for_terminal(&episode.external_id),
         if mine { " (yours)" } else { "" },
         episode.opened_at,
         episode.last_activity_seconds_ago,
@@ -210,7 +211,8 @@ impl Operation for EpisodesAttach {
     };
 
     async fn run(ctx: &Context, input: AttachInput) -> Result<Attached, CapabilityError> {
-        validate_external_id(&input.external_id).map_err(CapabilityError::invalid_input)?;
+        validate_external_id(&input.external_id)
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool_of(&Self::DECLARATION)));
         };
@@ -264,7 +266,8 @@ impl Operation for EpisodesDetach {
     async fn run(ctx: &Context, input: DetachInput) -> Result<Detached, CapabilityError> {
         let tool = tool_of(&Self::DECLARATION);
         if let Some(external_id) = &input.external_id {
-            validate_external_id(external_id).map_err(CapabilityError::invalid_input)?;
+            validate_external_id(external_id)
+                .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         }
         let Some(server) = &ctx.server else {
             return Err(needs_a_session(tool));

@@ -2,11 +2,13 @@
 
 use std::time::SystemTime;
 
+use majordomus_domain::board::check_announcement;
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::listing::{overlaps_among, silent};
 use majordomus_domain::peers::{
     AnnounceInput, Announced, ListedOverlap, Peer, PeerCheckout, PeerId,
 };
+use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -187,18 +189,21 @@ impl Operation for PeersList {
                 Some(c) => format!("{peer} in {}", c.worktree),
                 None => peer.to_string(),
             };
-            let paths: Vec<String> = overlap
+            let mut paths: Vec<String> = overlap
                 .overlap
                 .paths
                 .iter()
-                .map(|p| format!("{} ~ {}", p.theirs, p.yours))
+                .map(|p| format!("{} ~ {}", for_terminal(&p.theirs), for_terminal(&p.yours)))
                 .collect();
+            if overlap.overlap.more_paths > 0 {
+                paths.push(format!("{} more", overlap.overlap.more_paths));
+            }
             text.push_str(&format!(
                 "\n  overlap: {} ({}) and {} ({}) on {}",
                 side(&overlap.overlap.peer, &overlap.overlap.checkout),
-                overlap.overlap.intent,
+                for_terminal(&overlap.overlap.intent),
                 side(&overlap.with.peer, &overlap.with.checkout),
-                overlap.with.intent,
+                for_terminal(&overlap.with.intent),
                 paths.join(", ")
             ));
         }
@@ -384,6 +389,10 @@ impl Operation for PeersAnnounce {
             .exposure
             .mcp_tool
             .unwrap_or(Self::DECLARATION.id);
+        // Input that could never be accepted is bad input on every surface, before the
+        // question whether this caller can announce at all.
+        check_announcement(&input)
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };

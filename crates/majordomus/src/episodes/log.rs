@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use majordomus_domain::peers::Announcement;
+use majordomus_domain::text::for_terminal;
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -219,9 +220,13 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
     let client = if episode.client.name.is_empty() {
         "(unknown client)".to_string()
     } else if episode.client.version.is_empty() {
-        episode.client.name.clone()
+        for_terminal(&episode.client.name).into_owned()
     } else {
-        format!("{} {}", episode.client.name, episode.client.version)
+        for_terminal(&format!(
+            "{} {}",
+            episode.client.name, episode.client.version
+        ))
+        .into_owned()
     };
     let end = match (&episode.ended, episode.reason) {
         (Some(ended), Some(reason)) => format!("{ended}  closed: {}", reason.as_str()),
@@ -257,7 +262,10 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
     };
     format!(
         "{}  {client} ({})  {} → {end}{notes}  {}{branch}  {claims}",
-        episode.external_id, episode.provider, episode.started, episode.worktree,
+        for_terminal(&episode.external_id),
+        episode.provider,
+        episode.started,
+        episode.worktree,
     )
 }
 

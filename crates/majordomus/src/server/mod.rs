@@ -208,8 +208,10 @@ impl ServerState {
             .board()
             .announce(caller, input, now)
             .map_err(|error| match error {
-                AnnounceError::InvalidInput(message) => CapabilityError::invalid_input(message),
-                AnnounceError::NotFound(message) => CapabilityError::not_found(message),
+                AnnounceError::InvalidInput(error) => {
+                    CapabilityError::invalid_input(error.to_string())
+                }
+                AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
         self.note_claims(caller, &announced);
         Ok(announced)
@@ -217,33 +219,6 @@ impl ServerState {
 
     /// The `initialize` instructions: what the board is for, the caller's id, who else is here.
     pub(crate) fn instructions(&self, me: &PeerId) -> String {
-        let peers = self.board_peers(SystemTime::now());
-        let others: Vec<String> = peers
-            .iter()
-            .filter(|peer| &peer.id != me && peer.attached)
-            .map(|peer| {
-                let claims: Vec<String> = peer
-                    .claims
-                    .iter()
-                    .map(|claim| format!("{} [{}]", claim.intent, claim.scope.join(", ")))
-                    .collect();
-                if claims.is_empty() {
-                    format!("{} ({}, no claim)", peer.id, peer.client.name)
-                } else {
-                    format!("{} ({}: {})", peer.id, peer.client.name, claims.join("; "))
-                }
-            })
-            .collect();
-        let others = if others.is_empty() {
-            "Nobody else is attached to this checkout's board right now.".to_string()
-        } else {
-            format!("Also attached here: {}.", others.join(", "))
-        };
-        format!(
-            "majordomus is the shared board of the agents working on this repository. You are \
-             peer {me}. Call majordomus_announce with your intent and the paths you expect to \
-             touch before you start, and majordomus_peers to see who works where across every \
-             worktree and which claims collide. {others}"
-        )
+        majordomus_domain::briefing::instructions(me, &self.board_peers(SystemTime::now()))
     }
 }

@@ -1,0 +1,58 @@
+//! Every bound on what a peer may put on a board, declared once.
+//!
+//! A board is shared by every agent of a checkout, and whatever one peer writes is stored,
+//! compared with every other claim and echoed to everybody else. Each bound below is far
+//! beyond what a real repository or a well-meaning agent needs, and small enough that a
+//! hostile or confused peer cannot make the server slow, large or crash for the others.
+//! Input over a bound is refused with a message naming it, never cut silently, so a peer
+//! always knows what the board holds of it; only what a client says about itself
+//! (`clientInfo`), which the client cannot correct, is cut to fit instead.
+//!
+//! The input types carry these same constants into their JSON schemas (`maxItems`,
+//! `maxLength`), so what a client reads in a tool schema is what the board enforces.
+
+/// Paths in one claim's scope. A claim names the directories a piece of work touches;
+/// hundreds already means "the whole tree", which `.` says in one path.
+pub const SCOPE_PATHS: usize = 256;
+
+/// Bytes in one scope path, as written. Linux itself refuses paths over 4,096 bytes, and
+/// a repository-relative path over 1,024 is unheard of.
+pub const PATH_BYTES: usize = 1_024;
+
+/// Components (directories and the file name) of one scope path, once normalised. Source
+/// trees rarely go 20 deep; the bound also caps every walk down the path trie.
+pub const PATH_COMPONENTS: usize = 64;
+
+/// Characters in an intent: one line saying what a peer is doing, read by people and other
+/// agents on one line.
+pub const INTENT_CHARS: usize = 1_000;
+
+/// Characters in a claim name, which is a short label such as `parser` or `subagent-2`.
+pub const CLAIM_NAME_CHARS: usize = 64;
+
+/// Named claims one peer may hold at a time (its unnamed claim not counted): enough for a
+/// session with a crowd of subagents, few enough that every answer echoing them stays
+/// short.
+pub const NAMED_CLAIMS: usize = 32;
+
+/// Characters in an episode's external id: clients use UUIDs or similar ids of under 100.
+pub const EXTERNAL_ID_CHARS: usize = 256;
+
+/// Characters kept of a client's `clientInfo.name` (`claude-code`, `gemini-cli-mcp-client`).
+pub const CLIENT_NAME_CHARS: usize = 64;
+
+/// Characters kept of a client's `clientInfo.version`.
+pub const CLIENT_VERSION_CHARS: usize = 64;
+
+/// Characters kept of a client's `clientInfo.title`, a human-readable display name.
+pub const CLIENT_TITLE_CHARS: usize = 128;
+
+/// Path pairs listed in one overlap entry; the rest are counted in `more_paths`. A handful
+/// says where two claims collide; the full product of two wide claims says nothing more.
+pub const OVERLAP_PATH_PAIRS: usize = 8;
+
+/// Bytes (hence at most as many characters) of the instructions a client is given in
+/// `initialize`. Claude Code keeps only the first 2 KB of a server's instructions, and
+/// they sit in the system prompt of every session, so they stay well under that whatever
+/// the peers on the board wrote.
+pub const INSTRUCTIONS_BYTES: usize = 1_500;
