@@ -118,9 +118,11 @@ fn names_commit(root: &Path, name: &str) -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
-/// Reads what the worktree at `root` has changed against `default_branch` (see
-/// [`default_branch`]).
-pub fn read_changes(root: &Path, default_branch: Option<&str>) -> Result<Changes, CheckoutError> {
+/// Reads what the worktree at `root` has changed against the default branch: `configured`,
+/// or the one [`default_branch`] finds.
+pub fn read_changes(root: &Path, configured: Option<&str>) -> Result<Changes, CheckoutError> {
+    let default_branch = default_branch(root, configured);
+    let default_branch = default_branch.as_deref();
     let base = match default_branch {
         Some(branch) => merge_base(root, branch)?,
         None => None,
@@ -290,10 +292,11 @@ impl ChangesCache {
         }
     }
 
-    /// The changes of the worktree at `root`, read now unless an answer younger than the
-    /// interval is kept. A failure is kept too, as git's words, so a broken worktree is not
-    /// asked again on every call.
-    pub fn changes(&self, root: &Path, default_branch: Option<&str>) -> Result<Changes, String> {
+    /// The changes of the worktree at `root` (against the `configured` default branch, or
+    /// the one found), read now unless an answer younger than the interval is kept. A
+    /// failure is kept too, as git's words, so a broken worktree is not asked again on
+    /// every call.
+    pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
         let now = Instant::now();
         {
             let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -303,7 +306,7 @@ impl ChangesCache {
                 return cached.changes.clone();
             }
         }
-        let changes = read_changes(root, default_branch).map_err(|error| error.to_string());
+        let changes = read_changes(root, configured).map_err(|error| error.to_string());
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.insert(
             root.to_path_buf(),
@@ -361,9 +364,9 @@ mod tests {
             .modified()
             .unwrap();
 
-        let branch = default_branch(&beta, None);
-        assert_eq!(branch.as_deref(), Some("main"));
-        let changes = read_changes(&beta, branch.as_deref()).unwrap();
+        assert_eq!(default_branch(&beta, None).as_deref(), Some("main"));
+        let changes = read_changes(&beta, None).unwrap();
+        assert_eq!(changes.default_branch.as_deref(), Some("main"));
         assert_eq!(
             kinds(&changes, "src/parser/committed.rs"),
             ["committed", "unstaged"]

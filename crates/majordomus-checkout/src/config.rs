@@ -18,6 +18,16 @@ pub const CONFIG_FILE: &str = "majordomus.toml";
 pub struct Config {
     pub timings: Timings,
     pub episodes: EpisodesConfig,
+    pub changes: ChangesConfig,
+}
+
+/// `[changes]`: how each worktree's own changes are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChangesConfig {
+    /// The branch a worktree's committed changes are counted from (their merge base with
+    /// it). By default: what `origin/HEAD` names, else `main`, else `master`.
+    pub default_branch: Option<String>,
 }
 
 /// `[timings]`: how long majordomus waits for what.

@@ -15,7 +15,7 @@ pub mod lease;
 pub mod process;
 pub mod standing;
 
-pub use config::{CONFIG_FILE, Config, ConfigError, EpisodesConfig, Timings};
+pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};
 pub use git::{Checkout, CheckoutError, Worktree, WorktreeList, list_worktrees};
 pub use lease::{
     CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, lease_age, lease_path,

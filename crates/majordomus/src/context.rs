@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use majordomus_checkout::WorktreeList;
+use majordomus_checkout::changes::ChangesCache;
 use majordomus_checkout::config::Config;
+use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::peers::PeerId;
 
@@ -18,7 +20,16 @@ pub struct Site {
     pub worktrees: WorktreeList,
     /// One HTTP client for probes and sibling reads, so connections are reused.
     pub http: reqwest::Client,
+    /// Each worktree's changes, read by git at most once per [`CHANGES_INTERVAL`].
+    pub changes: ChangesCache,
+    /// Worktree snapshots and merge results kept between conflict predictions.
+    pub conflicts: ConflictPredictor,
+    git_version: std::sync::OnceLock<Result<GitVersion, String>>,
 }
+
+/// How old a worktree's changes may be before git is asked again: fresh enough that an
+/// edit shows within about a second, rare enough that a busy board costs git little.
+pub const CHANGES_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Site {
     pub fn new(checkout: Checkout, config: Config) -> Self {
@@ -32,7 +43,19 @@ impl Site {
             config,
             worktrees: WorktreeList::default(),
             http,
+            changes: ChangesCache::new(CHANGES_INTERVAL),
+            conflicts: ConflictPredictor::new(),
+            git_version: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The version of the git on PATH, asked once per process (it runs git).
+    pub fn git_version(&self) -> Result<GitVersion, String> {
+        self.git_version
+            .get_or_init(|| {
+                GitVersion::of_git(&self.checkout.root).map_err(|error| error.to_string())
+            })
+            .clone()
     }
 
     pub fn probe_timeout(&self) -> Duration {

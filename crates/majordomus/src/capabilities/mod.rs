@@ -1,6 +1,7 @@
 //! The capabilities of this build. Each module declares its operations once; the registry
 //! projects them onto every surface.
 
+pub mod conflicts;
 pub mod episodes;
 pub mod peers;
 pub mod server;
@@ -13,6 +14,7 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<peers::PeersList>(),
         Capability::of::<peers::PeersAnnounce>(),
         Capability::of::<server::ServerStatus>(),
+        Capability::of::<conflicts::ConflictsPredict>(),
         Capability::of::<episodes::EpisodesList>(),
         Capability::of::<episodes::EpisodesAttach>(),
         Capability::of::<episodes::EpisodesDetach>(),

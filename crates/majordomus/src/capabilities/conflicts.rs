@@ -1,0 +1,275 @@
+//! `conflicts.predict`: which worktrees would conflict, and on which files, if they were
+//! merged now — uncommitted work included.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use majordomus_checkout::git::Checkout;
+use majordomus_domain::checkouts::Checkouts;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::context::{Context, Site};
+use crate::registry::{
+    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
+    Stability,
+};
+use crate::survey;
+
+/// What to ask of `conflicts.predict`. It always covers every worktree of the repository:
+/// a conflict is between two of them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConflictsInput {}
+
+impl BenchCases for ConflictsInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![("repository", ConflictsInput {})]
+    }
+}
+
+/// One worktree, as the prediction read it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeChanges {
+    /// Where the worktree is.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    pub branch: Option<String>,
+    /// The checkout's identity digest.
+    pub checkout_id: String,
+    /// How many paths it has changed: committed on its branch since the merge base with the
+    /// default branch, staged, unstaged or untracked.
+    pub changed: usize,
+    /// Whether some of those changes are not committed.
+    pub uncommitted: bool,
+    /// The commit that stands for it in the merges (HEAD, or a snapshot commit holding its
+    /// uncommitted work); absent when it has no changes or could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// Why it could not be read; absent when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One side of a predicted conflict.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictSide {
+    pub worktree: String,
+    pub branch: Option<String>,
+    pub checkout_id: String,
+}
+
+/// Two worktrees whose work would conflict if merged now.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct PredictedConflict {
+    /// The worktree listed earlier.
+    pub ours: ConflictSide,
+    /// The worktree listed later.
+    pub theirs: ConflictSide,
+    /// The files that would conflict, in git's order.
+    pub paths: Vec<String>,
+    /// Conflicting files beyond those listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_paths: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The answer of `conflicts.predict`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictPrediction {
+    /// The version of the git that merged.
+    pub git_version: Option<String>,
+    /// Why nothing could be predicted (git too old, or not found), in words; absent when
+    /// the prediction ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every worktree of the repository, this one first.
+    pub worktrees: Vec<WorktreeChanges>,
+    /// How many pairs of worktrees with changes were merged.
+    pub pairs: usize,
+    /// The pairs that would conflict. Empty is the ordinary case.
+    pub conflicts: Vec<PredictedConflict>,
+    /// Whether every worktree was read and every pair merged.
+    pub complete: bool,
+}
+
+/// `conflicts.predict`.
+pub struct ConflictsPredict;
+
+impl Operation for ConflictsPredict {
+    type Input = ConflictsInput;
+    type Output = ConflictPrediction;
+    const DECLARATION: Declaration = Declaration {
+        id: "conflicts.predict",
+        kind: Kind::Query,
+        title: "Merge conflicts predicted between worktrees",
+        description: "For every pair of worktrees with changes, whether merging them now would \
+            conflict, and on which files: each worktree's work (committed, staged, unstaged \
+            and untracked) is taken as a snapshot commit and the pairs are merged with `git \
+            merge-tree`, in memory. Nothing in any worktree — index, files, refs — is touched. \
+            Needs git 2.38 or later; with an older git the answer says so.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_conflicts"),
+            http: Some((HttpMethod::Get, "/api/v1/conflicts")),
+            cli: Some(&["conflicts"]),
+        },
+        tags: &["conflicts", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[Moment {
+            headline: "two worktrees edited the same lines and learned it at merge time",
+            detail: "One had committed, the other had not; both believed they were alone. The \
+                prediction merges their work as it stands, uncommitted edits included, and \
+                names the file before either merges.",
+        }],
+    };
+
+    fn render(output: &ConflictPrediction) -> String {
+        use majordomus_domain::text::for_terminal;
+        let mut text = match &output.reason {
+            Some(reason) => format!("no prediction: {}", for_terminal(reason)),
+            None => format!(
+                "{} worktree(s), {} pair(s) with changes merged, {} would conflict",
+                output.worktrees.len(),
+                output.pairs,
+                output.conflicts.len()
+            ),
+        };
+        for conflict in &output.conflicts {
+            let side = |s: &ConflictSide| match &s.branch {
+                Some(branch) => format!("{} ({})", for_terminal(&s.worktree), for_terminal(branch)),
+                None => for_terminal(&s.worktree).into_owned(),
+            };
+            let mut paths: Vec<String> = conflict
+                .paths
+                .iter()
+                .map(|p| for_terminal(p).into_owned())
+                .collect();
+            if conflict.more_paths > 0 {
+                paths.push(format!("and {} more", conflict.more_paths));
+            }
+            text.push_str(&format!(
+                "\n  conflict: {} and {} on {}",
+                side(&conflict.ours),
+                side(&conflict.theirs),
+                paths.join(", ")
+            ));
+        }
+        for worktree in output.worktrees.iter().filter(|w| w.reason.is_some()) {
+            text.push_str(&format!(
+                "\n  not read: {}: {}",
+                for_terminal(&worktree.worktree),
+                for_terminal(worktree.reason.as_deref().unwrap_or_default())
+            ));
+        }
+        text
+    }
+
+    async fn run(
+        ctx: &Context,
+        _input: ConflictsInput,
+    ) -> Result<ConflictPrediction, CapabilityError> {
+        let checkouts = survey::covered_checkouts(&ctx.site, Checkouts::Repository).await?;
+        let site = ctx.site.clone();
+        tokio::task::spawn_blocking(move || predict(&site, &checkouts))
+            .await
+            .map_err(|error| CapabilityError::internal(format!("the prediction failed: {error}")))
+    }
+}
+
+/// Reads every worktree's changes, snapshots those with changes and merges every pair of
+/// them. Runs git, so it runs on a blocking thread.
+fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
+    let here = &site.checkout.root;
+    let mut answer = ConflictPrediction {
+        git_version: None,
+        reason: None,
+        worktrees: Vec::new(),
+        pairs: 0,
+        conflicts: Vec::new(),
+        complete: true,
+    };
+    match site.git_version() {
+        Ok(version) if version.can_merge_tree() => answer.git_version = Some(version.to_string()),
+        Ok(version) => {
+            answer.git_version = Some(version.to_string());
+            answer.reason = Some(format!(
+                "predicting conflicts needs git 2.38 or later (`git merge-tree --write-tree`); \
+                 this git is {version}"
+            ));
+            answer.complete = false;
+        }
+        Err(error) => {
+            answer.reason = Some(format!("git could not be asked its version: {error}"));
+            answer.complete = false;
+        }
+    }
+    let default_branch = site.config.changes.default_branch.as_deref();
+    let mut snapshots: Vec<(usize, String)> = Vec::new();
+    for checkout in checkouts {
+        let mut view = WorktreeChanges {
+            worktree: checkout.root.display().to_string(),
+            branch: checkout.branch.clone(),
+            checkout_id: checkout.id.clone(),
+            changed: 0,
+            uncommitted: false,
+            snapshot: None,
+            reason: None,
+        };
+        match site.changes.changes(&checkout.root, default_branch) {
+            Ok(changes) => {
+                view.changed = changes.paths.len() + changes.omitted;
+                view.uncommitted = changes.has_uncommitted();
+                if answer.reason.is_none() && !changes.is_empty() {
+                    match site.conflicts.snapshot(&checkout.root, &changes) {
+                        Ok(commit) => {
+                            snapshots.push((answer.worktrees.len(), commit.clone()));
+                            view.snapshot = Some(commit);
+                        }
+                        Err(error) => view.reason = Some(error.to_string()),
+                    }
+                }
+            }
+            Err(error) => view.reason = Some(error),
+        }
+        answer.complete &= view.reason.is_none();
+        answer.worktrees.push(view);
+    }
+    let roots: Vec<PathBuf> = checkouts.iter().map(|c| c.root.clone()).collect();
+    site.conflicts.retain(&roots);
+    site.changes.retain(&roots);
+    for (at, (ours, our_commit)) in snapshots.iter().enumerate() {
+        for (theirs, their_commit) in &snapshots[at + 1..] {
+            answer.pairs += 1;
+            match site.conflicts.conflicts(here, our_commit, their_commit) {
+                Ok(found) if found.paths.is_empty() => {}
+                Ok(found) => answer.conflicts.push(PredictedConflict {
+                    ours: side(&answer.worktrees[*ours]),
+                    theirs: side(&answer.worktrees[*theirs]),
+                    paths: found.paths,
+                    more_paths: found.omitted,
+                }),
+                Err(error) => {
+                    answer.complete = false;
+                    let reason = format!(
+                        "merging it with {} failed: {error}",
+                        answer.worktrees[*theirs].worktree
+                    );
+                    answer.worktrees[*ours].reason.get_or_insert(reason);
+                }
+            }
+        }
+    }
+    answer
+}
+
+fn side(worktree: &WorktreeChanges) -> ConflictSide {
+    ConflictSide {
+        worktree: worktree.worktree.clone(),
+        branch: worktree.branch.clone(),
+        checkout_id: worktree.checkout_id.clone(),
+    }
+}
