@@ -27,7 +27,8 @@ fi
 suite="$work/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
 cargo build --quiet -p majordomus
-binary="$PWD/target/debug/majordomus"
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+binary="$target_dir/debug/majordomus"
 repo="$work/repo"
 git init --quiet -b main "$repo"
 git -C "$repo" -c user.name=ci -c user.email=ci@localhost commit --quiet --allow-empty -m init

@@ -83,7 +83,10 @@ pub struct AttachInput {
     /// Your client's own durable id for this piece of work, such as its conversation id.
     /// It must survive a reconnect, so never send the peer id, which changes with every
     /// connection. One line of plain text, at most 256 characters.
-    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub external_id: String,
 }
 
@@ -93,7 +96,10 @@ pub struct AttachInput {
 pub struct DetachInput {
     /// The episode to close; leave it out to close the one your connection holds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub external_id: Option<String>,
 }
 

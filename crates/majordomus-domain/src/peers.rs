@@ -214,7 +214,10 @@ fn is_zero(n: &u32) -> bool {
 pub struct AnnounceInput {
     /// One line in your own words: the task, question or intent. Plain text: line breaks,
     /// control and bidirectional formatting characters are refused.
-    #[schemars(length(min = 1, max = limits::INTENT_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::INTENT_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub intent: String,
     /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
     /// the whole repository. Other peers read it to stay clear; nothing enforces it. Each
@@ -223,7 +226,10 @@ pub struct AnnounceInput {
     #[serde(default)]
     #[schemars(
         length(max = limits::SCOPE_PATHS),
-        inner(length(min = 1, max = limits::PATH_BYTES))
+        inner(
+            length(min = 1, max = limits::PATH_BYTES),
+            regex(pattern = text::PLAIN_TEXT_PATTERN)
+        )
     )]
     pub scope: Vec<String>,
     /// A name for this claim, when one session carries several pieces of work (subagents,
@@ -231,7 +237,10 @@ pub struct AnnounceInput {
     /// same name again; leave it out to update your one unnamed claim. A peer holds at most
     /// 32 named claims.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::CLAIM_NAME_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::CLAIM_NAME_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub claim: Option<String>,
 }
 

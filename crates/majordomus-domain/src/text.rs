@@ -67,6 +67,34 @@ pub fn classify(c: char) -> Option<CharKind> {
     }
 }
 
+/// The characters [`classify`] refuses, as a regular-expression class body.
+macro_rules! refused_class {
+    () => {
+        r"\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069"
+    };
+}
+
+/// The characters [`classify`] refuses and the white space `str::trim` strips, as a
+/// regular-expression class body: what a text needs at least one character outside of.
+macro_rules! refused_or_space_class {
+    () => {
+        r"\u0000-\u0020\u007F-\u00A0\u061C\u1680\u2000-\u200A\u200E\u200F\u2028-\u202F\u205F\u2066-\u2069\u3000"
+    };
+}
+
+/// The JSON Schema `pattern` of text [`check`] accepts (length aside): no refused character,
+/// and something besides white space. Written for ECMA-262 and Python alike, so that what a
+/// client reads in a schema and what a schema-driven fuzzer generates agree with the check.
+pub const PLAIN_TEXT_PATTERN: &str = concat!(
+    "^[^",
+    refused_class!(),
+    "]*[^",
+    refused_or_space_class!(),
+    "][^",
+    refused_class!(),
+    "]*$"
+);
+
 /// The first refused character of a text: which, what kind, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefusedChar {
@@ -486,6 +514,24 @@ mod tests {
                 assert!(shown.len() <= budget, "{budget}: {shown}");
                 assert!(shown.ends_with("…\""), "{shown}");
                 assert!(shown.chars().all(|c| classify(c).is_none()), "{shown}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_schema_pattern_accepts_exactly_what_the_check_accepts() {
+        let pattern = regex::Regex::new(PLAIN_TEXT_PATTERN).unwrap();
+        let samples = (0u32..0x3100)
+            .chain([0xFEFF, 0xFFFD, 0x1F600, 0x10FFFF])
+            .filter_map(char::from_u32);
+        for c in samples {
+            for text in [c.to_string(), format!("a{c}"), format!("{c}b c")] {
+                assert_eq!(
+                    pattern.is_match(&text),
+                    check(Field::Intent, &text).is_ok(),
+                    "{:?}",
+                    text
+                );
             }
         }
     }
