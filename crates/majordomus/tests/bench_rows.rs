@@ -152,7 +152,7 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
 
 #[test]
 fn a_scenario_run_reports_its_scenario_row() {
-    let filter = "scenario/board/announce";
+    let filter = "scenario/board/announce-1000";
     let report = bench_json(&["--scenarios", "--filter", filter, "--iterations", "3"]);
     assert_eq!(
         report["rows"],

@@ -224,7 +224,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios of DESIGN §13, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 7] = [
+pub const SCENARIOS: [Scenario; 9] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -256,6 +256,18 @@ pub const SCENARIOS: [Scenario; 7] = [
         target: ScenarioTarget::MillisBelow(2.0),
     },
     Scenario {
+        id: ScenarioId::BoardAnnounceWide,
+        name: "scenario/board/announce-256-paths",
+        title: "`peers.announce` of a full 256-path scope, each path meeting a peer's claim, with 1,000 attached peers holding 10 paths each",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardListAfterWide,
+        name: "scenario/board/list-1000x10-after-256",
+        title: "`peers.list` (checkouts: this) of that board once the 256-path claim is on it",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
         id: ScenarioId::Memory,
         name: "scenario/memory/200-http-sessions",
         title: "resident memory (VmRSS) of `majordomus serve` with 200 open MCP Streamable HTTP sessions",
@@ -277,6 +289,8 @@ pub enum ScenarioId {
     Gather,
     BoardAnnounce,
     BoardList,
+    BoardAnnounceWide,
+    BoardListAfterWide,
     Memory,
     HttpKeepAlive,
 }

@@ -38,8 +38,14 @@ pub async fn run(
         ScenarioId::ColdStartBridge => cold_start(scenario, scratch, options, true).await,
         ScenarioId::ColdStartServing => cold_start(scenario, scratch, options, false).await,
         ScenarioId::Gather => gather(scenario, scratch, options, progress).await,
-        ScenarioId::BoardAnnounce => board(scenario, scratch, options, true).await,
-        ScenarioId::BoardList => board(scenario, scratch, options, false).await,
+        ScenarioId::BoardAnnounce => board(scenario, scratch, options, BoardCase::Announce).await,
+        ScenarioId::BoardList => board(scenario, scratch, options, BoardCase::List).await,
+        ScenarioId::BoardAnnounceWide => {
+            board(scenario, scratch, options, BoardCase::AnnounceWide).await
+        }
+        ScenarioId::BoardListAfterWide => {
+            board(scenario, scratch, options, BoardCase::ListAfterWide).await
+        }
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
         ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
     };
@@ -225,18 +231,40 @@ async fn gather(
 /// A board of 1,000 attached peers with 10 claimed paths each (peer `n` claims
 /// `pkg<n>/src/mod0..9`), and a caller announcing 10 paths of which one meets one peer's
 /// claim — or listing the board. In-process: the board's cost, not a transport's.
+/// What is measured on the crowded board.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BoardCase {
+    /// An announce of 10 paths, one of them meeting a peer's claim.
+    Announce,
+    /// The listing of the board.
+    List,
+    /// An announce of a full scope, every path meeting a peer's claim.
+    AnnounceWide,
+    /// The listing once the full scope is on the board.
+    ListAfterWide,
+}
+
+/// The full scope the wide cases announce: one path in each of 256 peers' packages.
+fn wide_scope() -> Vec<String> {
+    (0..majordomus_domain::limits::SCOPE_PATHS)
+        .map(|n| format!("pkg{:04}/src", n * 3))
+        .collect()
+}
+
 async fn board(
     scenario: &Scenario,
     scratch: &Scratch,
     options: &Options,
-    announce: bool,
+    case: BoardCase,
 ) -> Result<ScenarioRow, String> {
+    let announce = matches!(case, BoardCase::Announce | BoardCase::AnnounceWide);
     let repository = TempRepository::new(
         scratch,
-        if announce {
-            "board-announce"
-        } else {
-            "board-list"
+        match case {
+            BoardCase::Announce => "board-announce",
+            BoardCase::List => "board-list",
+            BoardCase::AnnounceWide => "board-announce-wide",
+            BoardCase::ListAfterWide => "board-list-wide",
         },
     )?;
     let site = crate::cli::open_site(repository.root())?;
@@ -271,22 +299,37 @@ async fn board(
             .map_err(|error| error.message)?;
     }
     let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None);
+    if case == BoardCase::ListAfterWide {
+        let wide = AnnounceInput {
+            intent: "touch every package".into(),
+            scope: wide_scope(),
+            claim: None,
+        };
+        state
+            .announce(&caller, wide, SystemTime::now())
+            .map_err(|error| error.message)?;
+    }
     let ctx = Context {
         site: site.clone(),
         server: Some(state.clone()),
         caller: Some(caller),
     };
-    let (id, input) = if announce {
-        let mut scope: Vec<String> = (0..BOARD_PATHS - 1)
-            .map(|m| format!("bench/src/mod{m}"))
-            .collect();
-        scope.push("pkg0007/src".into());
-        (
+    let (id, input) = match case {
+        BoardCase::Announce => {
+            let mut scope: Vec<String> = (0..BOARD_PATHS - 1)
+                .map(|m| format!("bench/src/mod{m}"))
+                .collect();
+            scope.push("pkg0007/src".into());
+            (
+                "peers.announce",
+                json!({"intent": "measure the crowded board", "scope": scope}),
+            )
+        }
+        BoardCase::AnnounceWide => (
             "peers.announce",
-            json!({"intent": "measure the crowded board", "scope": scope}),
-        )
-    } else {
-        ("peers.list", json!({"checkouts": "this"}))
+            json!({"intent": "touch every package", "scope": wide_scope()}),
+        ),
+        BoardCase::List | BoardCase::ListAfterWide => ("peers.list", json!({"checkouts": "this"})),
     };
     let capability = Registry::builtin()
         .by_id(id)
@@ -296,9 +339,10 @@ async fn board(
         .await
         .map_err(|error| format!("{id} was refused: {}", error.message))?;
     let size = serde_json::to_vec(&first).map_or(0, |bytes| bytes.len()) / 1024;
+    let announced = input["scope"].as_array().map_or(0, Vec::len);
     let note = if announce {
         format!(
-            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {BOARD_PATHS} paths answered {} overlap(s) (one expected) in {size} KB of JSON; in-process",
+            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {announced} paths answered {} overlap(s) in {size} KB of JSON; in-process",
             first["overlaps"].as_array().map_or(0, Vec::len)
         )
     } else {
