@@ -71,7 +71,9 @@ pub enum ElectionVerdict {
     Stale(String),
 }
 
-/// Judges a checkout's standing (DESIGN §5 "Standing").
+/// Judges a checkout's standing: `absent` without a lease, `starting` while a young lease has
+/// no URL yet, `ready` when the probe answers as this checkout's server, `outdated` when it
+/// answers but its executable was replaced or its version differs, `stale` otherwise.
 pub fn judge_standing(evidence: &Evidence<'_>) -> Standing {
     let young = evidence
         .age
@@ -160,7 +162,8 @@ pub fn judge_standing(evidence: &Evidence<'_>) -> Standing {
     }
 }
 
-/// Classifies the lease an election loser found (DESIGN §5 "Election"). `silent_for` is how
+/// Classifies the lease an election loser found: live, busy (silent but its process runs),
+/// binding (no URL yet, young) or stale. `silent_for` is how
 /// long its server has failed to answer probes; within `busy_grace` a silent server whose
 /// process runs is busy, not dead.
 pub fn classify_for_election(

@@ -1,5 +1,5 @@
 //! `majordomus bench`: every capability, on every transport it is exposed on, once per case its
-//! input type declares — plus the scenarios DESIGN §13 names (cold starts, a gather over many
+//! input type declares — plus the scenarios a reader of the numbers asks about (cold starts, a gather over many
 //! worktrees, a crowded board, memory with many sessions).
 //!
 //! The set of rows is a pure function of the registry ([`planned_rows`]); the runner measures
@@ -98,7 +98,7 @@ impl BenchTransport {
         transports
     }
 
-    /// The goal a row on this transport is read against (DESIGN §7 and the benchmark issue):
+    /// The goal a row on this transport is read against:
     /// MCP over HTTP p50 under 0.5 ms, REST and stdio under 0.2 ms, a bridge adding well
     /// under 1 ms to the HTTP session it forwards to. The handler alone has no goal of its own:
     /// it is the floor the others are read against.
@@ -206,7 +206,7 @@ pub fn rows_of(capability: &Capability) -> Vec<RowKey> {
 }
 
 /// Whether a row is expected to be refused rather than answered: a command reached over plain
-/// HTTP has no MCP session to belong to, and every command of this build needs one (DESIGN §6).
+/// HTTP has no MCP session to belong to, and the commands that act for a caller need one.
 /// The runner measures the refusal as honestly as an answer; the expectation only labels it.
 pub fn expects_refusal(declaration: &Declaration, transport: BenchTransport) -> bool {
     declaration.kind == Kind::Command && transport == BenchTransport::Rest
@@ -223,7 +223,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
     }
 }
 
-/// The scenarios of DESIGN §13, by the name `--filter` matches and the JSON reports.
+/// The scenarios, by the name `--filter` matches and the JSON reports.
 pub const SCENARIOS: [Scenario; 9] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,

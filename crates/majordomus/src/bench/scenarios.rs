@@ -1,4 +1,4 @@
-//! The scenarios of DESIGN §13: each sets up its own temporary repository (whatever `--repo`
+//! The scenarios: each sets up its own temporary repository (whatever `--repo`
 //! says), measures, and ends every process it started by pid.
 
 use std::time::{Duration, Instant, SystemTime};
