@@ -4,15 +4,19 @@
 //! A server that stops answering the identity probe (`GET /`) is taken for a dead one, and
 //! its lease is taken over. Idle or half-written connections must therefore never use up the
 //! process's file descriptors or its attention: a connection gets a few seconds to send a
-//! request's headers and a minute of quiet between requests; beyond [`MAX_CONNECTIONS`] (or
-//! half the open-file limit) new connections are still accepted, but on probation — one
-//! request, which must come at once — so the probe is answered however many connections are
-//! open.
+//! request's headers and a minute of quiet between requests. Up to [`MAX_CONNECTIONS`] (or
+//! half the open-file limit) connections are served in full; half as many again are served on
+//! probation — one request, which must come at once — so the probe is answered while the full
+//! places are taken. When the probation places are taken too, a newcomer displaces the oldest
+//! connection still waiting for its request, or is closed if none is. A quarter of the
+//! open-file limit always stays free for the lease, the journal and git.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -32,7 +36,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 
 /// The most connections served in full at once: kept alive between requests and given the
-/// whole header timeout. Fewer when the open-file limit is low (see [`connection_cap`]).
+/// whole header timeout. Fewer when the open-file limit is low (see [`connection_limits`]).
 pub const MAX_CONNECTIONS: usize = 1024;
 
 /// How long a kept-alive connection may wait for its next request. Longer than the gap
@@ -46,6 +50,11 @@ pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(60);
 /// connection the head is already waiting; only a connection that never meant to send one
 /// waits this out.
 pub const PROBATION_HEAD_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The longest the listener waits for a displaced connection to close before it serves the
+/// newcomer that displaced it. Closing takes a task wake-up; waiting for it keeps a flood
+/// from piling up closing connections beyond the places, and so from using up descriptors.
+const DISPLACED_CLOSE_WAIT: Duration = Duration::from_millis(100);
 
 /// The pause after `accept` fails for want of resources (no file descriptor left, say):
 /// enough not to spin, short enough to accept again as soon as a connection has closed.
@@ -64,8 +73,10 @@ pub async fn serve(
     header_timeout: Duration,
     shutdown: CancellationToken,
 ) {
+    let (full, probation) = connection_limits(raise_open_file_limit());
     let limits = Limits {
-        connections: connection_cap(raise_open_file_limit()),
+        full,
+        probation,
         head: header_timeout,
         idle: KEEP_ALIVE_IDLE,
         probation_head: PROBATION_HEAD_TIMEOUT.min(header_timeout),
@@ -77,7 +88,9 @@ pub async fn serve(
 #[derive(Clone, Copy, Debug)]
 struct Limits {
     /// How many connections are served in full at once.
-    connections: usize,
+    full: usize,
+    /// How many more are served on probation.
+    probation: usize,
     /// How long a connection in full has to send a request head.
     head: Duration,
     /// How long a connection in full may wait between requests.
@@ -92,9 +105,11 @@ async fn serve_with(
     limits: Limits,
     shutdown: CancellationToken,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.connections));
+    let full = Arc::new(Semaphore::new(limits.full));
+    let probation = Arc::new(ProbationPlaces::new(limits.probation));
     let connections = TaskTracker::new();
     let mut starved = false;
+    let mut turning_away = false;
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -123,12 +138,52 @@ async fn serve_with(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let slot = slots.clone().try_acquire_owned().ok();
+        let now = Instant::now();
+        let admitted = match full.clone().try_acquire_owned() {
+            Ok(place) => Some(Admitted {
+                clock: Arc::new(ConnectionClock::new(limits.in_full(), now)),
+                place: Place::Full { _held: place },
+            }),
+            Err(_) => {
+                let clock = Arc::new(ConnectionClock::new(limits.on_probation(), now));
+                match probation.admit(&clock) {
+                    Some((place, displaced)) => {
+                        if let Some(displaced) = displaced {
+                            let _ = tokio::time::timeout(
+                                DISPLACED_CLOSE_WAIT,
+                                displaced.ended.cancelled(),
+                            )
+                            .await;
+                        }
+                        Some(Admitted {
+                            clock,
+                            place: Place::Probation { _held: place },
+                        })
+                    }
+                    None => None,
+                }
+            }
+        };
+        let Some(admitted) = admitted else {
+            if !turning_away {
+                tracing::warn!(
+                    full = limits.full,
+                    probation = limits.probation,
+                    "every connection place is taken by a request in progress; closing new connections until one ends"
+                );
+                turning_away = true;
+            }
+            drop(stream);
+            continue;
+        };
+        if turning_away {
+            tracing::info!("a connection place is free again");
+            turning_away = false;
+        }
         connections.spawn(serve_connection(
             stream,
             router.clone(),
-            slot,
-            limits,
+            admitted,
             shutdown.clone(),
         ));
     }
@@ -148,34 +203,116 @@ fn concerns_one_connection(error: &io::Error) -> bool {
     )
 }
 
-/// Serves one connection until it closes, misses a deadline, or the server stops.
-///
-/// A connection with one of the capped slots is kept alive between requests and given the
-/// whole header timeout; the slot frees when it closes. A connection without one is on
-/// probation: one request, whose head must arrive within the probation timeout, and
-/// `Connection: close` on the answer. The probe is answered this way however many
-/// connections are open, and so is a client with the token whose kept-alive connection
-/// lapsed while the slots were full, rather than turned away to fail over for nothing.
+impl Limits {
+    fn in_full(&self) -> Deadlines {
+        Deadlines {
+            head: self.head,
+            idle: self.idle,
+        }
+    }
+
+    fn on_probation(&self) -> Deadlines {
+        Deadlines {
+            head: self.probation_head,
+            idle: self.probation_head,
+        }
+    }
+}
+
+/// A connection let in, with its clock and the place it holds until it closes.
+struct Admitted {
+    clock: Arc<ConnectionClock>,
+    place: Place,
+}
+
+/// The place a connection holds.
+enum Place {
+    /// Served in full: kept alive between requests and given the whole header timeout.
+    Full { _held: OwnedSemaphorePermit },
+    /// On probation: one request, whose head must arrive within the probation timeout, and
+    /// `Connection: close` on the answer. The probe is answered this way while the full
+    /// places are taken, and so is a client with the token whose kept-alive connection
+    /// lapsed meanwhile, rather than turned away to fail over for nothing.
+    Probation { _held: ProbationPlace },
+}
+
+/// The probation places. When all are taken, a newcomer displaces the oldest connection
+/// still waiting for its request head: a real client sends its request as it connects, so
+/// the connections that wait are the idle ones, and a flood of them cannot keep the probe
+/// out. A connection already serving its request is never displaced.
+struct ProbationPlaces {
+    limit: usize,
+    /// The connections holding a place, oldest first.
+    holders: Mutex<VecDeque<Arc<ConnectionClock>>>,
+}
+
+impl ProbationPlaces {
+    fn new(limit: usize) -> ProbationPlaces {
+        ProbationPlaces {
+            limit,
+            holders: Mutex::new(VecDeque::with_capacity(limit)),
+        }
+    }
+
+    /// A place for the connection `clock` keeps time for, and the clock of the connection it
+    /// displaced, if any; `None` when every place is held by a connection serving a request.
+    fn admit(
+        self: &Arc<Self>,
+        clock: &Arc<ConnectionClock>,
+    ) -> Option<(ProbationPlace, Option<Arc<ConnectionClock>>)> {
+        let mut holders = self.holders.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut displaced = None;
+        if holders.len() >= self.limit {
+            let waiting = holders.iter().position(|holder| holder.awaits_head())?;
+            displaced = holders.remove(waiting);
+            if let Some(displaced) = &displaced {
+                displaced.displace();
+            }
+        }
+        holders.push_back(clock.clone());
+        let place = ProbationPlace {
+            places: self.clone(),
+            clock: clock.clone(),
+        };
+        Some((place, displaced))
+    }
+}
+
+/// A probation place, given back when dropped (unless it was given to a newcomer already).
+struct ProbationPlace {
+    places: Arc<ProbationPlaces>,
+    clock: Arc<ConnectionClock>,
+}
+
+impl Drop for ProbationPlace {
+    fn drop(&mut self) {
+        let mut holders = self
+            .places
+            .holders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = holders
+            .iter()
+            .position(|holder| Arc::ptr_eq(holder, &self.clock))
+        {
+            holders.remove(held);
+        }
+    }
+}
+
+/// Serves one connection until it closes, misses a deadline, is displaced, or the server
+/// stops.
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
-    slot: Option<OwnedSemaphorePermit>,
-    limits: Limits,
+    admitted: Admitted,
     shutdown: CancellationToken,
 ) {
-    let in_full = slot.is_some();
-    let deadlines = if in_full {
-        Deadlines {
-            head: limits.head,
-            idle: limits.idle,
-        }
-    } else {
-        Deadlines {
-            head: limits.probation_head,
-            idle: limits.probation_head,
-        }
-    };
-    let clock = Arc::new(ConnectionClock::new(deadlines, Instant::now()));
+    let Admitted { clock, place } = admitted;
+    let in_full = matches!(place, Place::Full { .. });
+    // The place and this guard are declared before the connection, so they are dropped after
+    // it: a place is given back, and `ended` said, only once the socket is closed.
+    let _ended = SaysEnded(clock.clone());
     let io = TokioIo::new(Watched {
         stream,
         clock: clock.clone(),
@@ -200,7 +337,12 @@ async fn serve_connection(
                 }
                 break;
             }
-            () = clock.changed.notified() => {}
+            () = clock.changed.notified() => {
+                if clock.displaced() && clock.awaits_head() {
+                    tracing::debug!("gave a connection's probation place to a newer one");
+                    break;
+                }
+            }
             () = sleep_until(deadline) => {
                 if clock.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
                     tracing::debug!("closed a connection that missed its deadline");
@@ -213,7 +355,15 @@ async fn serve_connection(
             }
         }
     }
-    drop(slot);
+}
+
+/// Cancels its clock's `ended` when dropped.
+struct SaysEnded(Arc<ConnectionClock>);
+
+impl Drop for SaysEnded {
+    fn drop(&mut self) {
+        self.0.ended.cancel();
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -285,7 +435,11 @@ impl Phase {
 struct ConnectionClock {
     deadlines: Deadlines,
     phase: Mutex<Phase>,
+    /// Set when a newcomer took this connection's probation place.
+    displaced: AtomicBool,
     changed: Notify,
+    /// Cancelled once the connection is closed.
+    ended: CancellationToken,
 }
 
 impl ConnectionClock {
@@ -293,8 +447,26 @@ impl ConnectionClock {
         ConnectionClock {
             deadlines,
             phase: Mutex::new(Phase::AwaitingHead { since: opened }),
+            displaced: AtomicBool::new(false),
             changed: Notify::new(),
+            ended: CancellationToken::new(),
         }
+    }
+
+    fn awaits_head(&self) -> bool {
+        matches!(
+            *self.phase.lock().unwrap_or_else(PoisonError::into_inner),
+            Phase::AwaitingHead { .. }
+        )
+    }
+
+    fn displace(&self) {
+        self.displaced.store(true, Ordering::SeqCst);
+        self.changed.notify_one();
+    }
+
+    fn displaced(&self) -> bool {
+        self.displaced.load(Ordering::SeqCst)
     }
 
     fn update(&self, step: impl FnOnce(Phase) -> Phase) {
@@ -427,15 +599,16 @@ impl http_body::Body for TrackedBody {
     }
 }
 
-/// How many connections are served in full: [`MAX_CONNECTIONS`], or half the open-file
-/// limit when that is lower, so probation connections, files and sockets of its own keep
-/// the other half.
-fn connection_cap(open_files: Option<libc::rlim_t>) -> usize {
-    open_files.map_or(MAX_CONNECTIONS, |limit| {
+/// How many connections are served in full, and how many more on probation:
+/// [`MAX_CONNECTIONS`] or half the open-file limit when that is lower, and half as many
+/// again. A quarter of the limit stays free for the process's own files, sockets and pipes.
+fn connection_limits(open_files: Option<libc::rlim_t>) -> (usize, usize) {
+    let full = open_files.map_or(MAX_CONNECTIONS, |limit| {
         usize::try_from(limit / 2)
             .unwrap_or(usize::MAX)
             .clamp(1, MAX_CONNECTIONS)
-    })
+    });
+    (full, (full / 2).max(1))
 }
 
 /// Raises this process's soft limit on open files to its hard limit, once, and returns the
@@ -525,11 +698,17 @@ mod tests {
     }
 
     #[test]
-    fn the_cap_is_half_the_open_file_limit_at_most_the_maximum() {
-        assert_eq!(connection_cap(Some(256)), 128);
-        assert_eq!(connection_cap(Some(1_048_576)), MAX_CONNECTIONS);
-        assert_eq!(connection_cap(Some(1)), 1);
-        assert_eq!(connection_cap(None), MAX_CONNECTIONS);
+    fn connections_take_at_most_three_quarters_of_the_open_file_limit() {
+        assert_eq!(connection_limits(Some(256)), (128, 64));
+        assert_eq!(
+            connection_limits(Some(1_048_576)),
+            (MAX_CONNECTIONS, MAX_CONNECTIONS / 2)
+        );
+        assert_eq!(connection_limits(Some(1)), (1, 1));
+        assert_eq!(
+            connection_limits(None),
+            (MAX_CONNECTIONS, MAX_CONNECTIONS / 2)
+        );
     }
 
     #[test]
@@ -552,65 +731,132 @@ mod tests {
         );
     }
 
-    /// A listener with one slot and short deadlines, answering `GET /` with `probe`.
-    async fn small_server() -> (std::net::SocketAddr, CancellationToken) {
+    /// A listener with one full place and one on probation, answering `GET /` with
+    /// `probe` and `GET /slow` once `gate` lets it (saying on `started` that it began).
+    async fn small_server(
+        probation_head: Duration,
+        gate: Arc<Semaphore>,
+        started: Arc<Notify>,
+    ) -> (std::net::SocketAddr, CancellationToken) {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let address = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let limits = Limits {
-            connections: 1,
+            full: 1,
+            probation: 1,
             head: Duration::from_secs(2),
             idle: Duration::from_millis(300),
-            probation_head: Duration::from_millis(100),
+            probation_head,
         };
-        let router = Router::new().route("/", get(|| async { "probe" }));
+        let router = Router::new().route("/", get(|| async { "probe" })).route(
+            "/slow",
+            get(move || async move {
+                started.notify_one();
+                let _pass = gate.acquire().await;
+                "slow"
+            }),
+        );
         tokio::spawn(serve_with(listener, router, limits, shutdown.clone()));
         (address, shutdown)
     }
 
-    /// Reads until the server closes the connection; what it sent.
+    async fn plain_server(probation_head: Duration) -> (std::net::SocketAddr, CancellationToken) {
+        small_server(
+            probation_head,
+            Arc::new(Semaphore::new(0)),
+            Arc::new(Notify::new()),
+        )
+        .await
+    }
+
+    /// Reads until the server closes the connection (a reset counts: the server closed it
+    /// with bytes unread); what it sent.
     async fn read_to_close(stream: &mut TcpStream) -> String {
         let mut answer = Vec::new();
-        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
             .await
-            .expect("the server closes the connection")
-            .expect("the connection reads");
+            .expect("the server closes the connection");
+        match read {
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::ConnectionReset => {}
+            Err(error) => panic!("the connection failed: {error}"),
+        }
         String::from_utf8_lossy(&answer).into_owned()
     }
 
-    #[tokio::test]
-    async fn half_written_heads_are_closed_and_the_probe_is_answered_over_the_cap() {
-        let (address, shutdown) = small_server().await;
-        let mut in_slot = TcpStream::connect(address).await.unwrap();
-        in_slot
+    async fn request(address: std::net::SocketAddr, path: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        stream
+    }
+
+    async fn half_written(address: std::net::SocketAddr) -> TcpStream {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream
             .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
             .await
             .unwrap();
-        // Once the slot is taken, the next connection is on probation.
-        let mut stuck = TcpStream::connect(address).await.unwrap();
-        stuck.write_all(b"GET / HTT").await.unwrap();
-        assert_eq!(read_to_close(&mut stuck).await, "");
+        stream
+    }
 
-        let mut probe = TcpStream::connect(address).await.unwrap();
-        probe
-            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let answer = read_to_close(&mut probe).await;
+    fn assert_answered_once(answer: &str, body: &str) {
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(
             answer.to_ascii_lowercase().contains("connection: close"),
             "{answer}"
         );
-        assert!(answer.ends_with("probe"), "{answer}");
+        assert!(answer.ends_with(body), "{answer}");
+    }
 
-        assert_eq!(read_to_close(&mut in_slot).await, "");
+    #[tokio::test]
+    async fn half_written_heads_are_closed_and_the_probe_is_answered_on_probation() {
+        let (address, shutdown) = plain_server(Duration::from_millis(100)).await;
+        // The full place, then the probation place, taken by connections that never finish.
+        let mut in_full = half_written(address).await;
+        let mut on_probation = half_written(address).await;
+        assert_eq!(read_to_close(&mut on_probation).await, "");
+        assert_answered_once(
+            &read_to_close(&mut request(address, "/").await).await,
+            "probe",
+        );
+        assert_eq!(read_to_close(&mut in_full).await, "");
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_newcomer_takes_the_place_of_a_connection_still_waiting_for_its_head() {
+        // Probation lasts longer than any wait here: only the newcomer can end it.
+        let (address, shutdown) = plain_server(Duration::from_secs(60)).await;
+        let _in_full = half_written(address).await;
+        let mut waiting = half_written(address).await;
+        let mut probe = request(address, "/").await;
+        assert_eq!(read_to_close(&mut waiting).await, "");
+        assert_answered_once(&read_to_close(&mut probe).await, "probe");
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_connection_serving_its_request_keeps_its_place() {
+        let gate = Arc::new(Semaphore::new(0));
+        let started = Arc::new(Notify::new());
+        let (address, shutdown) =
+            small_server(Duration::from_secs(60), gate.clone(), started.clone()).await;
+        let _in_full = half_written(address).await;
+        let mut slow = request(address, "/slow").await;
+        started.notified().await;
+        let mut turned_away = request(address, "/").await;
+        assert_eq!(read_to_close(&mut turned_away).await, "");
+        gate.add_permits(1);
+        assert_answered_once(&read_to_close(&mut slow).await, "slow");
         shutdown.cancel();
     }
 
     #[tokio::test]
     async fn a_kept_alive_connection_serves_requests_until_it_idles_out() {
-        let (address, shutdown) = small_server().await;
+        let (address, shutdown) = plain_server(Duration::from_millis(100)).await;
         let mut stream = TcpStream::connect(address).await.unwrap();
         for _ in 0..3 {
             stream
