@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -303,8 +302,11 @@ fn no_route(method: &Method, path: &str) -> Response {
 struct McpEndpoint {
     service: StreamableHttpService<McpSession, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
-    /// New sessions on their way through rmcp, not yet among `sessions`.
-    opening: AtomicUsize,
+    /// Held while a new session opens: the sessions are counted, and the new one opened or
+    /// refused, before the next `initialize` is judged, so the count is never stale and the
+    /// limit is exact. Opening a session takes well under a millisecond of the server's
+    /// own work (the answer streams out after the lock is released).
+    opening: tokio::sync::Mutex<()>,
     max_sessions: usize,
 }
 
@@ -326,7 +328,7 @@ impl McpEndpoint {
                 config,
             ),
             sessions,
-            opening: AtomicUsize::new(0),
+            opening: tokio::sync::Mutex::new(()),
             max_sessions: state.site.config.limits.mcp_sessions,
         }
     }
@@ -348,40 +350,40 @@ impl McpEndpoint {
             // rmcp answers a body that does not say it is JSON with 415, rightly.
             return self.forward(request).await;
         }
-        let (mut parts, body) = request.into_parts();
+        let (parts, body) = request.into_parts();
         let body = match axum::body::to_bytes(body, BODY_LIMIT_BYTES).await {
             Ok(body) => body,
             Err(error) => return unreadable_body(&error),
         };
         let message = body.slice(body.len() - without_byte_order_mark(&body).len()..);
         let session = session_id(&parts.headers);
-        let opening = match vet(&message) {
+        match vet(&message) {
             Verdict::Pass(parsed) if session.is_none() && is_initialize(&parsed) => {
-                match self.reserve_session().await {
-                    Some(opening) => Some(opening),
-                    None => return self.sessions_full(),
+                let _opening = self.opening.lock().await;
+                if self.sessions.sessions.read().await.len() >= self.max_sessions {
+                    return self.sessions_full();
                 }
+                self.forward_body(parts, message).await
             }
-            Verdict::Pass(_) => None,
-            Verdict::Ignore => return StatusCode::ACCEPTED.into_response(),
+            Verdict::Pass(_) => self.forward_body(parts, message).await,
+            Verdict::Ignore => StatusCode::ACCEPTED.into_response(),
             Verdict::Answer(reply) if reply.code == ErrorCode::INVALID_PARAMS => match &session {
-                None => return jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
-                Some(id) if self.has_session(id).await => {
-                    return jsonrpc_error(StatusCode::OK, &reply);
-                }
+                None => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
+                Some(id) if self.has_session(id).await => jsonrpc_error(StatusCode::OK, &reply),
                 // rmcp answers a session it does not know with 404.
-                Some(_) => None,
+                Some(_) => self.forward_body(parts, message).await,
             },
-            Verdict::Answer(reply) => return jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
-        };
+            Verdict::Answer(reply) => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
+        }
+    }
+
+    /// Hands rmcp the request with the body already read (and judged).
+    async fn forward_body(&self, mut parts: axum::http::request::Parts, body: Bytes) -> Response {
         parts
             .headers
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(message.len()));
-        let response = self
-            .forward(Request::from_parts(parts, Body::from(message)))
-            .await;
-        drop(opening);
-        response
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        self.forward(Request::from_parts(parts, Body::from(body)))
+            .await
     }
 
     async fn delete(&self, request: Request) -> Response {
@@ -407,16 +409,6 @@ impl McpEndpoint {
         self.sessions.has_session(id).await.unwrap_or(false)
     }
 
-    /// Counts a new session against the limit until rmcp has opened it (and it is among the
-    /// sessions) or refused it; `None` when the limit is reached. Two racing `initialize`s
-    /// cannot both take the last place: each counts the other once it has begun.
-    async fn reserve_session(&self) -> Option<Opening<'_>> {
-        let others_opening = self.opening.fetch_add(1, Ordering::SeqCst);
-        let opening = Opening(&self.opening);
-        let open = self.sessions.sessions.read().await.len();
-        (open + others_opening < self.max_sessions).then_some(opening)
-    }
-
     fn sessions_full(&self) -> Response {
         let mut refusal = Rejection::Unavailable.respond(format!(
             "this server already holds {} MCP sessions, its limit (`[limits] mcp_sessions` in majordomus.toml); end sessions that are no longer used, or try again later",
@@ -427,15 +419,6 @@ impl McpEndpoint {
             HeaderValue::from(SESSIONS_RETRY_AFTER_SECS),
         );
         refusal
-    }
-}
-
-/// A new session counted against the limit while it opens.
-struct Opening<'a>(&'a AtomicUsize);
-
-impl Drop for Opening<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
