@@ -189,7 +189,8 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
             );
         }
     }
-    if request.uri().path().starts_with("/.well-known/") {
+    let path = request.uri().path();
+    if path == "/.well-known" || path.starts_with("/.well-known/") {
         // No OAuth here. A 401 would invite an MCP client to look for an authorization
         // server; a 404 tells it there is none before it asks for a token it cannot get.
         return no_route(request.method(), request.uri().path());
