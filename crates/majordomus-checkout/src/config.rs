@@ -17,6 +17,7 @@ pub const CONFIG_FILE: &str = "majordomus.toml";
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub timings: Timings,
+    pub limits: Limits,
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
 }
@@ -46,6 +47,31 @@ pub struct Timings {
     pub starting_grace_ms: u64,
     /// How long `serve stop` waits for a server to exit.
     pub stop_timeout_ms: u64,
+    /// How long an HTTP client may take to send a request's headers, from its connection (or
+    /// the first byte of its next request) on; a connection that has not finished them by
+    /// then is closed.
+    pub header_timeout_ms: u64,
+}
+
+/// How many MCP-over-HTTP sessions a server holds at once by default. A session costs about
+/// 100 KB, so the limit keeps a runaway or hostile client near 100 MB; real repositories see
+/// a handful of agents.
+pub const DEFAULT_MCP_SESSIONS: usize = 1_000;
+
+/// `[limits]`: how much a server takes on at once.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// The most MCP-over-HTTP sessions open at once; a new one beyond it is refused (503).
+    pub mcp_sessions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            mcp_sessions: DEFAULT_MCP_SESSIONS,
+        }
+    }
 }
 
 /// `[episodes]`: the repository's own episode driver, if any.
@@ -68,6 +94,7 @@ impl Default for Timings {
             busy_grace_ms: 2_000,
             starting_grace_ms: 10_000,
             stop_timeout_ms: 3_000,
+            header_timeout_ms: 5_000,
         }
     }
 }
@@ -95,6 +122,10 @@ impl Timings {
 
     pub fn stop_timeout(&self) -> Duration {
         Duration::from_millis(self.stop_timeout_ms)
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
     }
 }
 
@@ -149,6 +180,16 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
             "timings.probe_timeout_ms is 0: no server could ever answer in time".into(),
         ));
     }
+    if config.timings.header_timeout_ms == 0 {
+        return Err(problem(
+            "timings.header_timeout_ms is 0: no client could ever send a request in time".into(),
+        ));
+    }
+    if config.limits.mcp_sessions == 0 {
+        return Err(problem(
+            "limits.mcp_sessions is 0: no MCP client could ever open a session".into(),
+        ));
+    }
     Ok(config)
 }
 
@@ -173,6 +214,8 @@ mod tests {
         assert_eq!(config.timings.busy_grace(), Duration::from_secs(2));
         assert_eq!(config.timings.starting_grace(), Duration::from_secs(10));
         assert_eq!(config.timings.stop_timeout(), Duration::from_secs(3));
+        assert_eq!(config.timings.header_timeout(), Duration::from_secs(5));
+        assert_eq!(config.limits.mcp_sessions, DEFAULT_MCP_SESSIONS);
         assert_eq!(config.episodes.command, None);
         assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
     }
@@ -180,11 +223,12 @@ mod tests {
     #[test]
     fn a_partial_file_keeps_the_other_defaults() {
         let config = load_text(
-            "[timings]\nprobe_timeout_ms = 500\n\n[episodes]\ncommand = [\"./record\", \"--json\"]\n",
+            "[timings]\nprobe_timeout_ms = 500\n\n[limits]\nmcp_sessions = 3\n\n[episodes]\ncommand = [\"./record\", \"--json\"]\n",
         )
         .unwrap();
         assert_eq!(config.timings.probe_timeout_ms, 500);
         assert_eq!(config.timings.busy_grace_ms, 2_000);
+        assert_eq!(config.limits.mcp_sessions, 3);
         assert_eq!(config.episodes.command.unwrap(), ["./record", "--json"]);
         assert_eq!(config.episodes.timeout_ms, 2_000);
         assert_eq!(load_text("").unwrap(), Config::default());
@@ -214,5 +258,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("probe_timeout_ms is 0"), "{message}");
+
+        let message = load_text("[timings]\nheader_timeout_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("header_timeout_ms is 0"), "{message}");
+
+        let message = load_text("[limits]\nmcp_sessions = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("mcp_sessions is 0"), "{message}");
     }
 }

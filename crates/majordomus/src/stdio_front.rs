@@ -1,16 +1,43 @@
-//! The guard in front of a stdio MCP connection.
+//! The guard in front of a stdio MCP connection, and the message check it shares with `/mcp`.
 //!
-//! rmcp silently drops a line that is not JSON or is too long; a client that sent one would
-//! wait forever for its answer. This front reads stdin itself, answers every such line with a
-//! JSON-RPC parse error (id null), and hands the good lines to rmcp through an in-memory pipe.
-//! Both rmcp's answers and the front's errors reach stdout whole-line by whole-line, so the
-//! two never interleave inside a frame.
+//! rmcp's stdio transport drops in silence every line it cannot parse: not JSON, not UTF-8,
+//! too long, a lone surrogate in a `\u` escape, values nested deeper than serde_json's 128
+//! levels. A line that is JSON but no MCP message (a batch, a request without `"jsonrpc":
+//! "2.0"`) gets an error without an `id` member, and a known method whose params do not fit
+//! (`tools/call` with a numeric `name`) is taken for an unknown one. A client that sent any of
+//! these waits forever, or cannot tell which of its requests failed or why.
+//!
+//! The front reads stdin itself and judges every line with [`vet`], which parses it exactly as
+//! rmcp will: what rmcp would drop or answer badly gets a JSON-RPC error carrying the
+//! request's id when it can be read (`id: null` otherwise), and only what rmcp parses goes on
+//! to it, through an in-memory pipe. rmcp's answers and the front's errors reach stdout
+//! whole-line by whole-line, so the two never interleave inside a frame.
 
+// Logging and resource subscriptions are deprecated in the newest protocol revision, but rmcp
+// still parses their requests, so their params are judged like any other's.
+use rmcp::model::{
+    CallToolRequest, CancelTaskRequest, ClientJsonRpcMessage, ClientRequest, CompleteRequest,
+    ConstString, DiscoverRequest, ErrorCode, GetPromptRequest, GetSkillRequest, GetTaskRequest,
+    InitializeRequest, JsonRpcMessage, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, ListSkillsRequest, ListToolsRequest, NumberOrString, PingRequest,
+    ReadResourceDirectoryRequest, ReadResourceRequest, Request, RequestId, RequestNoParam,
+    RequestOptionalParam, SubscriptionsListenRequest, UpdateTaskRequest,
+};
+#[allow(deprecated)]
+use rmcp::model::{SetLevelRequest, SubscribeRequest, UnsubscribeRequest};
+use serde::Deserializer as _;
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::error::Category;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
 /// The longest line accepted from a client; longer ones are refused, not buffered whole.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most of a parser's complaint an error message repeats: the complaint may quote the
+/// offending value, which the client wrote and which may be megabytes long.
+const MAX_DETAIL_CHARS: usize = 300;
 
 /// Starts the front on the given streams and returns the ends rmcp should serve on.
 pub fn front<R, W>(input: R, output: W) -> (DuplexStream, DuplexStream)
@@ -26,37 +53,42 @@ where
     tokio::spawn(async move {
         let mut reader = BufReader::new(input);
         loop {
-            match read_bounded_line(&mut reader).await {
+            let answer = match read_bounded_line(&mut reader).await {
                 Ok(None) => break,
-                Ok(Some(Incoming::TooLong(length))) => {
-                    let message = format!(
+                Ok(Some(Incoming::TooLong(length))) => ErrorReply::parse_error(
+                    None,
+                    format!(
                         "the message was {length} bytes or more; the limit is {MAX_LINE_BYTES} bytes per line"
-                    );
-                    if errors.send(parse_error(&message)).await.is_err() {
-                        break;
-                    }
-                }
+                    ),
+                ),
                 Ok(Some(Incoming::Line(line))) => {
-                    let trimmed = line.trim_ascii();
-                    if trimmed.is_empty() {
+                    let message = without_byte_order_mark(line.trim_ascii());
+                    if message.is_empty() {
                         continue;
                     }
-                    if let Err(problem) = check_frame(trimmed) {
-                        if errors.send(parse_error(&problem)).await.is_err() {
-                            break;
+                    match vet(message) {
+                        Verdict::Pass(_) => {
+                            if to_rmcp.write_all(message).await.is_err()
+                                || to_rmcp.write_all(b"\n").await.is_err()
+                            {
+                                break;
+                            }
+                            continue;
                         }
-                        continue;
-                    }
-                    if to_rmcp.write_all(trimmed).await.is_err()
-                        || to_rmcp.write_all(b"\n").await.is_err()
-                    {
-                        break;
+                        Verdict::Ignore => {
+                            tracing::debug!("dropped a notification rmcp cannot read");
+                            continue;
+                        }
+                        Verdict::Answer(reply) => reply,
                     }
                 }
                 Err(error) => {
                     tracing::debug!(%error, "stdin closed");
                     break;
                 }
+            };
+            if errors.send(answer.to_line()).await.is_err() {
+                break;
             }
         }
         let _ = to_rmcp.shutdown().await;
@@ -136,41 +168,587 @@ async fn read_bounded_line<R: AsyncRead + Unpin>(
     }
 }
 
-/// A frame must be UTF-8 JSON; what it means is rmcp's to judge.
-fn check_frame(line: &[u8]) -> Result<(), String> {
-    let text = std::str::from_utf8(line).map_err(|_| {
-        "the message is not UTF-8; send one JSON-RPC message per line, as UTF-8 JSON".to_string()
-    })?;
-    serde_json::from_str::<serde::de::IgnoredAny>(text)
-        .map(|_| ())
-        .map_err(|error| {
-            format!("the message is not JSON ({error}); send one JSON-RPC message per line")
-        })
+/// A message without the UTF-8 byte order mark a client may put first; rmcp's stdio codec
+/// skips it too, and the message handed on is the one judged.
+pub fn without_byte_order_mark(message: &[u8]) -> &[u8] {
+    message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message)
 }
 
-fn parse_error(message: &str) -> Vec<u8> {
-    let frame = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {message}")},
-    });
-    let mut bytes = serde_json::to_vec(&frame).expect("frames serialise");
-    bytes.push(b'\n');
-    bytes
+/// What becomes of one incoming JSON-RPC message.
+#[derive(Debug)]
+pub enum Verdict {
+    /// rmcp parses it as this message: hand it on.
+    Pass(Box<ClientJsonRpcMessage>),
+    /// A notification rmcp cannot read. JSON-RPC never answers a notification, and rmcp
+    /// would drop it too, so it goes no further.
+    Ignore,
+    /// rmcp would drop it or answer it badly: answer with this error instead.
+    Answer(ErrorReply),
 }
+
+/// A JSON-RPC error answer, made before rmcp sees the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorReply {
+    /// The request's id; `None` when it cannot be read, which JSON-RPC writes as `id: null`.
+    pub id: Option<RequestId>,
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ErrorReply {
+    fn parse_error(id: Option<RequestId>, detail: impl std::fmt::Display) -> ErrorReply {
+        ErrorReply {
+            id,
+            code: ErrorCode::PARSE_ERROR,
+            message: format!("Parse error: {detail}"),
+        }
+    }
+
+    fn invalid_request(id: Option<RequestId>, detail: impl std::fmt::Display) -> ErrorReply {
+        ErrorReply {
+            id,
+            code: ErrorCode::INVALID_REQUEST,
+            message: format!("Invalid request: {detail}"),
+        }
+    }
+
+    fn invalid_params(id: RequestId, detail: impl std::fmt::Display) -> ErrorReply {
+        ErrorReply {
+            id: Some(id),
+            code: ErrorCode::INVALID_PARAMS,
+            message: format!("Invalid params: {detail}"),
+        }
+    }
+
+    /// The JSON-RPC error object, `id` always present.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": self.id.clone().map_or(Value::Null, NumberOrString::into_json_value),
+            "error": {"code": self.code.0, "message": self.message},
+        })
+    }
+
+    fn to_line(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(&self.to_json()).expect("frames serialise");
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+/// Judges one JSON-RPC message by rmcp's own parse, so that whatever passes, rmcp reads.
+pub fn vet(message: &[u8]) -> Verdict {
+    let Ok(text) = std::str::from_utf8(message) else {
+        return Verdict::Answer(ErrorReply::parse_error(
+            None,
+            "the message is not UTF-8; send one JSON-RPC message per line, as UTF-8 JSON",
+        ));
+    };
+    match serde_json::from_str::<ClientJsonRpcMessage>(text) {
+        Ok(parsed) => match misfit_params(&parsed) {
+            Some(reply) => Verdict::Answer(reply),
+            None => Verdict::Pass(Box::new(parsed)),
+        },
+        Err(error) => refusal(text, &error),
+    }
+}
+
+/// What to do with a message rmcp cannot parse, judged from its outline.
+fn refusal(text: &str, error: &serde_json::Error) -> Verdict {
+    let detail = bounded(&error.to_string());
+    let Ok(outline) = Outline::read(text) else {
+        return Verdict::Answer(ErrorReply::parse_error(
+            None,
+            format!("the message is not JSON ({detail}); send one JSON-RPC message per line"),
+        ));
+    };
+    if matches!(error.classify(), Category::Syntax | Category::Eof) {
+        // JSON in its shape, but not readable whole: a lone surrogate in a `\u` escape, a
+        // number too large for a double, nesting deeper than 128 levels.
+        let id = match outline {
+            Outline::Object { id, .. } => id,
+            Outline::Batch | Outline::Other => None,
+        };
+        return Verdict::Answer(ErrorReply::parse_error(
+            id,
+            format!(
+                "the message cannot be read ({detail}); strings must be valid Unicode, numbers must fit a double, and values may nest at most 128 levels deep"
+            ),
+        ));
+    }
+    match outline {
+        Outline::Batch => Verdict::Answer(ErrorReply::invalid_request(
+            None,
+            "JSON-RPC batches are not accepted; send each message on its own",
+        )),
+        Outline::Other => Verdict::Answer(ErrorReply::invalid_request(
+            None,
+            "a JSON-RPC message is a JSON object",
+        )),
+        Outline::Object {
+            has_id: false,
+            says_2_0: true,
+            has_method: true,
+            ..
+        } => Verdict::Ignore,
+        Outline::Object {
+            id,
+            says_2_0: false,
+            ..
+        } => Verdict::Answer(ErrorReply::invalid_request(
+            id,
+            "the message must say \"jsonrpc\": \"2.0\"",
+        )),
+        Outline::Object { id, .. } => Verdict::Answer(ErrorReply::invalid_request(
+            id,
+            format!("this is not an MCP message ({detail})"),
+        )),
+    }
+}
+
+/// A parser's complaint, cut to [`MAX_DETAIL_CHARS`].
+fn bounded(detail: &str) -> String {
+    match detail.char_indices().nth(MAX_DETAIL_CHARS) {
+        Some((end, _)) => format!("{}…", &detail[..end]),
+        None => detail.to_string(),
+    }
+}
+
+/// A message as seen from outside, read without the checks that can make the full parse
+/// fail: serde_json skips an ignored value without recursing and without decoding its
+/// escapes, so only the top level and the members read here must be well-formed.
+#[derive(Debug, PartialEq, Eq)]
+enum Outline {
+    Object {
+        /// The `id`, when it is a string or an integer.
+        id: Option<RequestId>,
+        has_id: bool,
+        says_2_0: bool,
+        has_method: bool,
+    },
+    Batch,
+    Other,
+}
+
+impl Outline {
+    fn read(text: &str) -> Result<Outline, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let outline = deserializer.deserialize_any(OutlineVisitor)?;
+        deserializer.end()?;
+        Ok(outline)
+    }
+}
+
+struct OutlineVisitor;
+
+impl<'de> Visitor<'de> for OutlineVisitor {
+    type Value = Outline;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Outline, A::Error> {
+        let (mut id, mut has_id, mut says_2_0, mut has_method) = (None, false, false, false);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => {
+                    has_id = true;
+                    id = map.next_value::<LenientId>()?.0;
+                }
+                "jsonrpc" => {
+                    says_2_0 = map.next_value::<LenientText>()?.0.as_deref() == Some("2.0")
+                }
+                "method" => has_method = map.next_value::<LenientText>()?.0.is_some(),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Outline::Object {
+            id,
+            has_id,
+            says_2_0,
+            has_method,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Outline, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Outline::Batch)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Outline, E> {
+        Ok(Outline::Other)
+    }
+}
+
+/// A value read as a string when it is one and skipped otherwise.
+struct LenientText(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for LenientText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(LenientVisitor(text_of))
+            .map(LenientText)
+    }
+}
+
+fn text_of(value: Scalar) -> Option<String> {
+    match value {
+        Scalar::Text(text) => Some(text.to_string()),
+        Scalar::Number(_) => None,
+    }
+}
+
+/// A value read as a JSON-RPC id (a string or an integer, by rmcp's rules) when it is one,
+/// and skipped otherwise.
+struct LenientId(Option<RequestId>);
+
+impl<'de> serde::Deserialize<'de> for LenientId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(LenientVisitor(id_of))
+            .map(LenientId)
+    }
+}
+
+fn id_of(value: Scalar) -> Option<RequestId> {
+    let value = match value {
+        Scalar::Text(text) => Value::String(text.to_string()),
+        Scalar::Number(number) => Value::Number(number),
+    };
+    serde_json::from_value::<RequestId>(value).ok()
+}
+
+/// A scalar a lenient read may keep.
+enum Scalar<'a> {
+    Text(&'a str),
+    Number(serde_json::Number),
+}
+
+/// Reads a scalar through `keep`, and skips anything else without recursing into it.
+struct LenientVisitor<F>(F);
+
+impl<'de, T, F: FnOnce(Scalar) -> Option<T>> Visitor<'de> for LenientVisitor<F> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Option<T>, E> {
+        Ok((self.0)(Scalar::Text(text)))
+    }
+
+    fn visit_i64<E>(self, number: i64) -> Result<Option<T>, E> {
+        Ok((self.0)(Scalar::Number(number.into())))
+    }
+
+    fn visit_u64<E>(self, number: u64) -> Result<Option<T>, E> {
+        Ok((self.0)(Scalar::Number(number.into())))
+    }
+
+    fn visit_f64<E>(self, number: f64) -> Result<Option<T>, E> {
+        Ok(
+            serde_json::Number::from_f64(number)
+                .and_then(|number| (self.0)(Scalar::Number(number))),
+        )
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// A request for a method rmcp knows whose params do not fit it: rmcp takes it for a custom
+/// request and answers "method not found", which sends the client looking for the wrong
+/// mistake. Invalid params, saying what did not fit, is the right answer.
+fn misfit_params(message: &ClientJsonRpcMessage) -> Option<ErrorReply> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::CustomRequest(custom) = &request.request else {
+        return None;
+    };
+    let complaint = KNOWN_REQUESTS
+        .iter()
+        .find_map(|complaint| complaint(&custom.method, custom.params.as_ref()))?;
+    Some(ErrorReply::invalid_params(
+        request.id.clone(),
+        format!(
+            "the params do not fit `{}` ({}); see the method's params in the MCP schema",
+            bounded(&custom.method),
+            bounded(&complaint)
+        ),
+    ))
+}
+
+/// A request type of rmcp's, by its method name.
+trait KnownRequest: DeserializeOwned {
+    const METHOD: &'static str;
+}
+
+impl<M: ConstString, P: DeserializeOwned> KnownRequest for Request<M, P>
+where
+    Request<M, P>: DeserializeOwned,
+{
+    const METHOD: &'static str = M::VALUE;
+}
+
+impl<M: ConstString, P> KnownRequest for RequestOptionalParam<M, P>
+where
+    RequestOptionalParam<M, P>: DeserializeOwned,
+{
+    const METHOD: &'static str = M::VALUE;
+}
+
+impl<M: ConstString> KnownRequest for RequestNoParam<M>
+where
+    RequestNoParam<M>: DeserializeOwned,
+{
+    const METHOD: &'static str = M::VALUE;
+}
+
+/// Given a method and its params: what is wrong with them, if the method is the check's own.
+type ParamsCheck = fn(&str, Option<&Value>) -> Option<String>;
+
+/// What is wrong with `params` when `method` is `R`'s and they do not make an `R`.
+fn complaint<R: KnownRequest>(method: &str, params: Option<&Value>) -> Option<String> {
+    if method != R::METHOD {
+        return None;
+    }
+    let mut request = serde_json::Map::new();
+    request.insert("method".into(), Value::String(method.to_string()));
+    if let Some(params) = params {
+        request.insert("params".into(), params.clone());
+    }
+    serde_json::from_value::<R>(Value::Object(request))
+        .err()
+        .map(|error| error.to_string())
+}
+
+/// Every request type of rmcp's `ClientRequest` but its catch-all `CustomRequest`.
+#[allow(deprecated)]
+const KNOWN_REQUESTS: &[ParamsCheck] = &[
+    complaint::<PingRequest>,
+    complaint::<InitializeRequest>,
+    complaint::<DiscoverRequest>,
+    complaint::<CompleteRequest>,
+    complaint::<SetLevelRequest>,
+    complaint::<GetPromptRequest>,
+    complaint::<ListPromptsRequest>,
+    complaint::<ListResourcesRequest>,
+    complaint::<ListResourceTemplatesRequest>,
+    complaint::<ReadResourceRequest>,
+    complaint::<SubscriptionsListenRequest>,
+    complaint::<SubscribeRequest>,
+    complaint::<UnsubscribeRequest>,
+    complaint::<CallToolRequest>,
+    complaint::<ListToolsRequest>,
+    complaint::<GetTaskRequest>,
+    complaint::<UpdateTaskRequest>,
+    complaint::<CancelTaskRequest>,
+    complaint::<ListSkillsRequest>,
+    complaint::<GetSkillRequest>,
+    complaint::<ReadResourceDirectoryRequest>,
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
 
+    fn answer(message: &str) -> ErrorReply {
+        match vet(message.as_bytes()) {
+            Verdict::Answer(reply) => reply,
+            other => panic!("{message} was not answered: {other:?}"),
+        }
+    }
+
+    fn deep(levels: usize) -> String {
+        format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn what_rmcp_parses_passes() {
+        for message in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"vendor/own","params":{"any":1}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        ] {
+            assert!(
+                matches!(vet(message.as_bytes()), Verdict::Pass(_)),
+                "{message}"
+            );
+        }
+        let nested = format!(
+            r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}}}}}}}"#,
+            deep(100)
+        );
+        assert!(matches!(vet(nested.as_bytes()), Verdict::Pass(_)));
+    }
+
+    #[test]
+    fn what_rmcp_would_drop_is_answered_with_the_request_id() {
+        let surrogate = answer(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}"#,
+        );
+        assert_eq!(surrogate.code, ErrorCode::PARSE_ERROR);
+        assert_eq!(surrogate.id, Some(NumberOrString::Number(7)));
+        assert!(surrogate.message.contains("escape"), "{surrogate:?}");
+
+        let nested = answer(&format!(
+            r#"{{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{{"name":"x","arguments":{{"a":{}}}}}}}"#,
+            deep(200)
+        ));
+        assert_eq!(nested.code, ErrorCode::PARSE_ERROR);
+        assert_eq!(nested.id, Some(NumberOrString::String("deep".into())));
+        assert!(nested.message.contains("128"), "{nested:?}");
+
+        let unreadable_id = answer(r#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#);
+        assert_eq!(unreadable_id.id, None);
+        let odd_id = answer(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"x","params":{}}}"#,
+            deep(300),
+            deep(300)
+        ));
+        assert_eq!((odd_id.code, odd_id.id), (ErrorCode::PARSE_ERROR, None));
+    }
+
+    #[test]
+    fn malformed_messages_are_parse_errors_with_id_null() {
+        for message in [
+            "not json",
+            r#"{"jsonrpc": "2.0", "id": 2,"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"} trailing"#,
+        ] {
+            let reply = answer(message);
+            assert_eq!(
+                (reply.code, reply.id),
+                (ErrorCode::PARSE_ERROR, None),
+                "{message}"
+            );
+        }
+        let reply = match vet(b"\xff\xfe") {
+            Verdict::Answer(reply) => reply,
+            other => panic!("{other:?}"),
+        };
+        assert!(reply.message.contains("UTF-8"), "{reply:?}");
+    }
+
+    #[test]
+    fn batches_and_messages_without_jsonrpc_are_invalid_requests() {
+        let batch = answer(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+        assert_eq!(
+            (batch.code, batch.id.clone()),
+            (ErrorCode::INVALID_REQUEST, None)
+        );
+        assert!(batch.message.contains("batch"), "{batch:?}");
+
+        let unversioned = answer(r#"{"id":9,"method":"ping"}"#);
+        assert_eq!(
+            (unversioned.code, unversioned.id.clone()),
+            (ErrorCode::INVALID_REQUEST, Some(NumberOrString::Number(9)))
+        );
+        assert!(
+            unversioned.message.contains("\"jsonrpc\""),
+            "{unversioned:?}"
+        );
+
+        let anonymous = answer(r#"{"method":"ping"}"#);
+        assert_eq!(
+            (anonymous.code, anonymous.id),
+            (ErrorCode::INVALID_REQUEST, None)
+        );
+
+        let scalar = answer("5");
+        assert_eq!(
+            (scalar.code, scalar.id.clone()),
+            (ErrorCode::INVALID_REQUEST, None)
+        );
+        assert_eq!(scalar.to_json()["id"], Value::Null);
+        assert!(scalar.to_json().as_object().unwrap().contains_key("id"));
+    }
+
+    #[test]
+    fn a_notification_rmcp_cannot_read_is_not_answered() {
+        assert!(matches!(
+            vet(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#),
+            Verdict::Ignore
+        ));
+    }
+
+    #[test]
+    fn a_known_method_with_misfit_params_is_invalid_params() {
+        let reply = answer(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5}}"#);
+        assert_eq!(
+            (reply.code, reply.id.clone()),
+            (ErrorCode::INVALID_PARAMS, Some(NumberOrString::Number(5)))
+        );
+        assert!(reply.message.contains("tools/call"), "{reply:?}");
+        let reply = answer(r#"{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{}}"#);
+        assert_eq!(reply.code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn complaints_are_bounded() {
+        let huge = "x".repeat(100_000);
+        let reply = answer(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":["{huge}"]}}}}"#
+        ));
+        assert!(
+            reply.message.len() < 2 * MAX_DETAIL_CHARS + 200,
+            "{}",
+            reply.message.len()
+        );
+    }
+
     #[tokio::test]
-    async fn bad_lines_get_parse_errors_and_good_lines_pass() {
+    async fn bad_lines_are_answered_and_good_lines_pass() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
         let (mut rmcp_in, mut rmcp_out) = front(server_in, server_out);
         client_in
-            .write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\xff\xfe\n")
+            .write_all(
+                b"not json\n\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\xff\xfe\n[1]\n{\"id\":3,\"method\":\"ping\"}\n",
+            )
             .await
             .unwrap();
         drop(client_in);
@@ -181,15 +759,22 @@ mod tests {
         drop(rmcp_out);
         let mut answered = String::new();
         client_out.read_to_string(&mut answered).await.unwrap();
-        let errors: Vec<serde_json::Value> = answered
+        let errors: Vec<Value> = answered
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(errors.len(), 2);
-        assert!(
-            errors
-                .iter()
-                .all(|e| e["error"]["code"] == -32700 && e["id"].is_null())
+        let codes: Vec<(i64, Value)> = errors
+            .iter()
+            .map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                (-32700, Value::Null),
+                (-32700, Value::Null),
+                (-32600, Value::Null),
+                (-32600, Value::from(3)),
+            ]
         );
         assert!(
             errors[1]["error"]["message"]

@@ -5,48 +5,48 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
+use http_body_util::LengthLimitError;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use serde_json::{Value, json};
 
 use super::ServerState;
 use super::mcp::McpSession;
 use crate::context::Context;
 use crate::registry::{Capability, CapabilityError, ErrorKind, HttpMethod, Registry};
+use crate::stdio_front::{ErrorReply, Verdict, vet, without_byte_order_mark};
 use crate::survey::Identity;
 use majordomus_domain::peers::Transport;
 
 /// The largest request body accepted, on every route. Nothing majordomus is sent comes near it.
 pub const BODY_LIMIT_BYTES: usize = 1024 * 1024;
 
+/// How long a client refused a session for the session limit is told to wait before trying
+/// again: sessions end when their clients leave or fall silent, so places free up over time.
+const SESSIONS_RETRY_AFTER_SECS: u32 = 5;
+
 /// Builds the router of a serving process.
 pub fn router(state: Arc<ServerState>) -> Router {
-    let mcp_state = state.clone();
-    let mcp_config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(state.shutdown.child_token())
-        .with_max_request_body_bytes(BODY_LIMIT_BYTES)
-        .with_allowed_origins(LOOPBACK_ORIGINS)
-        .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
-    let mut session_manager = LocalSessionManager::default();
-    session_manager.session_config.keep_alive = Some(std::time::Duration::from_secs(
-        state.site.config.timings.idle_timeout_secs,
-    ));
-    let mcp = StreamableHttpService::new(
-        move || Ok(McpSession::new(mcp_state.clone(), Transport::Http)),
-        Arc::new(session_manager),
-        mcp_config,
-    );
-
+    let mcp = Arc::new(McpEndpoint::new(&state));
     let mut router = Router::new()
         .route("/", get(identity))
         .route("/openapi.json", get(openapi))
-        .route_service("/mcp", mcp);
+        .route(
+            "/mcp",
+            any(move |request: Request| {
+                let mcp = mcp.clone();
+                async move { mcp.handle(request).await }
+            }),
+        );
     for capability in Registry::builtin().iter() {
         if let Some((method, path)) = capability.declaration.exposure.http {
             router = router.route(path, rest_route(capability.id(), method));
@@ -99,14 +99,17 @@ pub enum Rejection {
     Conflict,
     /// A body over [`BODY_LIMIT_BYTES`].
     PayloadTooLarge,
+    /// A new MCP session beyond the session limit.
+    Unavailable,
 }
 
 impl Rejection {
-    pub const ALL: [Rejection; 4] = [
+    pub const ALL: [Rejection; 5] = [
         Rejection::Unauthorized,
         Rejection::Forbidden,
         Rejection::Conflict,
         Rejection::PayloadTooLarge,
+        Rejection::Unavailable,
     ];
 
     /// The word an HTTP error body names it by.
@@ -116,6 +119,7 @@ impl Rejection {
             Rejection::Forbidden => "forbidden",
             Rejection::Conflict => "conflict",
             Rejection::PayloadTooLarge => "payload_too_large",
+            Rejection::Unavailable => "unavailable",
         }
     }
 
@@ -125,11 +129,21 @@ impl Rejection {
             Rejection::Forbidden => StatusCode::FORBIDDEN,
             Rejection::Conflict => StatusCode::CONFLICT,
             Rejection::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Rejection::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
+    /// The refusal, with the header its status calls for: a 401 names the scheme it wants
+    /// (`Bearer`), as HTTP requires, so a client knows to send the token rather than guess.
     fn respond(self, message: impl Into<String>) -> Response {
-        error_response(self.status(), self.as_str(), message)
+        let mut response = error_response(self.status(), self.as_str(), message);
+        if self == Rejection::Unauthorized {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"majordomus\""),
+            );
+        }
+        response
     }
 }
 
@@ -174,6 +188,12 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
                 ),
             );
         }
+    }
+    let path = request.uri().path();
+    if path == "/.well-known" || path.starts_with("/.well-known/") {
+        // No OAuth here. A 401 would invite an MCP client to look for an authorization
+        // server; a 404 tells it there is none before it asks for a token it cannot get.
+        return no_route(request.method(), request.uri().path());
     }
     let is_probe = request.method() == Method::GET && request.uri().path() == "/";
     if !is_probe && !carries_token(&request, state.token()) {
@@ -261,14 +281,188 @@ async fn openapi() -> Response {
 }
 
 async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
+    no_route(&method, uri.path())
+}
+
+fn no_route(method: &Method, path: &str) -> Response {
     error_response(
         StatusCode::NOT_FOUND,
         ErrorKind::NotFound.as_str(),
-        format!(
-            "there is no route {method} {}; /openapi.json lists every route",
-            uri.path()
-        ),
+        format!("there is no route {method} {path}; /openapi.json lists every route"),
     )
+}
+
+/// `/mcp`: rmcp's Streamable HTTP service, behind what it does not check or answers wrongly.
+///
+/// A POST body is read once (within [`BODY_LIMIT_BYTES`]) and judged by the same rule as a
+/// stdio line ([`vet`]): malformed JSON and batches get 400 with a JSON-RPC error body (rmcp
+/// says 415, which blames the Content-Type), a known method with misfit params gets invalid
+/// params (rmcp says "method not found"), and only what rmcp parses reaches it. A new
+/// session beyond the limit gets 503. DELETE answers 204 for a session it ended and 404 for
+/// one it does not know (rmcp says 202 to both).
+struct McpEndpoint {
+    service: StreamableHttpService<McpSession, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+    /// Held while a new session opens: the sessions are counted, and the new one opened or
+    /// refused, before the next `initialize` is judged, so the count is never stale and the
+    /// limit is exact. Opening a session takes well under a millisecond of the server's
+    /// own work (the answer streams out after the lock is released).
+    opening: tokio::sync::Mutex<()>,
+    max_sessions: usize,
+}
+
+impl McpEndpoint {
+    fn new(state: &Arc<ServerState>) -> McpEndpoint {
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(state.shutdown.child_token())
+            .with_max_request_body_bytes(BODY_LIMIT_BYTES)
+            .with_allowed_origins(LOOPBACK_ORIGINS)
+            .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(state.site.config.timings.idle_timeout());
+        let sessions = Arc::new(sessions);
+        let session_state = state.clone();
+        McpEndpoint {
+            service: StreamableHttpService::new(
+                move || Ok(McpSession::new(session_state.clone(), Transport::Http)),
+                sessions.clone(),
+                config,
+            ),
+            sessions,
+            opening: tokio::sync::Mutex::new(()),
+            max_sessions: state.site.config.limits.mcp_sessions,
+        }
+    }
+
+    async fn handle(&self, request: Request) -> Response {
+        match *request.method() {
+            Method::POST => self.post(request).await,
+            Method::DELETE => self.delete(request).await,
+            _ => self.forward(request).await,
+        }
+    }
+
+    async fn forward(&self, request: Request) -> Response {
+        self.service.handle(request).await.map(Body::new)
+    }
+
+    async fn post(&self, request: Request) -> Response {
+        if !declares_json(request.headers()) {
+            // rmcp answers a body that does not say it is JSON with 415, rightly.
+            return self.forward(request).await;
+        }
+        let (parts, body) = request.into_parts();
+        let body = match axum::body::to_bytes(body, BODY_LIMIT_BYTES).await {
+            Ok(body) => body,
+            Err(error) => return unreadable_body(&error),
+        };
+        let message = body.slice(body.len() - without_byte_order_mark(&body).len()..);
+        let session = session_id(&parts.headers);
+        match vet(&message) {
+            Verdict::Pass(parsed) if session.is_none() && is_initialize(&parsed) => {
+                let _opening = self.opening.lock().await;
+                if self.sessions.sessions.read().await.len() >= self.max_sessions {
+                    return self.sessions_full();
+                }
+                self.forward_body(parts, message).await
+            }
+            Verdict::Pass(_) => self.forward_body(parts, message).await,
+            Verdict::Ignore => StatusCode::ACCEPTED.into_response(),
+            Verdict::Answer(reply) if reply.code == ErrorCode::INVALID_PARAMS => match &session {
+                None => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
+                Some(id) if self.has_session(id).await => jsonrpc_error(StatusCode::OK, &reply),
+                // rmcp answers a session it does not know with 404.
+                Some(_) => self.forward_body(parts, message).await,
+            },
+            Verdict::Answer(reply) => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
+        }
+    }
+
+    /// Hands rmcp the request with the body already read (and judged).
+    async fn forward_body(&self, mut parts: axum::http::request::Parts, body: Bytes) -> Response {
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        self.forward(Request::from_parts(parts, Body::from(body)))
+            .await
+    }
+
+    async fn delete(&self, request: Request) -> Response {
+        let Some(id) = session_id(request.headers()) else {
+            // rmcp answers a DELETE without a session id with 400.
+            return self.forward(request).await;
+        };
+        if !self.has_session(&id).await {
+            return error_response(
+                StatusCode::NOT_FOUND,
+                ErrorKind::NotFound.as_str(),
+                "there is no MCP session with that id: it has ended, or never began",
+            );
+        }
+        let response = self.forward(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            return StatusCode::NO_CONTENT.into_response();
+        }
+        response
+    }
+
+    async fn has_session(&self, id: &SessionId) -> bool {
+        self.sessions.has_session(id).await.unwrap_or(false)
+    }
+
+    fn sessions_full(&self) -> Response {
+        let mut refusal = Rejection::Unavailable.respond(format!(
+            "this server already holds {} MCP sessions, its limit (`[limits] mcp_sessions` in majordomus.toml); end sessions that are no longer used, or try again later",
+            self.max_sessions
+        ));
+        refusal.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(SESSIONS_RETRY_AFTER_SECS),
+        );
+        refusal
+    }
+}
+
+fn session_id(headers: &HeaderMap) -> Option<SessionId> {
+    headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(SessionId::from)
+}
+
+fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::InitializeRequest(_)))
+}
+
+/// Whether the Content-Type says JSON, as rmcp requires before it reads a body.
+fn declares_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split(';').next().unwrap_or_default();
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
+}
+
+/// A body that could not be read: over the limit (413, worded by [`explain_too_large`]), or
+/// cut off.
+fn unreadable_body(error: &axum::Error) -> Response {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if cause.is::<LengthLimitError>() {
+            return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        }
+        source = cause.source();
+    }
+    capability_error(CapabilityError::invalid_input(format!(
+        "the request body could not be read ({error}); send the whole body"
+    )))
+}
+
+fn jsonrpc_error(status: StatusCode, reply: &ErrorReply) -> Response {
+    (status, axum::Json(reply.to_json())).into_response()
 }
 
 fn rest_route(id: &'static str, method: HttpMethod) -> MethodRouter<Arc<ServerState>> {

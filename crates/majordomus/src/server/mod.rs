@@ -2,6 +2,7 @@
 
 mod episodes;
 pub mod http;
+pub mod listen;
 pub mod mcp;
 pub mod run;
 

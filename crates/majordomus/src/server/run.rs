@@ -3,7 +3,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::serve::ListenerExt;
 use majordomus_checkout::{
     CreateError, ElectionVerdict, Lease, LeaseHandle, LeaseReading, ProbeAnswer,
     classify_for_election, lease_age, lease_path, read_lease, take_over, try_create,
@@ -103,7 +102,7 @@ pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
 /// A server that is answering.
 pub struct Running {
     pub state: Arc<ServerState>,
-    task: JoinHandle<std::io::Result<()>>,
+    task: JoinHandle<()>,
 }
 
 /// Binds the listener on an ephemeral loopback port, starts answering, and only then writes the
@@ -114,18 +113,13 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
     let router = super::http::router(state.clone());
     let shutdown = state.shutdown.clone();
-    let task = tokio::spawn(async move {
-        // Answers are small and a client waits on each one: without TCP_NODELAY, Nagle's
-        // algorithm meets a keep-alive client's delayed ACK and every call stalls ~40 ms.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "could not set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-    });
+    let header_timeout = state.site.config.timings.header_timeout();
+    let task = tokio::spawn(super::listen::serve(
+        listener,
+        router,
+        header_timeout,
+        shutdown,
+    ));
     if !state.publish(url.clone())? {
         tracing::warn!("the lease was taken over before its URL could be published");
     }

@@ -519,6 +519,15 @@ pub struct ServeProcess {
 
 impl ServeProcess {
     pub fn spawn(repo: &TempRepo, checkout: &Path) -> ServeProcess {
+        ServeProcess::spawn_with(repo, checkout, |_| {})
+    }
+
+    /// Spawns it after `configure` has had its say on the command (a `pre_exec`, say).
+    pub fn spawn_with(
+        repo: &TempRepo,
+        checkout: &Path,
+        configure: impl FnOnce(&mut std::process::Command),
+    ) -> ServeProcess {
         let (log, file) = repo.log_file("serve");
         let mut command = std::process::Command::new(bin());
         command
@@ -532,6 +541,7 @@ impl ServeProcess {
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "info");
         }
+        configure(&mut command);
         let child = command.spawn().expect("majordomus serve starts");
         ServeProcess {
             child,

@@ -1,0 +1,346 @@
+//! The edges of the protocols where clients trip: messages rmcp cannot parse on stdin, and
+//! the HTTP answers of `/mcp` and the routes around it.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::*;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// Lines that rmcp would drop in silence or answer without an id each get a JSON-RPC error
+/// on `majordomus mcp`'s stdout, carrying the request's id where it can be read and `id: null`
+/// where it cannot, and the request after each one is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stdin_line_gets_an_answer_with_its_id() {
+    let repo = TempRepo::new();
+    let (_, log) = repo.log_file("raw-mcp");
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+
+    send_line(
+        &mut stdin,
+        &json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "edge-test", "version": "1.0"}
+            }
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(next_frame(&mut stdout).await["id"], 1);
+    send_line(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+
+    let lone_surrogate = r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"majordomus_announce","arguments":{"intent":"\ud800"}}}"#;
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{{"name":"majordomus_announce","arguments":{{"intent":{}}}}}}}"#,
+        nested(200)
+    );
+    let misfit = r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":5}}"#;
+    let cases: [(&str, &str, i64, Value); 5] = [
+        ("a lone surrogate", lone_surrogate, -32700, json!(10)),
+        ("200 levels of nesting", &deep, -32700, json!("deep")),
+        ("a numeric tool name", misfit, -32602, json!(12)),
+        (
+            "no jsonrpc member",
+            r#"{"id":13,"method":"tools/list"}"#,
+            -32600,
+            json!(13),
+        ),
+        (
+            "a batch",
+            r#"[{"jsonrpc":"2.0","id":14,"method":"tools/list"}]"#,
+            -32600,
+            Value::Null,
+        ),
+    ];
+    for (n, (what, line, code, id)) in cases.into_iter().enumerate() {
+        send_line(&mut stdin, line).await;
+        let frame = next_frame(&mut stdout).await;
+        assert_eq!(frame["jsonrpc"], "2.0", "{what}: {frame}");
+        assert_eq!(frame["error"]["code"], code, "{what}: {frame}");
+        assert!(
+            frame.as_object().unwrap().contains_key("id"),
+            "{what}: the id member is there: {frame}"
+        );
+        assert_eq!(frame["id"], id, "{what}: {frame}");
+        assert!(
+            frame["error"]["message"]
+                .as_str()
+                .is_some_and(|message| !message.is_empty()),
+            "{what}: {frame}"
+        );
+
+        let next = 100 + n as i64;
+        send_line(
+            &mut stdin,
+            &json!({"jsonrpc": "2.0", "id": next, "method": "tools/list"}).to_string(),
+        )
+        .await;
+        let frame = next_frame(&mut stdout).await;
+        assert_eq!(frame["id"], next, "after {what}: {frame}");
+        assert!(frame["result"]["tools"].is_array(), "after {what}: {frame}");
+    }
+
+    send_line(&mut stdin, r#"{"method":"tools/list"}"#).await;
+    let frame = next_frame(&mut stdout).await;
+    assert_eq!(frame["error"]["code"], -32600, "{frame}");
+    assert!(
+        frame.as_object().unwrap().contains_key("id") && frame["id"].is_null(),
+        "no id to read: id null: {frame}"
+    );
+
+    drop(stdin);
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("majordomus mcp ends when its client closes stdin")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// DELETE `/mcp` ends a live session with 204 and knows no other (404); the session it
+/// ended no longer answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_ends_a_live_session_with_204_and_answers_404_for_any_other() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let session = open_session(&lease).await;
+
+    let ended = delete(&lease, &session).await;
+    assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+    let again = delete(&lease, &session).await;
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    let body: Value = again.json().await.expect("the 404 is JSON");
+    assert_eq!(body["error"]["kind"], "not_found", "{body:#}");
+    assert_eq!(
+        delete(&lease, "no-such-session").await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    let after = post_mcp(
+        &lease,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string(),
+    )
+    .await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND, "the session is gone");
+}
+
+/// A request without the token is told which scheme to use, and OAuth discovery finds
+/// nothing to discover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_names_bearer_and_well_known_paths_are_not_found() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    for path in ["/mcp", "/api/v1/peers"] {
+        let refused = http()
+            .get(format!("{}{path}", lease.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let challenge = refused
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        assert!(challenge.starts_with("Bearer"), "{path}: {challenge:?}");
+    }
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let answer = http()
+            .get(format!("{}{path}", lease.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{path}");
+        let body: Value = answer.json().await.expect("the 404 is JSON");
+        assert_eq!(body["error"]["kind"], "not_found", "{path}: {body:#}");
+    }
+}
+
+/// Bodies rmcp cannot parse get 400 and a JSON-RPC error (not 415); a known method with
+/// misfit params gets invalid params (not "method not found"); the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bodies_rmcp_cannot_parse_get_400_with_a_jsonrpc_error() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+
+    let cases: [(&str, String, i64, Value); 4] = [
+        ("malformed JSON", "{\"jsonrpc\": \"2.0\", \"id\": 1,".into(), -32700, Value::Null),
+        (
+            "a batch",
+            r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#.into(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            "no jsonrpc member",
+            r#"{"id":3,"method":"initialize","params":{}}"#.into(),
+            -32600,
+            json!(3),
+        ),
+        (
+            "a lone surrogate",
+            r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"clientInfo":{"name":"\ud800"}}}"#.into(),
+            -32700,
+            json!(4),
+        ),
+    ];
+    for (what, body, code, id) in cases {
+        let answer = post_mcp(&lease, None, body).await;
+        assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{what}");
+        let frame: Value = answer.json().await.expect("the error is JSON");
+        assert_eq!(frame["jsonrpc"], "2.0", "{what}: {frame}");
+        assert_eq!(frame["error"]["code"], code, "{what}: {frame}");
+        assert!(
+            frame.as_object().unwrap().contains_key("id"),
+            "{what}: {frame}"
+        );
+        assert_eq!(frame["id"], id, "{what}: {frame}");
+    }
+
+    let session = open_session(&lease).await;
+    let misfit = post_mcp(
+        &lease,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5}}"#.into(),
+    )
+    .await;
+    let frame = jsonrpc_answer(misfit).await;
+    assert_eq!(frame["id"], 5, "{frame}");
+    assert_eq!(frame["error"]["code"], -32602, "{frame}");
+
+    let listed = post_mcp(
+        &lease,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}).to_string(),
+    )
+    .await;
+    let frame = jsonrpc_answer(listed).await;
+    assert_eq!(frame["id"], 6, "{frame}");
+    assert!(frame["result"]["tools"].is_array(), "{frame}");
+}
+
+/// Nesting in JSON, `levels` deep.
+fn nested(levels: usize) -> String {
+    format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+}
+
+async fn send_line(stdin: &mut ChildStdin, line: &str) {
+    stdin.write_all(line.as_bytes()).await.unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+}
+
+async fn next_frame(stdout: &mut BufReader<ChildStdout>) -> Value {
+    let mut line = String::new();
+    let read = tokio::time::timeout(BOUND, stdout.read_line(&mut line))
+        .await
+        .expect("an answer line within the bound")
+        .expect("stdout reads");
+    assert!(read > 0, "stdout closed: the process stopped serving");
+    serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("stdout carries JSON frames only ({e}): {line}"))
+}
+
+/// POST `/mcp` with the token, as a Streamable HTTP client sends it.
+async fn post_mcp(lease: &LeaseFile, session: Option<&str>, body: String) -> reqwest::Response {
+    let mut request = http()
+        .post(format!("{}/mcp", lease.url()))
+        .header(AUTHORIZATION, format!("Bearer {}", lease.token))
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .body(body);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.expect("the server answers")
+}
+
+async fn delete(lease: &LeaseFile, session: &str) -> reqwest::Response {
+    http()
+        .delete(format!("{}/mcp", lease.url()))
+        .header(AUTHORIZATION, format!("Bearer {}", lease.token))
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+/// Initializes a session and returns its id.
+async fn open_session(lease: &LeaseFile) -> String {
+    let initialized = post_mcp(
+        lease,
+        None,
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "edge-test", "version": "1.0"}
+            }
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(initialized.status(), StatusCode::OK);
+    let session = initialized
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .expect("a session id")
+        .to_string();
+    let frame = jsonrpc_answer(initialized).await;
+    assert_eq!(frame["id"], 1, "{frame}");
+    let acknowledged = post_mcp(
+        lease,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    )
+    .await;
+    assert_eq!(acknowledged.status(), StatusCode::ACCEPTED);
+    session
+}
+
+/// The JSON-RPC message of an answer, whether it came as JSON or as a server-sent event.
+async fn jsonrpc_answer(response: reqwest::Response) -> Value {
+    let is_stream = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    let text = tokio::time::timeout(BOUND, response.text())
+        .await
+        .expect("the answer ends within the bound")
+        .expect("the answer reads");
+    if !is_stream {
+        return serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|data| !data.is_empty())
+        .find_map(|data| serde_json::from_str::<Value>(data).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in the stream: {text}"))
+}
