@@ -36,6 +36,9 @@ pub struct Timings {
     pub starting_grace_ms: u64,
     /// How long `serve stop` waits for a server to exit.
     pub stop_timeout_ms: u64,
+    /// How long a bridge's session may go without a message before its server takes the
+    /// bridge for dead and lets its peer go. A bridge pings a third of this apart.
+    pub bridge_silence_ms: u64,
 }
 
 /// `[episodes]`: the repository's own episode driver, if any.
@@ -58,6 +61,7 @@ impl Default for Timings {
             busy_grace_ms: 2_000,
             starting_grace_ms: 10_000,
             stop_timeout_ms: 3_000,
+            bridge_silence_ms: 5_000,
         }
     }
 }
@@ -85,6 +89,15 @@ impl Timings {
 
     pub fn stop_timeout(&self) -> Duration {
         Duration::from_millis(self.stop_timeout_ms)
+    }
+
+    pub fn bridge_silence(&self) -> Duration {
+        Duration::from_millis(self.bridge_silence_ms)
+    }
+
+    /// How often a bridge pings its server: three pings fit in the silence its server allows.
+    pub fn bridge_ping_interval(&self) -> Duration {
+        self.bridge_silence() / 3
     }
 }
 
@@ -139,8 +152,18 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
             "timings.probe_timeout_ms is 0: no server could ever answer in time".into(),
         ));
     }
+    if config.timings.bridge_silence_ms < MIN_BRIDGE_SILENCE_MS {
+        return Err(problem(format!(
+            "timings.bridge_silence_ms is {}: below {MIN_BRIDGE_SILENCE_MS} a bridge could not ping its server often enough to be kept",
+            config.timings.bridge_silence_ms
+        )));
+    }
     Ok(config)
 }
+
+/// The least `bridge_silence_ms` accepted: a bridge pings three times within it, and a ping
+/// must have time to travel.
+pub const MIN_BRIDGE_SILENCE_MS: u64 = 300;
 
 #[cfg(test)]
 mod tests {
@@ -163,6 +186,8 @@ mod tests {
         assert_eq!(config.timings.busy_grace(), Duration::from_secs(2));
         assert_eq!(config.timings.starting_grace(), Duration::from_secs(10));
         assert_eq!(config.timings.stop_timeout(), Duration::from_secs(3));
+        assert_eq!(config.timings.bridge_silence(), Duration::from_secs(5));
+        assert!(config.timings.bridge_ping_interval() < config.timings.bridge_silence() / 2);
         assert_eq!(config.episodes.command, None);
         assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
     }
@@ -204,5 +229,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("probe_timeout_ms is 0"), "{message}");
+
+        let message = load_text("[timings]\nbridge_silence_ms = 10\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("bridge_silence_ms is 10"), "{message}");
     }
 }
