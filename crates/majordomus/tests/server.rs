@@ -477,7 +477,10 @@ async fn the_second_mcp_bridges_and_its_exit_is_noticed() {
         codex["client"]["name"], "codex",
         "the board shows the bridged client's own name"
     );
-    assert_eq!(codex["transport"], "http");
+    assert_eq!(
+        codex["transport"], "stdio",
+        "the client reached majordomus over the bridge's stdio"
+    );
     assert_eq!(find(&board["peers"], "id", "p1")["transport"], "stdio");
 
     bridged.close().await;
