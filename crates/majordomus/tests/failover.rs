@@ -58,7 +58,15 @@ async fn ten_clients_starting_at_once_share_one_server() {
             peers.iter().all(|peer| peer["transport"] == "stdio"),
             "every client reached majordomus over a `majordomus mcp` stdio: {board:#}"
         );
-
+        let served_in_process: Vec<&Value> = peers
+            .iter()
+            .filter(|peer| peer["bridged"] == false)
+            .collect();
+        assert_eq!(
+            served_in_process.len(),
+            1,
+            "one client is the server's own, every other is bridged: {board:#}"
+        );
     }
     for client in clients {
         client.close().await;
