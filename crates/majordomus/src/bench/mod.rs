@@ -224,7 +224,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios of DESIGN §13, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 7] = [
+pub const SCENARIOS: [Scenario; 8] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -267,6 +267,12 @@ pub const SCENARIOS: [Scenario; 7] = [
         title: "a tool call over MCP Streamable HTTP from a client that keeps its connection alive",
         target: ScenarioTarget::MillisBelow(0.5),
     },
+    Scenario {
+        id: ScenarioId::ExitSigint,
+        name: "scenario/exit/sigint",
+        title: "SIGINT to a `majordomus mcp` that serves only its own client, to its exit (Claude Code sends SIGTERM 100 ms after SIGINT)",
+        target: ScenarioTarget::MillisBelow(100.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -279,6 +285,7 @@ pub enum ScenarioId {
     BoardList,
     Memory,
     HttpKeepAlive,
+    ExitSigint,
 }
 
 /// A measured situation beyond the capability matrix.
