@@ -105,6 +105,19 @@ impl Drop for McpSession {
 /// the bridge's lifetime across every session it opens.
 pub const WORKER_META_KEY: &str = "majordomus/worker";
 
+/// The longest worker identity a session may name; a bridge's is 32 hex digits.
+const MAX_WORKER_IDENTITY: usize = 64;
+
+/// Whether a session's claimed worker identity is one a bridge could have made: short, and
+/// letters, digits, `-` and `_` only. Anything else is ignored, so what a client sends is
+/// never kept at any size it likes.
+fn is_worker_identity(identity: &str) -> bool {
+    (1..=MAX_WORKER_IDENTITY).contains(&identity.len())
+        && identity
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
 /// The `initialize` `_meta` key by which a bridge says it carries a client of its own stdio:
 /// the peer is listed with that client's transport, and is let go when its pings stop.
 pub const BRIDGED_META_KEY: &str = "majordomus/bridged";
@@ -232,6 +245,7 @@ impl ServerHandler for McpSession {
         };
         let worker = meta(WORKER_META_KEY)
             .and_then(|value| value.as_str())
+            .filter(|identity| is_worker_identity(identity))
             .map(|identity| Worker {
                 identity,
                 bridged: meta(BRIDGED_META_KEY).is_some_and(|flag| flag == true),
@@ -262,5 +276,20 @@ impl ServerHandler for McpSession {
         call(&self.context(), &request.name, request.arguments)
             .await
             .map(CallToolResponse::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_short_plain_worker_identities_are_kept() {
+        assert!(is_worker_identity("0123456789abcdef0123456789abcdef"));
+        assert!(is_worker_identity("worker-7"));
+        assert!(!is_worker_identity(""));
+        assert!(!is_worker_identity(&"a".repeat(MAX_WORKER_IDENTITY + 1)));
+        assert!(!is_worker_identity("worker 7"));
+        assert!(!is_worker_identity("wörker"));
     }
 }
