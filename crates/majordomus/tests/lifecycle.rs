@@ -725,3 +725,53 @@ async fn serve_stop_stops_a_serving_mcp_in_order() {
     let logs = [client.close().await];
     assert_quiet(&logs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridges_carry_on_after_their_server_is_killed_without_a_word_on_stderr() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let doomed = QuietClient::start(&repo, &root, "doomed").await;
+    assert_eq!(wait_ready(&root).await.pid, doomed.pid);
+    let survivors = [
+        QuietClient::start(&repo, &root, "agent-1").await,
+        QuietClient::start(&repo, &root, "agent-2").await,
+    ];
+    for (n, survivor) in survivors.iter().enumerate() {
+        survivor
+            .answer(
+                ANNOUNCE,
+                json!({"intent": format!("agent {n} works"), "scope": [format!("src/{n}")]}),
+            )
+            .await;
+    }
+    survivors[0]
+        .answer(ATTACH, json!({"external_id": "conv-survivor"}))
+        .await;
+
+    signal(doomed.pid, libc::SIGKILL);
+    wait_gone(doomed.pid).await;
+    for survivor in &survivors {
+        eventually("both survivors on the new board", || async {
+            let board = survivor.board().await;
+            let back = ["agent-1", "agent-2"].iter().all(|name| {
+                peers_named(&board, name).len() == 1
+                    && peers_named(&board, name)[0]["attached"] == true
+            });
+            if back && board["count"] == 2 {
+                Ok(())
+            } else {
+                Err(board.to_string())
+            }
+        })
+        .await;
+    }
+    let episodes = survivors[0].answer(EPISODES, json!({})).await;
+    assert_eq!(
+        episodes["mine"]["external_id"], "conv-survivor",
+        "{episodes:#}"
+    );
+
+    let [first, second] = survivors;
+    let (first, second) = tokio::join!(first.close(), second.close());
+    assert_quiet(&[first, second]);
+}
