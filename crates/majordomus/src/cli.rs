@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::context::{Context, Site};
 use crate::registry::{Capability, ErrorKind, Registry};
@@ -255,10 +256,15 @@ pub fn main() -> ExitCode {
         .build()
         .expect("the async runtime starts");
     let stops = StopRequests::default();
+    // Listening starts before anything is served, so no signal can find the default action.
+    let signals = {
+        let _runtime = runtime.enter();
+        StopSignals::listen(name)
+    };
     let code = runtime.block_on(async {
         tokio::select! {
             code = dispatch(name, sub, &stops) => code,
-            () = stop_signals(name, &stops) => ExitCode::from(EXIT_ON_SECOND_SIGNAL),
+            () = StopSignals::watch(signals, &stops) => ExitCode::from(EXIT_ON_SECOND_SIGNAL),
         }
     });
     // Everything worth finishing has finished; a read of stdin may still be blocked in its
@@ -271,44 +277,66 @@ pub fn main() -> ExitCode {
 /// reports an interrupted command.
 const EXIT_ON_SECOND_SIGNAL: u8 = 130;
 
-/// Hears the stop signals of the commands that serve. SIGUSR1 (what `serve stop` sends) asks
-/// either for the ordered stop; so does SIGINT or SIGTERM to `majordomus serve`. To
-/// `majordomus mcp`, SIGINT or SIGTERM is its client ending it (Claude Code sends SIGINT, then
-/// SIGTERM 100 ms later; rmcp's client signals after 3 s), so the process leaves, handing
-/// whoever it serves over. Resolves on a second signal of any kind: the process then ends at
-/// once. Other commands keep the default handling.
-async fn stop_signals(command: &str, stops: &StopRequests) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let client_ends_it = match command {
-        "mcp" => true,
-        "serve" => false,
-        _ => return std::future::pending().await,
-    };
-    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut stop_in_order)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::user_defined1()),
-    ) else {
-        tracing::warn!("cannot watch for stop signals; a signal ends this process at once");
-        return std::future::pending().await;
-    };
-    let asked = tokio::select! {
-        _ = terminate.recv() => !client_ends_it,
-        _ = interrupt.recv() => !client_ends_it,
-        _ = stop_in_order.recv() => true,
-    };
-    if asked {
-        tracing::info!("an ordered stop was requested by signal");
-        stops.ask();
-    } else {
-        stops.leave();
+/// The stop signals of the commands that serve. SIGUSR1 (what `serve stop` sends) asks either
+/// for the ordered stop; so does SIGINT or SIGTERM to `majordomus serve`. To `majordomus mcp`,
+/// SIGINT or SIGTERM is its client ending it (Claude Code sends SIGINT, then SIGTERM 100 ms
+/// later; rmcp's client signals after 3 s), so the process leaves, handing whoever it serves
+/// over. A second signal of any kind ends the process at once. Other commands keep the
+/// default handling.
+struct StopSignals {
+    terminate: Signal,
+    interrupt: Signal,
+    stop_in_order: Signal,
+    /// Whether SIGINT and SIGTERM come from the process's own client.
+    client_ends_it: bool,
+}
+
+impl StopSignals {
+    /// Starts listening, for the commands that serve; call it inside the runtime.
+    fn listen(command: &str) -> Option<StopSignals> {
+        let client_ends_it = match command {
+            "mcp" => true,
+            "serve" => false,
+            _ => return None,
+        };
+        let listening = (|| {
+            Ok::<_, std::io::Error>(StopSignals {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+                stop_in_order: signal(SignalKind::user_defined1())?,
+                client_ends_it,
+            })
+        })();
+        listening
+            .inspect_err(|error| {
+                tracing::warn!(%error, "cannot watch for stop signals; a signal ends this process at once");
+            })
+            .ok()
     }
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
-        _ = stop_in_order.recv() => {}
+
+    /// Turns the first signal into a stop request, and resolves on the second.
+    async fn watch(signals: Option<StopSignals>, stops: &StopRequests) {
+        let Some(mut signals) = signals else {
+            return std::future::pending().await;
+        };
+        let asked = tokio::select! {
+            _ = signals.terminate.recv() => !signals.client_ends_it,
+            _ = signals.interrupt.recv() => !signals.client_ends_it,
+            _ = signals.stop_in_order.recv() => true,
+        };
+        if asked {
+            tracing::info!("an ordered stop was requested by signal");
+            stops.ask();
+        } else {
+            stops.leave();
+        }
+        tokio::select! {
+            _ = signals.terminate.recv() => {}
+            _ = signals.interrupt.recv() => {}
+            _ = signals.stop_in_order.recv() => {}
+        }
+        tracing::info!("second stop signal: exiting now");
     }
-    tracing::info!("second stop signal: exiting now");
 }
 
 /// Logging when `RUST_LOG` does not say otherwise: warnings and errors of majordomus, nothing
