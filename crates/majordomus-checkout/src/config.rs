@@ -51,6 +51,9 @@ pub struct Timings {
     /// the first byte of its next request) on; a connection that has not finished them by
     /// then is closed.
     pub header_timeout_ms: u64,
+    /// How long a bridge's session may go without a message before its server takes the
+    /// bridge for dead and lets its peer go. A bridge pings a third of this apart.
+    pub bridge_silence_ms: u64,
 }
 
 /// How many MCP-over-HTTP sessions a server holds at once by default. A session costs about
@@ -95,6 +98,7 @@ impl Default for Timings {
             starting_grace_ms: 10_000,
             stop_timeout_ms: 3_000,
             header_timeout_ms: 5_000,
+            bridge_silence_ms: 5_000,
         }
     }
 }
@@ -126,6 +130,15 @@ impl Timings {
 
     pub fn header_timeout(&self) -> Duration {
         Duration::from_millis(self.header_timeout_ms)
+    }
+
+    pub fn bridge_silence(&self) -> Duration {
+        Duration::from_millis(self.bridge_silence_ms)
+    }
+
+    /// How often a bridge pings its server: three pings fit in the silence its server allows.
+    pub fn bridge_ping_interval(&self) -> Duration {
+        self.bridge_silence() / 3
     }
 }
 
@@ -190,8 +203,18 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
             "limits.mcp_sessions is 0: no MCP client could ever open a session".into(),
         ));
     }
+    if config.timings.bridge_silence_ms < MIN_BRIDGE_SILENCE_MS {
+        return Err(problem(format!(
+            "timings.bridge_silence_ms is {}: below {MIN_BRIDGE_SILENCE_MS} a bridge could not ping its server often enough to be kept",
+            config.timings.bridge_silence_ms
+        )));
+    }
     Ok(config)
 }
+
+/// The least `bridge_silence_ms` accepted: a bridge pings three times within it, and a ping
+/// must have time to travel.
+pub const MIN_BRIDGE_SILENCE_MS: u64 = 300;
 
 #[cfg(test)]
 mod tests {
@@ -216,6 +239,8 @@ mod tests {
         assert_eq!(config.timings.stop_timeout(), Duration::from_secs(3));
         assert_eq!(config.timings.header_timeout(), Duration::from_secs(5));
         assert_eq!(config.limits.mcp_sessions, DEFAULT_MCP_SESSIONS);
+        assert_eq!(config.timings.bridge_silence(), Duration::from_secs(5));
+        assert!(config.timings.bridge_ping_interval() < config.timings.bridge_silence() / 2);
         assert_eq!(config.episodes.command, None);
         assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
     }
@@ -268,5 +293,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("mcp_sessions is 0"), "{message}");
+        let message = load_text("[timings]\nbridge_silence_ms = 10\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("bridge_silence_ms is 10"), "{message}");
     }
 }

@@ -92,13 +92,14 @@ impl ClientInfo {
     }
 }
 
-/// How a peer reached its server.
+/// How a peer's client reached majordomus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
-    /// The client that started the server, speaking over the process's stdin and stdout.
+    /// Over the stdin and stdout of the `majordomus mcp` process it started: the process that
+    /// serves, or a bridge to it.
     Stdio,
-    /// MCP over HTTP at `/mcp`: a `majordomus mcp` bridge, or a client connecting directly.
+    /// MCP over HTTP at `/mcp`, spoken by the client itself.
     Http,
 }
 

@@ -1,27 +1,30 @@
 //! The bridge: what `majordomus mcp` runs for its client, whichever process serves.
 //!
 //! It is an MCP server on its own stdio. Behind it is an *upstream*: this process's own server
-//! when it won the election (the client is then peer `p1`, transport `stdio`), or the
-//! checkout's server over `/mcp`, in a session opened with the client's own `clientInfo` so the
-//! board shows the real client rather than the bridge.
+//! when it won the election (the client is then a peer of that server's board directly), or
+//! the checkout's server over `/mcp`, in a session opened with the client's own `clientInfo`
+//! so the board shows the real client rather than the bridge.
 //!
-//! When the upstream is lost (its server died, forgot the session, or lost its lease) the bridge
-//! elects again: it re-attaches to whoever serves now or becomes the server itself, and replays
-//! the claims and the episode it remembers, so the worker never silently drops off the board
-//! and its client never has to initialise again.
+//! Either upstream can be lost: a remote server dies, forgets the session, goes silent, or
+//! loses its lease; this process's own server loses its lease to a process that took over
+//! while this one was frozen. The bridge then elects again, re-attaches to whoever serves now
+//! or becomes the server itself, and replays the claims and the episode it remembers, so the
+//! worker never silently drops off the board and its client never has to initialise again.
+//! A server that stepped down keeps running here only until its last connection has moved.
 
-use std::sync::Arc;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use majordomus_checkout::Lease;
+use majordomus_checkout::{Lease, ProbeAnswer};
 use majordomus_domain::peers::Transport;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ClientRequest,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerConfig,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
+    ClientRequest, ContentBlock, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsRequest, ListToolsResult, PaginatedRequestParams, ServerConfig, ServerResult,
 };
-use rmcp::service::{Peer, RequestContext, RunningService};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
@@ -31,29 +34,53 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::Site;
 use crate::registry::Registry;
-use crate::server::mcp::{McpSession, WORKER_META_KEY, tools};
-use crate::server::run::{Lifetime, Outcome, Running, elect_and_start, stop_requested};
-
-/// How often a bridge checks on a remote upstream while its client is quiet: it keeps the
-/// session from expiring and notices a dead server before the client's next call does.
-const KEEPALIVE: Duration = Duration::from_secs(5);
+use crate::server::Worker;
+use crate::server::mcp::{BRIDGED_META_KEY, McpSession, WORKER_META_KEY, is_let_go, tools};
+use crate::server::run::{
+    Lifetime, Outcome, Running, Silence, StopRequests, elect_and_start, elect_and_start_after,
+};
+use crate::survey;
 
 /// How many times one call is retried through a failover before the client is told.
 const MAX_FAILOVERS_PER_CALL: usize = 3;
 
+/// How many elections establishing an upstream may take before the client is told.
+const ESTABLISH_ATTEMPTS: usize = 20;
+
+/// The longest a call waits on a server that keeps answering its probe but not the call.
+/// No capability runs anywhere near this long; it only bounds a wedged server.
+const CALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long a leaving bridge gives its server to hear that the session ended: long enough
+/// for a local round trip, short enough that the client waiting for the process to exit
+/// does not have to signal it twice.
+const GOODBYE_PATIENCE: Duration = Duration::from_millis(40);
+
 /// Why a forwarded call failed, as far as the bridge can tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Failure {
-    /// The server provably did not run it: the connection was refused, the session was
-    /// unknown (404) or the server lost its lease (409), or the upstream was already closed.
+    /// The server provably did not run it: it never left this process, the connection was
+    /// refused, or the server refused the session before reading the call (an unknown
+    /// session, or one it let go for its silence).
     NotExecuted(String),
-    /// It was sent and no answer came: it may or may not have run.
+    /// It was written to the server and no answer came: it may or may not have run.
     OutcomeUnknown(String),
-    /// The server refused it with another client error; that is the answer, not a failover.
+    /// The server answered with an HTTP error instead of an MCP answer; that is the answer,
+    /// not a failover.
     Refused(String),
+}
+
+impl Failure {
+    fn describe(&self) -> &str {
+        match self {
+            Failure::NotExecuted(why) | Failure::OutcomeUnknown(why) | Failure::Refused(why) => why,
+        }
+    }
 }
 
 /// What the bridge does after a failure.
@@ -79,38 +106,62 @@ pub fn recovery(idempotent: bool, failure: &Failure) -> Recovery {
     }
 }
 
-/// Sorts an rmcp client error into a protocol answer (passed through as it is) or a failure.
-fn classify(error: ServiceError) -> Result<Failure, McpError> {
+/// How far a request got before it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// rmcp refused it before it entered the session: it never left this process.
+    Refused,
+    /// It was handed to the session, which writes it to the server.
+    Handed,
+}
+
+/// Sorts an rmcp client error into a protocol answer (passed through as it is) or a failure,
+/// by the error's type alone.
+fn classify(error: ServiceError, reach: Reach) -> Result<Failure, McpError> {
     match error {
+        ServiceError::McpError(error) if is_let_go(&error) => {
+            Ok(Failure::NotExecuted(error.message.into_owned()))
+        }
         ServiceError::McpError(error) => Err(error),
-        ServiceError::TransportClosed => Ok(Failure::NotExecuted(
-            "the session was already closed".into(),
+        ServiceError::TransportClosed if reach == Reach::Refused => Ok(Failure::NotExecuted(
+            "the session to the server had already ended".into(),
+        )),
+        ServiceError::TransportClosed => Ok(Failure::OutcomeUnknown(
+            "the session to the server ended before the answer came".into(),
         )),
         ServiceError::TransportSend(error) => {
-            let text = error.to_string();
             let Some(http) = error
                 .error
                 .downcast_ref::<StreamableHttpError<reqwest::Error>>()
             else {
-                return Ok(Failure::OutcomeUnknown(text));
+                return Ok(Failure::OutcomeUnknown(with_sources(&*error.error)));
             };
+            let text = with_sources(http);
             Ok(match http {
                 StreamableHttpError::Client(error) if error.is_connect() => {
-                    Failure::NotExecuted(format!("the server refused the connection ({error})"))
+                    Failure::NotExecuted(format!(
+                        "the server refused the connection ({})",
+                        with_sources(error)
+                    ))
                 }
+                StreamableHttpError::Client(error) => Failure::OutcomeUnknown(format!(
+                    "the connection broke after the call was sent ({})",
+                    with_sources(error)
+                )),
                 StreamableHttpError::SessionExpired => {
                     Failure::NotExecuted("the server no longer knows this session (404)".into())
                 }
-                StreamableHttpError::TransportChannelClosed => {
-                    Failure::NotExecuted("the session was already closed".into())
+                StreamableHttpError::HttpStatus(status) if status.status == 429 => {
+                    Failure::NotExecuted(format!("the server turned it away ({status})"))
                 }
-                StreamableHttpError::UnexpectedServerResponse(body) => match http_status(body) {
-                    Some(404) | Some(409) => Failure::NotExecuted(body.to_string()),
-                    Some(status) if (400..500).contains(&status) => {
-                        Failure::Refused(body.to_string())
-                    }
-                    _ => Failure::OutcomeUnknown(body.to_string()),
-                },
+                StreamableHttpError::HttpStatus(status) => {
+                    Failure::OutcomeUnknown(format!("the server failed while answering ({status})"))
+                }
+                StreamableHttpError::UnexpectedServerResponse(answer) => {
+                    Failure::Refused(answer.to_string())
+                }
+                StreamableHttpError::AuthRequired(_)
+                | StreamableHttpError::InsufficientScope(_) => Failure::Refused(text),
                 _ => Failure::OutcomeUnknown(text),
             })
         }
@@ -118,14 +169,46 @@ fn classify(error: ServiceError) -> Result<Failure, McpError> {
     }
 }
 
-/// The status of rmcp's `HTTP <status>: <body>` description of an unexpected response.
-fn http_status(description: &str) -> Option<u16> {
-    description
-        .strip_prefix("HTTP ")?
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+/// An error and every error beneath it, in words: rmcp's and reqwest's top-level messages
+/// leave the cause ("connection closed before message completed") to their sources.
+fn with_sources(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A failure, with what the bridge learned of its server's silence on the way.
+#[derive(Clone, Debug)]
+struct Loss {
+    failure: Failure,
+    /// Set when the server stopped answering even its probe: the election that follows
+    /// counts the busy grace from when the wait began.
+    silence: Option<Silence>,
+}
+
+impl From<Failure> for Loss {
+    fn from(failure: Failure) -> Loss {
+        Loss {
+            failure,
+            silence: None,
+        }
+    }
+}
+
+/// How a forwarded request ended, when it did not end in an answer.
+enum Unanswered {
+    /// The server answered with a JSON-RPC error: that is its answer.
+    Protocol(McpError),
+    /// No answer came.
+    Lost(Loss),
 }
 
 /// Where calls go.
@@ -146,6 +229,18 @@ struct Connection {
     service: Option<RunningService<RoleClient, ClientConfig>>,
 }
 
+impl Connection {
+    /// Lets the old session go without keeping anyone waiting: its server is probably gone,
+    /// and if not, the DELETE tells it to let the peer go at once.
+    fn close_in_background(self) {
+        if let Some(service) = self.service {
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), service.cancel()).await;
+            });
+        }
+    }
+}
+
 /// What the bridge replays after a failover: the last accepted announcement per claim name,
 /// in the order the names were first used, and the episode it attached.
 #[derive(Default)]
@@ -159,30 +254,37 @@ pub struct Bridge {
     site: Arc<Site>,
     /// This bridge's identity for its whole life, sent in every `initialize` it makes.
     worker: String,
-    client: std::sync::OnceLock<InitializeRequestParams>,
+    client: OnceLock<InitializeRequestParams>,
     connection: Mutex<Option<Connection>>,
-    /// The server this process runs, once it won an election.
+    /// The server this process runs while it holds the lease.
     serving: Mutex<Option<Running>>,
+    /// Servers of this process that lost their lease, finishing until their last connection
+    /// has moved.
+    retiring: std::sync::Mutex<Vec<JoinHandle<()>>>,
     memory: std::sync::Mutex<Memory>,
     generations: AtomicU64,
     /// The lease of the server found at start, when this process lost the first election.
     first_lease: std::sync::Mutex<Option<Lease>>,
+    stops: StopRequests,
 }
 
 impl Bridge {
-    /// Runs `majordomus mcp`: elects, serves the client on stdio until it leaves, then either
-    /// closes its remote session or, when this process serves, keeps serving until the last
-    /// bridged peer has gone.
-    pub async fn run(site: Arc<Site>) -> Result<(), String> {
+    /// Runs `majordomus mcp`: elects, serves the client on stdio until it leaves or the
+    /// process is asked to go, then either closes its remote session or, when this process
+    /// serves, keeps serving until the last bridged peer has gone or a stop request hands
+    /// them over.
+    pub async fn run(site: Arc<Site>, stops: StopRequests) -> Result<(), String> {
         let bridge = Arc::new(Bridge {
             worker: worker_identity(),
             site: site.clone(),
-            client: std::sync::OnceLock::new(),
+            client: OnceLock::new(),
             connection: Mutex::new(None),
             serving: Mutex::new(None),
+            retiring: std::sync::Mutex::new(Vec::new()),
             memory: Default::default(),
             generations: AtomicU64::new(0),
             first_lease: std::sync::Mutex::new(None),
+            stops: stops.clone(),
         });
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
@@ -191,51 +293,95 @@ impl Bridge {
                 *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(*lease)
             }
         }
-        let keepalive = tokio::spawn(keep_alive(Arc::downgrade(&bridge)));
+        let keepalive = tokio::spawn(keep_alive(bridge.clone()));
         let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
-        let stop = stop_requested();
-        tokio::select! {
-            served = SharedBridge(bridge.clone()).serve((input, output)) => match served {
+        let client_served = async {
+            match SharedBridge(bridge.clone()).serve((input, output)).await {
                 Ok(running) => {
-                    tokio::select! {
-                        _ = running.waiting() => {}
-                        _ = stop.cancelled() => {}
-                    }
+                    let _ = running.waiting().await;
                 }
-                Err(error) => tracing::warn!(%error, "the client did not complete initialize"),
-            },
-            _ = stop.cancelled() => {}
+                Err(error) => tracing::info!(%error, "the client did not complete initialize"),
+            }
+        };
+        tokio::select! {
+            _ = client_served => {}
+            _ = stops.requested() => {}
         }
         keepalive.abort();
         bridge.finish().await;
         Ok(())
     }
 
-    /// The client has gone: leave the board and, if this process serves, serve on until the
-    /// last bridged peer has left too.
+    /// The client has gone, or the process was asked to go. A client that left leaves the
+    /// board at once, and this process, if it serves, serves on until the last bridged peer
+    /// has left too (or a stop request hands them over). On a stop request the client's own
+    /// peer stays until its server has stopped, so its episode ends the way that stop says
+    /// rather than by a detach first.
     async fn finish(&self) {
-        if let Some(connection) = self.connection.lock().await.take()
-            && let Some(service) = connection.service
-        {
-            let _ = service.cancel().await;
+        let mut connection = self.connection.lock().await.take();
+        if let Some(service) = connection.as_mut().and_then(|c| c.service.take()) {
+            let _ = tokio::time::timeout(GOODBYE_PATIENCE, service.cancel()).await;
         }
-        if let Some(running) = self.serving.lock().await.take() {
-            running.run(Lifetime::IdleFor(Duration::ZERO)).await;
+        if !self.stops.is_requested() {
+            drop(connection.take());
         }
+        let serving = self.serving.lock().await.take();
+        let retiring: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *self.retiring.lock().unwrap_or_else(|p| p.into_inner()));
+        let own = async {
+            if let Some(running) = serving {
+                running
+                    .run(Lifetime::IdleFor(Duration::ZERO), &self.stops)
+                    .await;
+            }
+        };
+        tokio::join!(own, futures::future::join_all(retiring));
+        drop(connection);
+    }
+
+    /// This process's own server while it still holds the lease. One that lost it is
+    /// retired: it finishes in the background once its last connection has moved.
+    async fn own_server(&self) -> Option<Arc<crate::server::ServerState>> {
+        let mut serving = self.serving.lock().await;
+        let state = serving.as_ref()?.state.clone();
+        if state.recheck_lease() {
+            return Some(state);
+        }
+        let retired = serving.take().expect("checked above");
+        tracing::info!("this process's server lost its lease; its client moves to the new one");
+        let stops = self.stops.clone();
+        let finishing =
+            tokio::spawn(
+                async move { retired.run(Lifetime::IdleFor(Duration::ZERO), &stops).await },
+            );
+        let mut retiring = self.retiring.lock().unwrap_or_else(|p| p.into_inner());
+        retiring.retain(|finishing| !finishing.is_finished());
+        retiring.push(finishing);
+        None
     }
 
     /// Opens an upstream for the client: this process's own server, the server found at start,
     /// or — after a loss — whoever the next election says.
-    async fn establish(&self) -> Result<Connection, String> {
+    async fn establish(&self, mut silence: Option<Silence>) -> Result<Connection, String> {
         let client = self
             .client
             .get()
             .ok_or("the client has not initialised yet")?;
         let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
-        for _ in 0..20 {
-            if let Some(running) = self.serving.lock().await.as_ref() {
-                let session = Arc::new(McpSession::new(running.state.clone(), Transport::Stdio));
-                session.join(&client.client_info, Some(&self.worker));
+        for _ in 0..ESTABLISH_ATTEMPTS {
+            // A process on its way out starts no server it would leave behind.
+            if self.stops.is_requested() {
+                return Err("this `majordomus mcp` is stopping".into());
+            }
+            if let Some(state) = self.own_server().await {
+                let session = Arc::new(McpSession::new(state, Transport::Stdio));
+                session.join(
+                    &client.client_info,
+                    Some(Worker {
+                        identity: &self.worker,
+                        bridged: false,
+                    }),
+                );
                 return Ok(Connection {
                     upstream: Upstream::Local(session),
                     generation,
@@ -249,7 +395,7 @@ impl Bridge {
                 .take();
             let lease = match found {
                 Some(lease) => lease,
-                None => match elect_and_start(&self.site).await? {
+                None => match elect_and_start_after(&self.site, silence.take()).await? {
                     Outcome::Started(running) => {
                         tracing::info!("this bridge now serves the checkout");
                         *self.serving.lock().await = Some(running);
@@ -278,6 +424,8 @@ impl Bridge {
         Err("no server could be reached or started for this checkout".into())
     }
 
+    /// Opens a session with the server `lease` names, as the client, naming this worker and
+    /// saying that it is bridged.
     async fn connect(
         &self,
         client: &InitializeRequestParams,
@@ -293,34 +441,36 @@ impl Bridge {
         meta.0
             .0
             .insert(WORKER_META_KEY.into(), Value::String(self.worker.clone()));
+        meta.0.0.insert(BRIDGED_META_KEY.into(), Value::Bool(true));
         introduction.meta = Some(meta);
-        let service = introduction
-            .serve(transport)
-            .await
-            .map_err(|error| format!("could not open a session with {url}: {error}"))?;
-        Ok((service, url))
+        let patience = self.site.config.timings.busy_grace() + self.site.probe_timeout();
+        match tokio::time::timeout(patience, introduction.serve(transport)).await {
+            Ok(Ok(service)) => Ok((service, url)),
+            Ok(Err(error)) => Err(format!("could not open a session with {url}: {error}")),
+            Err(_) => Err(format!(
+                "{url} did not open a session within {} ms",
+                patience.as_millis()
+            )),
+        }
     }
 
     /// The current upstream, establishing one when there is none.
-    async fn current(&self) -> Result<(Upstream, u64), McpError> {
+    async fn current(&self) -> Result<(Upstream, u64), String> {
         let mut connection = self.connection.lock().await;
         if connection.is_none() {
-            let fresh = self
-                .establish()
-                .await
-                .map_err(|error| McpError::internal_error(error, None))?;
+            let fresh = self.establish(None).await?;
+            self.replay(&fresh.upstream).await;
             *connection = Some(fresh);
-            drop(connection);
-            self.replay().await;
-            connection = self.connection.lock().await;
         }
         let connection = connection.as_ref().expect("established above");
         Ok((connection.upstream.clone(), connection.generation))
     }
 
     /// Replaces a lost upstream — once, however many calls saw it go — and replays what the
-    /// worker had said, so it is back on the board with its claims and its episode.
-    async fn fail_over(&self, lost: u64) -> Result<(), McpError> {
+    /// worker had said, so it is back on the board with its claims and its episode. The
+    /// replay runs before any other call reaches the new upstream, so it never overwrites
+    /// what the client says next.
+    async fn fail_over(&self, lost: u64, silence: Option<Silence>) -> Result<(), String> {
         let mut connection = self.connection.lock().await;
         if connection
             .as_ref()
@@ -328,40 +478,23 @@ impl Bridge {
         {
             return Ok(());
         }
-        if let Some(old) = connection.take()
-            && let Some(service) = old.service
-        {
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(1), service.cancel()).await;
-            });
+        if let Some(old) = connection.take() {
+            old.close_in_background();
         }
-        let fresh = self
-            .establish()
-            .await
-            .map_err(|error| McpError::internal_error(error, None))?;
+        let fresh = self.establish(silence).await?;
         tracing::info!(
             generation = fresh.generation,
             "re-attached after losing the upstream"
         );
+        self.replay(&fresh.upstream).await;
         *connection = Some(fresh);
-        drop(connection);
-        self.replay().await;
         Ok(())
     }
 
-    async fn replay(&self) {
+    async fn replay(&self, upstream: &Upstream) {
         let (claims, episode) = {
             let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
             (memory.claims.clone(), memory.episode.clone())
-        };
-        let Some(upstream) = self
-            .connection
-            .lock()
-            .await
-            .as_ref()
-            .map(|connection| connection.upstream.clone())
-        else {
-            return;
         };
         // The episode first, so the claims replayed after it are recorded under it.
         let calls = episode
@@ -373,17 +506,24 @@ impl Bridge {
                     .map(|(_, arguments)| ("majordomus_announce", arguments)),
             );
         for (tool, arguments) in calls {
-            match call_upstream(&upstream, tool, Some(arguments)).await {
+            match self.forward(upstream, tool, Some(arguments)).await {
                 Ok(result) if result.is_error != Some(true) => {}
                 Ok(refusal) => {
-                    tracing::warn!(tool, ?refusal.content, "a replayed call was refused")
+                    tracing::info!(tool, ?refusal.content, "a replayed call was refused")
                 }
-                Err(error) => tracing::warn!(tool, %error, "a replayed call failed"),
+                Err(Unanswered::Protocol(error)) => {
+                    tracing::info!(tool, %error, "a replayed call was refused")
+                }
+                Err(Unanswered::Lost(loss)) => {
+                    tracing::info!(tool, failure = ?loss.failure, "a replayed call failed")
+                }
             }
         }
     }
 
-    /// Remembers what an accepted call said, for replay.
+    /// Remembers what an accepted call said, for replay. A call whose outcome is unknown is
+    /// remembered too: replaying is itself a write, so the bridge assumes it took effect
+    /// rather than undo it (a detach that ran is never followed by a replayed attach).
     fn remember(&self, tool: &str, arguments: &Option<JsonObject>) {
         let arguments = arguments.clone().unwrap_or_default();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
@@ -414,80 +554,197 @@ impl Bridge {
         }
     }
 
-    /// Forwards a tool call, failing over as the resend rule allows.
+    /// Forwards a tool call, failing over as the resend rule allows. Whatever goes wrong on
+    /// the way is told to the client as a tool error it can read, never as silence.
     async fn call_tool(&self, request: CallToolRequestParams) -> Result<CallToolResult, McpError> {
         let idempotent = Registry::builtin()
             .by_tool(&request.name)
             .is_some_and(|capability| capability.declaration.idempotent);
         for _ in 0..MAX_FAILOVERS_PER_CALL {
-            let (upstream, generation) = self.current().await?;
-            match call_upstream(&upstream, &request.name, request.arguments.clone()).await {
+            let (upstream, generation) = match self.current().await {
+                Ok(current) => current,
+                Err(error) => return Ok(tool_error(unreachable_server(&request.name, &error))),
+            };
+            let loss = match self
+                .forward(&upstream, &request.name, request.arguments.clone())
+                .await
+            {
                 Ok(result) => {
                     if result.is_error != Some(true) {
                         self.remember(&request.name, &request.arguments);
                     }
                     return Ok(result);
                 }
-                Err(error) => {
-                    let failure = classify(error)?;
-                    tracing::info!(?failure, tool = %request.name, "a forwarded call failed");
-                    match recovery(idempotent, &failure) {
-                        Recovery::PassThrough => {
-                            return Err(McpError::invalid_request(describe(&failure), None));
-                        }
-                        Recovery::ResendAfterFailover => self.fail_over(generation).await?,
-                        Recovery::FailoverAndReportUnknown => {
-                            self.fail_over(generation).await?;
-                            return Err(McpError::internal_error(
-                                format!(
-                                    "the checkout's server went away while running `{}` ({}); it may or may not have taken effect. The bridge has re-attached: check with majordomus_peers or majordomus_episodes before repeating it.",
-                                    request.name,
-                                    describe(&failure)
-                                ),
-                                None,
-                            ));
-                        }
+                Err(Unanswered::Protocol(error)) => return Err(error),
+                Err(Unanswered::Lost(loss)) => loss,
+            };
+            tracing::info!(failure = ?loss.failure, tool = %request.name, "a forwarded call failed");
+            match recovery(idempotent, &loss.failure) {
+                Recovery::PassThrough => {
+                    return Ok(tool_error(format!(
+                        "the checkout's server refused `{}`: {}",
+                        request.name,
+                        loss.failure.describe()
+                    )));
+                }
+                Recovery::ResendAfterFailover => {
+                    if let Err(error) = self.fail_over(generation, loss.silence).await {
+                        return Ok(tool_error(unreachable_server(&request.name, &error)));
                     }
+                }
+                Recovery::FailoverAndReportUnknown => {
+                    self.remember(&request.name, &request.arguments);
+                    let after = match self.fail_over(generation, loss.silence).await {
+                        Ok(()) => "The bridge has re-attached".to_string(),
+                        Err(error) => format!("The bridge could not re-attach yet ({error})"),
+                    };
+                    return Ok(tool_error(format!(
+                        "outcome unknown: `{}` reached the checkout's server but its answer was lost ({}); it may or may not have taken effect, and it was not sent again. {after}: check with majordomus_peers or majordomus_episodes before repeating it.",
+                        request.name,
+                        loss.failure.describe()
+                    )));
                 }
             }
         }
-        Err(McpError::internal_error(
-            format!(
-                "`{}` could not be delivered: the checkout's server kept going away",
-                request.name
-            ),
-            None,
-        ))
+        Ok(tool_error(format!(
+            "`{}` could not be delivered: the checkout's server kept going away",
+            request.name
+        )))
     }
 
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListToolsResult, McpError> {
+        let own = || ListToolsResult::with_all_items(tools().to_vec());
         for _ in 0..MAX_FAILOVERS_PER_CALL {
-            let (upstream, generation) = self.current().await?;
-            let outcome = match &upstream {
-                Upstream::Local(session) => {
-                    session.touch();
-                    return Ok(ListToolsResult::with_all_items(tools().to_vec()));
-                }
-                Upstream::Remote { peer, .. } => peer.list_tools(request.clone()).await,
+            let Ok((upstream, generation)) = self.current().await else {
+                return Ok(own());
             };
-            match outcome {
-                Ok(result) => return Ok(result),
-                Err(error) => match recovery(true, &classify(error)?) {
-                    Recovery::PassThrough => {
-                        return Ok(ListToolsResult::with_all_items(tools().to_vec()));
+            let (peer, url) = match &upstream {
+                Upstream::Local(session) => {
+                    session.heard()?;
+                    return Ok(own());
+                }
+                Upstream::Remote { peer, url } => (peer, url),
+            };
+            let listing = ClientRequest::ListToolsRequest(ListToolsRequest {
+                method: Default::default(),
+                params: request.clone(),
+                extensions: Default::default(),
+            });
+            match self.request(peer, url, listing).await {
+                Ok(ServerResult::ListToolsResult(result)) => return Ok(result),
+                Ok(_) => return Ok(own()),
+                Err(Unanswered::Protocol(error)) => return Err(error),
+                Err(Unanswered::Lost(loss)) => match loss.failure {
+                    Failure::Refused(_) => return Ok(own()),
+                    _ => {
+                        if self.fail_over(generation, loss.silence).await.is_err() {
+                            return Ok(own());
+                        }
                     }
-                    _ => self.fail_over(generation).await?,
                 },
             }
         }
-        Ok(ListToolsResult::with_all_items(tools().to_vec()))
+        Ok(own())
     }
 
-    /// Checks on a remote upstream: a ping keeps the session alive, and a failed one starts
-    /// the failover before the client notices.
+    /// Sends one tool call to `upstream` and waits for its answer.
+    async fn forward(
+        &self,
+        upstream: &Upstream,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, Unanswered> {
+        match upstream {
+            Upstream::Local(session) => session
+                .call_tool_directly(name, arguments)
+                .await
+                .map_err(Unanswered::Protocol),
+            Upstream::Remote { peer, url } => {
+                let mut params = CallToolRequestParams::new(name.to_string());
+                params.arguments = arguments;
+                let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                match self.request(peer, url, call).await? {
+                    ServerResult::CallToolResult(result) => Ok(result),
+                    other => Err(Unanswered::Lost(
+                        Failure::OutcomeUnknown(format!(
+                            "the server answered a tool call with something else ({other:?})"
+                        ))
+                        .into(),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Sends a request over the remote session and waits for its answer, knowing whether it
+    /// left this process and, while no answer comes, whether its server still lives.
+    async fn request(
+        &self,
+        peer: &Peer<RoleClient>,
+        url: &str,
+        request: ClientRequest,
+    ) -> Result<ServerResult, Unanswered> {
+        let sent = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await;
+        let handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return Err(unanswered(error, Reach::Refused)),
+        };
+        match self.await_answer(url, handle.await_response()).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(error)) => Err(unanswered(error, Reach::Handed)),
+            Err(loss) => Err(Unanswered::Lost(loss)),
+        }
+    }
+
+    /// Waits for an answer from the server at `url`. When none has come within the busy
+    /// grace, the server's probe is asked: one that answers it is busy and is waited for
+    /// (up to [`CALL_LIMIT`]); one that does not has gone silent, and the wait ends — so a
+    /// frozen server costs a client about the busy grace, and the failover that follows
+    /// counts its grace from when this wait began.
+    async fn await_answer<T>(&self, url: &str, answer: impl Future<Output = T>) -> Result<T, Loss> {
+        let since = Instant::now();
+        let patience = self.site.config.timings.busy_grace();
+        tokio::pin!(answer);
+        loop {
+            tokio::select! {
+                answered = &mut answer => return Ok(answered),
+                _ = tokio::time::sleep(patience) => {}
+            }
+            if since.elapsed() >= CALL_LIMIT {
+                return Err(Failure::OutcomeUnknown(format!(
+                    "no answer within {} s although the server answers its probe",
+                    CALL_LIMIT.as_secs()
+                ))
+                .into());
+            }
+            let probe = tokio::select! {
+                answered = &mut answer => return Ok(answered),
+                probe = survey::probe(&self.site, url, &self.site.checkout.id) => probe,
+            };
+            if !matches!(probe, ProbeAnswer::Ours { .. }) {
+                return Err(Loss {
+                    failure: Failure::OutcomeUnknown(format!(
+                        "the server stopped answering, even its probe, for {} ms",
+                        since.elapsed().as_millis()
+                    )),
+                    silence: Some(Silence {
+                        url: url.to_string(),
+                        since,
+                    }),
+                });
+            }
+        }
+    }
+
+    /// Checks on the upstream while the client is quiet: this process's own server must
+    /// still hold the lease; a remote one must still hold it, and answer a ping (which also
+    /// keeps its session from being let go). Any trouble starts the failover before the
+    /// client notices.
     async fn check(&self) {
         let current = self
             .connection
@@ -495,61 +752,76 @@ impl Bridge {
             .await
             .as_ref()
             .map(|c| (c.upstream.clone(), c.generation));
-        let Some((Upstream::Remote { peer, url }, generation)) = current else {
+        let Some((upstream, generation)) = current else {
             return;
         };
-        let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
-        let failure = match tokio::time::timeout(KEEPALIVE, ping).await {
-            Ok(Ok(_)) => return,
-            Ok(Err(error)) => match classify(error) {
-                Ok(failure) => describe(&failure),
-                Err(error) => error.message.to_string(),
-            },
-            Err(_) => format!("no answer within {} s", KEEPALIVE.as_secs()),
+        let trouble: Option<Loss> = match &upstream {
+            Upstream::Local(session) => (!session.server().recheck_lease()).then(|| {
+                Failure::NotExecuted("this process's server lost its lease".into()).into()
+            }),
+            Upstream::Remote { peer, url } => {
+                let probe = survey::probe(&self.site, url, &self.site.checkout.id).await;
+                if let ProbeAnswer::Ours {
+                    leaseholder: false, ..
+                } = probe
+                {
+                    Some(Failure::NotExecuted("the server lost its lease".into()).into())
+                } else {
+                    let ping = ClientRequest::PingRequest(Default::default());
+                    match self.request(peer, url, ping).await {
+                        Ok(_) | Err(Unanswered::Protocol(_)) => None,
+                        Err(Unanswered::Lost(loss)) => Some(loss),
+                    }
+                }
+            }
         };
-        tracing::info!(%url, %failure, "the upstream did not answer a keep-alive; failing over");
-        if let Err(error) = self.fail_over(generation).await {
-            tracing::warn!(%error, "failover after a keep-alive failed");
+        let Some(loss) = trouble else {
+            return;
+        };
+        tracing::info!(failure = ?loss.failure, "the upstream failed a check; failing over");
+        if let Err(error) = self.fail_over(generation, loss.silence).await {
+            tracing::warn!(%error, "no server could be reached for this checkout");
+        }
+    }
+
+    /// Cancelled when this process's own server, serving the client now, loses its lease.
+    async fn own_server_stepped_down(&self) -> CancellationToken {
+        match self.connection.lock().await.as_ref().map(|c| &c.upstream) {
+            Some(Upstream::Local(session)) => session.server().stepped_down.clone(),
+            _ => CancellationToken::new(),
         }
     }
 }
 
-async fn keep_alive(bridge: std::sync::Weak<Bridge>) {
-    let mut tick = tokio::time::interval(KEEPALIVE);
+/// The keep-alive: checks on the upstream a third of the bridge silence apart (so the server
+/// never takes this bridge for dead), and at once when this process's own server steps down.
+async fn keep_alive(bridge: Arc<Bridge>) {
+    let mut tick = tokio::time::interval(bridge.site.config.timings.bridge_ping_interval());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {
-        tick.tick().await;
-        let Some(bridge) = bridge.upgrade() else {
-            return;
-        };
+        let stepped_down = bridge.own_server_stepped_down().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stepped_down.cancelled() => {}
+        }
         bridge.check().await;
     }
 }
 
-async fn call_upstream(
-    upstream: &Upstream,
-    name: &str,
-    arguments: Option<JsonObject>,
-) -> Result<CallToolResult, ServiceError> {
-    match upstream {
-        Upstream::Local(session) => session
-            .call_tool_directly(name, arguments)
-            .await
-            .map_err(ServiceError::McpError),
-        Upstream::Remote { peer, .. } => {
-            let mut request = CallToolRequestParams::new(name.to_string());
-            request.arguments = arguments;
-            peer.call_tool(request).await
-        }
+fn unanswered(error: ServiceError, reach: Reach) -> Unanswered {
+    match classify(error, reach) {
+        Ok(failure) => Unanswered::Lost(failure.into()),
+        Err(error) => Unanswered::Protocol(error),
     }
 }
 
-fn describe(failure: &Failure) -> String {
-    match failure {
-        Failure::NotExecuted(why) | Failure::OutcomeUnknown(why) | Failure::Refused(why) => {
-            why.clone()
-        }
-    }
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn unreachable_server(tool: &str, why: &str) -> String {
+    format!("`{tool}` was not sent: {why}. Nothing ran; call it again in a moment.")
 }
 
 /// A random identity for this bridge's lifetime.
@@ -576,7 +848,11 @@ impl ServerHandler for SharedBridge {
         context.peer.set_peer_info(request.clone());
         let negotiated = self.negotiate_initialize(&request)?;
         let _ = self.0.client.set(request);
-        let (upstream, _) = self.0.current().await?;
+        let (upstream, _) = self
+            .0
+            .current()
+            .await
+            .map_err(|error| McpError::internal_error(error, None))?;
         let instructions = match upstream {
             Upstream::Local(session) => session.instructions(),
             Upstream::Remote { peer, .. } => {
@@ -590,8 +866,10 @@ impl ServerHandler for SharedBridge {
     }
 
     async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        if let Ok((Upstream::Local(session), _)) = self.0.current().await {
-            session.touch();
+        if let Some(Upstream::Local(session)) =
+            self.0.connection.lock().await.as_ref().map(|c| &c.upstream)
+        {
+            session.heard()?;
         }
         Ok(())
     }
@@ -616,6 +894,8 @@ impl ServerHandler for SharedBridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::HttpStatusError;
 
     #[test]
     fn the_resend_rule() {
@@ -642,47 +922,90 @@ mod tests {
         assert_eq!(recovery(false, &refused), Recovery::PassThrough);
     }
 
-    #[test]
-    fn http_statuses_are_read_from_rmcps_description() {
-        assert_eq!(http_status("HTTP 409 Conflict: {}"), Some(409));
-        assert_eq!(http_status("HTTP 404: gone"), Some(404));
-        assert_eq!(http_status("something else"), None);
+    fn http_failure(error: StreamableHttpError<reqwest::Error>) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "http",
+            std::any::TypeId::of::<()>(),
+            Box::new(error),
+        ))
     }
 
     #[test]
-    fn statuses_sort_into_failures() {
-        let failure = |body: &'static str| {
-            let error =
-                StreamableHttpError::<reqwest::Error>::UnexpectedServerResponse(body.into());
-            let error = rmcp::transport::DynamicTransportError::from_parts(
-                "http",
-                std::any::TypeId::of::<()>(),
-                Box::new(error),
-            );
-            classify(ServiceError::TransportSend(error)).unwrap()
-        };
+    fn a_closed_session_is_not_executed_only_before_the_request_entered_it() {
         assert!(matches!(
-            failure("HTTP 409 Conflict: lost"),
+            classify(ServiceError::TransportClosed, Reach::Refused),
+            Ok(Failure::NotExecuted(_))
+        ));
+        assert!(
+            matches!(
+                classify(ServiceError::TransportClosed, Reach::Handed),
+                Ok(Failure::OutcomeUnknown(_))
+            ),
+            "rmcp says the transport closed also when a written request lost its answer"
+        );
+    }
+
+    #[test]
+    fn failures_are_sorted_by_their_type() {
+        let sorted = |error| classify(http_failure(error), Reach::Handed).unwrap();
+        assert!(matches!(
+            sorted(StreamableHttpError::SessionExpired),
             Failure::NotExecuted(_)
         ));
         assert!(matches!(
-            failure("HTTP 404 Not Found: x"),
+            sorted(StreamableHttpError::HttpStatus(HttpStatusError::new(
+                502, None
+            ))),
+            Failure::OutcomeUnknown(_)
+        ));
+        assert!(matches!(
+            sorted(StreamableHttpError::HttpStatus(HttpStatusError::new(
+                429, None
+            ))),
             Failure::NotExecuted(_)
         ));
         assert!(matches!(
-            failure("HTTP 400 Bad Request: x"),
+            sorted(StreamableHttpError::UnexpectedServerResponse(
+                "HTTP 413 Payload Too Large: the body is over the limit".into()
+            )),
             Failure::Refused(_)
         ));
         assert!(matches!(
-            failure("HTTP 502 Bad Gateway: x"),
+            sorted(StreamableHttpError::TransportChannelClosed),
             Failure::OutcomeUnknown(_)
         ));
-        let protocol = classify(ServiceError::McpError(McpError::invalid_params(
-            "bad", None,
-        )));
+        assert!(matches!(
+            sorted(StreamableHttpError::UnexpectedEndOfStream),
+            Failure::OutcomeUnknown(_)
+        ));
+        assert!(matches!(
+            classify(
+                ServiceError::Timeout {
+                    timeout: Duration::from_secs(1)
+                },
+                Reach::Handed
+            ),
+            Ok(Failure::OutcomeUnknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_server_answer_passes_through_unless_it_lets_the_session_go() {
+        let protocol = classify(
+            ServiceError::McpError(McpError::invalid_params("bad", None)),
+            Reach::Handed,
+        );
         assert!(
             protocol.is_err(),
             "a JSON-RPC error is the server's answer, passed through"
         );
+        let let_go = McpError::invalid_request(
+            "let go",
+            Some(serde_json::json!({ crate::server::mcp::LET_GO_DATA_KEY: true })),
+        );
+        assert!(matches!(
+            classify(ServiceError::McpError(let_go), Reach::Handed),
+            Ok(Failure::NotExecuted(_))
+        ));
     }
 }

@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::context::{Context, Site};
 use crate::registry::{Capability, ErrorKind, Registry};
+use crate::server::run::StopRequests;
 
 fn repo_arg() -> Arg {
     Arg::new("repo")
@@ -247,22 +249,105 @@ fn enum_words(schema: &Value, property: &Value) -> Vec<String> {
 pub fn main() -> ExitCode {
     let matches = command().get_matches();
     let (name, sub) = matches.subcommand().expect("a subcommand is required");
-    init_logging(name);
+    init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("the async runtime starts");
-    let code = runtime.block_on(dispatch(name, sub));
-    // A read of stdin may still be blocked in its thread; it must not keep the process alive.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    let stops = StopRequests::default();
+    // Listening starts before anything is served, so no signal can find the default action.
+    let signals = {
+        let _runtime = runtime.enter();
+        StopSignals::listen(name)
+    };
+    let code = runtime.block_on(async {
+        tokio::select! {
+            code = dispatch(name, sub, &stops) => code,
+            () = StopSignals::watch(signals, &stops) => ExitCode::from(EXIT_ON_SECOND_SIGNAL),
+        }
+    });
+    // Everything worth finishing has finished; a read of stdin may still be blocked in its
+    // thread, and must not keep the process alive a moment longer.
+    runtime.shutdown_background();
     code
 }
 
-fn init_logging(command: &str) {
-    let default = if command == "serve" { "info" } else { "warn" };
+/// The exit code when a second stop signal cut the stop short: 128 + SIGINT, as a shell
+/// reports an interrupted command.
+const EXIT_ON_SECOND_SIGNAL: u8 = 130;
+
+/// The stop signals of the commands that serve. SIGUSR1 (what `serve stop` sends) asks either
+/// for the ordered stop; so does SIGINT or SIGTERM to `majordomus serve`. To `majordomus mcp`,
+/// SIGINT or SIGTERM is its client ending it (Claude Code sends SIGINT, then SIGTERM 100 ms
+/// later; rmcp's client signals after 3 s), so the process leaves, handing whoever it serves
+/// over. A second signal of any kind ends the process at once. Other commands keep the
+/// default handling.
+struct StopSignals {
+    terminate: Signal,
+    interrupt: Signal,
+    stop_in_order: Signal,
+    /// Whether SIGINT and SIGTERM come from the process's own client.
+    client_ends_it: bool,
+}
+
+impl StopSignals {
+    /// Starts listening, for the commands that serve; call it inside the runtime.
+    fn listen(command: &str) -> Option<StopSignals> {
+        let client_ends_it = match command {
+            "mcp" => true,
+            "serve" => false,
+            _ => return None,
+        };
+        let listening = (|| {
+            Ok::<_, std::io::Error>(StopSignals {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+                stop_in_order: signal(SignalKind::user_defined1())?,
+                client_ends_it,
+            })
+        })();
+        listening
+            .inspect_err(|error| {
+                tracing::warn!(%error, "cannot watch for stop signals; a signal ends this process at once");
+            })
+            .ok()
+    }
+
+    /// Turns the first signal into a stop request, and resolves on the second.
+    async fn watch(signals: Option<StopSignals>, stops: &StopRequests) {
+        let Some(mut signals) = signals else {
+            return std::future::pending().await;
+        };
+        let asked = tokio::select! {
+            _ = signals.terminate.recv() => !signals.client_ends_it,
+            _ = signals.interrupt.recv() => !signals.client_ends_it,
+            _ = signals.stop_in_order.recv() => true,
+        };
+        if asked {
+            tracing::info!("an ordered stop was requested by signal");
+            stops.ask();
+        } else {
+            stops.leave();
+        }
+        tokio::select! {
+            _ = signals.terminate.recv() => {}
+            _ = signals.interrupt.recv() => {}
+            _ = signals.stop_in_order.recv() => {}
+        }
+        tracing::info!("second stop signal: exiting now");
+    }
+}
+
+/// Logging when `RUST_LOG` does not say otherwise: warnings and errors of majordomus, nothing
+/// of rmcp, whose own warnings and errors are about what majordomus expects and handles (a
+/// session gone with its server, a client's unknown tool). Expected events — failovers,
+/// sessions coming and going — are logged at `info` and below.
+const DEFAULT_LOG_FILTER: &str = "warn,rmcp=off";
+
+fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -270,7 +355,7 @@ fn init_logging(command: &str) {
         .init();
 }
 
-async fn dispatch(name: &str, matches: &ArgMatches) -> ExitCode {
+async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> ExitCode {
     let path = cli_path(name, matches);
     let words: Vec<&str> = path.iter().map(|(word, _)| *word).collect();
     let leaf = path.last().map(|(_, m)| *m).unwrap_or(matches);
@@ -283,9 +368,14 @@ async fn dispatch(name: &str, matches: &ArgMatches) -> ExitCode {
         return run_capability(capability, leaf).await;
     }
     let outcome = match words.as_slice() {
-        ["mcp"] => crate::commands::mcp(site_dir(leaf)).await,
+        ["mcp"] => crate::commands::mcp(site_dir(leaf), stops.clone()).await,
         ["serve"] => {
-            crate::commands::serve(site_dir(leaf), leaf.get_one::<u64>("idle").copied()).await
+            crate::commands::serve(
+                site_dir(leaf),
+                leaf.get_one::<u64>("idle").copied(),
+                stops.clone(),
+            )
+            .await
         }
         ["serve", "stop"] => crate::commands::stop(site_dir(leaf)).await,
         ["serve", "ensure"] => crate::commands::ensure(site_dir(leaf), leaf.get_flag("json")).await,

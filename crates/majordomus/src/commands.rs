@@ -9,16 +9,16 @@ use majordomus_domain::checkouts::ServerStanding;
 
 use crate::bridge::Bridge;
 use crate::cli::open_site;
-use crate::server::run::{Lifetime, Outcome, elect_and_start};
+use crate::server::run::{Lifetime, Outcome, StopRequests, elect_and_start};
 use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
-pub async fn mcp(dir: PathBuf) -> Result<(), String> {
-    Bridge::run(open_site(&dir)?).await
+pub async fn mcp(dir: PathBuf, stops: StopRequests) -> Result<(), String> {
+    Bridge::run(open_site(&dir)?, stops).await
 }
 
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
-pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
+pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Result<(), String> {
     let site = open_site(&dir)?;
     match elect_and_start(&site).await? {
         Outcome::Started(running) => {
@@ -28,7 +28,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
             let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| {
                 Lifetime::IdleFor(Duration::from_secs(seconds))
             });
-            running.run(lifetime).await;
+            running.run(lifetime, &stops).await;
             Ok(())
         }
         Outcome::Found(lease) => {
@@ -42,8 +42,10 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>) -> Result<(), String> {
     }
 }
 
-/// `majordomus serve stop`: ask the server named by the lease to stop in order (SIGTERM to the
+/// `majordomus serve stop`: ask the server named by the lease to stop in order (SIGUSR1 to the
 /// process the lease names, after checking it is still that process), and wait until it has.
+/// SIGUSR1 rather than SIGTERM: a `majordomus mcp` that serves takes SIGTERM for its client
+/// ending it, and hands over instead of stopping.
 pub async fn stop(dir: PathBuf) -> Result<(), String> {
     let site = open_site(&dir)?;
     let path = lease_path(&site.checkout);
@@ -59,7 +61,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         return Ok(());
     }
     // SAFETY: kill(2) with a pid whose start time matched the lease just above.
-    let sent = unsafe { libc::kill(lease.pid as libc::pid_t, libc::SIGTERM) } == 0;
+    let sent = unsafe { libc::kill(lease.pid as libc::pid_t, libc::SIGUSR1) } == 0;
     if !sent {
         return Err(format!(
             "could not signal process {}: {}",

@@ -110,7 +110,10 @@ async fn an_announce_that_meets_a_claim_is_told_of_the_overlap() {
         answer["client"]["name"], "codex",
         "the bridge opened its session as its client"
     );
-    assert_eq!(answer["transport"], "http");
+    assert_eq!(
+        answer["transport"], "stdio",
+        "the client reached majordomus over its bridge's stdio"
+    );
     assert_eq!(answer["attached"], true);
     assert_eq!(answer["released"], json!([]));
     let overlaps = answer["overlaps"].as_array().unwrap();

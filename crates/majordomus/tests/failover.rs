@@ -53,13 +53,20 @@ async fn ten_clients_starting_at_once_share_one_server() {
             .await;
         assert_eq!(status["servers"][0]["peers"], 10, "{status:#}");
         let board = board(client).await;
-        let stdio: Vec<&Value> = board["peers"]
-            .as_array()
-            .unwrap()
+        let peers = board["peers"].as_array().unwrap();
+        assert!(
+            peers.iter().all(|peer| peer["transport"] == "stdio"),
+            "every client reached majordomus over a `majordomus mcp` stdio: {board:#}"
+        );
+        let served_in_process: Vec<&Value> = peers
             .iter()
-            .filter(|peer| peer["transport"] == "stdio")
+            .filter(|peer| peer["bridged"] == false)
             .collect();
-        assert_eq!(stdio.len(), 1, "one client is the server's own: {board:#}");
+        assert_eq!(
+            served_in_process.len(),
+            1,
+            "one client is the server's own, every other is bridged: {board:#}"
+        );
     }
     for client in clients {
         client.close().await;
@@ -284,11 +291,14 @@ async fn a_replaced_executable_makes_its_server_outdated() {
     std::fs::create_dir_all(&copy_dir).unwrap();
     let copy = copy_dir.join("majordomus");
     std::fs::copy(bin(), &copy).unwrap();
+    let (_, log) = repo.log_file("serve-copy");
     let mut server = std::process::Command::new(&copy);
     server
         .args(["serve", "--repo"])
         .arg(&root)
-        .stdin(std::process::Stdio::null());
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
     clear_git_env(&mut server);
     let mut server = server.spawn().unwrap();
     wait_ready(&root).await;
@@ -489,11 +499,13 @@ async fn malformed_traffic_is_refused_clearly_and_the_server_keeps_serving() {
     still_serving().await;
 
     // MCP over stdio: not JSON, not UTF-8, then a whole session still works.
+    let (_, log) = repo.log_file("raw-mcp");
     let mut bridge = majordomus_command(["mcp", "--repo"]);
     bridge
         .arg(&root)
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
+        .stdout(std::process::Stdio::piped())
+        .stderr(log);
     bridge.kill_on_drop(true);
     let mut child = bridge.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();

@@ -494,8 +494,16 @@ async fn the_second_mcp_bridges_and_its_exit_is_noticed() {
         codex["client"]["name"], "codex",
         "the board shows the bridged client's own name"
     );
-    assert_eq!(codex["transport"], "http");
-    assert_eq!(find(&board["peers"], "id", "p1")["transport"], "stdio");
+    assert_eq!(
+        (&codex["transport"], &codex["bridged"]),
+        (&json!("stdio"), &json!(true)),
+        "the client reached majordomus over the bridge's stdio"
+    );
+    let own = find(&board["peers"], "id", "p1");
+    assert_eq!(
+        (&own["transport"], &own["bridged"]),
+        (&json!("stdio"), &json!(false))
+    );
 
     bridged.close().await;
     eventually("the server to count one peer", || async {

@@ -48,6 +48,7 @@ pub async fn run(
         }
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
         ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
+        ScenarioId::ExitSigint => exit_on_sigint(scenario, scratch, options).await,
     };
     outcome.unwrap_or_else(|why| ScenarioRow::failed(scenario, why))
 }
@@ -489,4 +490,65 @@ async fn keep_alive(
     .await;
     server.stop().await;
     result
+}
+
+/// How long the exit scenario waits for a signalled process before it counts as a failure.
+const EXIT_BOUND: Duration = Duration::from_secs(10);
+
+/// From SIGINT to the exit of a `majordomus mcp` that serves the checkout for its own client
+/// only: the client ending it, as Claude Code does at the end of every session. Each sample
+/// starts its own process, waits for its first answered tool call, then signals it.
+async fn exit_on_sigint(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(scratch, "exit-sigint")?;
+    let dir = repository.root().to_path_buf();
+    let capability = Registry::builtin()
+        .by_id("peers.list")
+        .expect("peers.list is registered");
+    let input = json!({"checkouts": "this"});
+    let budget = Budget::scenario(options, 20, 60, 8.0);
+    let samples = sample(budget, || async {
+        wait_no_lease(&dir).await?;
+        let (service, pid) = spawn_mcp(
+            scratch.exe(),
+            &dir,
+            "majordomus-bench-exit",
+            scratch.log("exit-sigint"),
+        )
+        .await?;
+        let caller = Caller::Mcp(service);
+        let outcome = caller.call(capability, &input).await;
+        if outcome != Outcome::Answer {
+            caller.close().await;
+            return Err(format!(
+                "the tool call before the signal was not answered: {}",
+                outcome.detail().unwrap_or("")
+            ));
+        }
+        let started = Instant::now();
+        super::setup::signal(pid, libc::SIGINT);
+        while super::setup::alive(pid) {
+            if started.elapsed() > EXIT_BOUND {
+                caller.close().await;
+                wait_gone(pid, Duration::ZERO).await;
+                return Err(format!(
+                    "`majordomus mcp` was still running {} s after SIGINT",
+                    EXIT_BOUND.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let elapsed = started.elapsed();
+        caller.close().await;
+        Ok(elapsed)
+    })
+    .await?;
+    Ok(ScenarioRow::latency(
+        scenario,
+        Summary::of(&samples),
+        "SIGINT → process gone (polled every 1 ms), after initialize and one answered tool call; the process held the lease and served only its own client",
+    ))
 }

@@ -71,6 +71,24 @@ pub struct BoardView {
     pub reason: Option<String>,
 }
 
+/// One peer as a listing reports it: its board's record, whether a bridge carries its client,
+/// and an id that no other peer of the listing shares.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ListedPeer {
+    /// The peer as its board records it.
+    #[serde(flatten)]
+    pub peer: Peer,
+    /// Whether its client reaches the server through a `majordomus mcp` bridge (another
+    /// process's, forwarding over HTTP) rather than being served by the process it started
+    /// or connecting over HTTP itself; `transport` says how the client reached majordomus.
+    #[serde(default)]
+    pub bridged: bool,
+    /// Its id qualified by its checkout, `p1@<first 8 digits of the checkout id>`: every
+    /// board has its own `p1`, this is unique across the repository's boards.
+    #[serde(default)]
+    pub qualified_id: String,
+}
+
 /// The answer of `peers.list`: every worker of the repository, from every checkout's board.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PeerList {
@@ -82,8 +100,8 @@ pub struct PeerList {
     /// Attached peers that claim nothing: five peers and five silent is not "no collisions".
     pub silent: usize,
     /// The peers, this checkout's board first and then the siblings in git's order, each
-    /// stamped with its checkout because every board has its own `p1`.
-    pub peers: Vec<Peer>,
+    /// stamped with its checkout (and a `qualified_id`) because every board has its own `p1`.
+    pub peers: Vec<ListedPeer>,
     /// Every pair of claims of different peers that meet, each pair once, across checkouts
     /// too. Empty is the ordinary case.
     pub overlaps: Vec<ListedOverlap>,
@@ -138,7 +156,8 @@ impl Operation for PeersList {
         let rows: Vec<Vec<String>> = output
             .peers
             .iter()
-            .map(|peer| {
+            .map(|listed| {
+                let peer = &listed.peer;
                 let checkout = peer.checkout.as_ref();
                 let claims: Vec<String> = peer.claims.iter().map(crate::render::claim).collect();
                 vec![
@@ -229,12 +248,28 @@ impl Operation for PeersList {
                 .map(|checkout| read_board(ctx, checkout)),
         )
         .await;
-        let mut peers = Vec::new();
+        let mut listed = Vec::new();
         let mut views = Vec::new();
         for (view, board_peers) in boards {
-            peers.extend(board_peers);
+            listed.extend(board_peers);
             views.push(view);
         }
+        // The overlaps are read off the boards' records; the listing's own fields ride along.
+        let (peers, listing): (Vec<Peer>, Vec<(bool, String)>) = listed
+            .into_iter()
+            .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
+            .unzip();
+        let overlaps = overlaps_among(&peers);
+        let silent = silent(&peers);
+        let peers = peers
+            .into_iter()
+            .zip(listing)
+            .map(|(peer, (bridged, qualified_id))| ListedPeer {
+                peer,
+                bridged,
+                qualified_id,
+            })
+            .collect();
         Ok(PeerList {
             count: views
                 .iter()
@@ -242,8 +277,8 @@ impl Operation for PeersList {
                 .map(|view| view.attached)
                 .sum(),
             caller: ctx.caller.clone(),
-            silent: silent(&peers),
-            overlaps: overlaps_among(&peers),
+            silent,
+            overlaps,
             complete: views.iter().all(|view| view.reason.is_none()),
             peers,
             boards: views,
@@ -251,12 +286,15 @@ impl Operation for PeersList {
     }
 }
 
+/// How many digits of the checkout id qualify a peer id in a listing.
+const QUALIFIER_DIGITS: usize = 8;
+
 /// Reads one checkout's board: from memory when this process serves it, otherwise from the
 /// server its lease names.
 async fn read_board(
     ctx: &Context,
     checkout: majordomus_checkout::git::Checkout,
-) -> (BoardView, Vec<Peer>) {
+) -> (BoardView, Vec<ListedPeer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = PeerCheckout {
         id: checkout.id.clone(),
@@ -277,7 +315,16 @@ async fn read_board(
     let peers = if this_checkout && let Some(server) = &ctx.server {
         view.standing = server.own_standing();
         view.url = server.url();
-        server.board_peers(SystemTime::now())
+        let bridged = server.bridged_peers();
+        server
+            .board_peers(SystemTime::now())
+            .into_iter()
+            .map(|peer| ListedPeer {
+                bridged: bridged.contains(&peer.id),
+                qualified_id: String::new(),
+                peer,
+            })
+            .collect()
     } else {
         let found = survey::survey(&ctx.site, checkout).await;
         view.standing = found.standing.standing;
@@ -303,14 +350,16 @@ async fn read_board(
             Vec::new()
         }
     };
-    let peers: Vec<Peer> = peers
+    let short_checkout: String = stamp.id.chars().take(QUALIFIER_DIGITS).collect();
+    let peers: Vec<ListedPeer> = peers
         .into_iter()
-        .map(|mut peer| {
-            peer.checkout = Some(stamp.clone());
-            peer
+        .map(|mut listed| {
+            listed.qualified_id = format!("{}@{short_checkout}", listed.peer.id);
+            listed.peer.checkout = Some(stamp.clone());
+            listed
         })
         .collect();
-    view.attached = peers.iter().filter(|peer| peer.attached).count();
+    view.attached = peers.iter().filter(|listed| listed.peer.attached).count();
     (view, peers)
 }
 

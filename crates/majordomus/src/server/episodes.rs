@@ -102,6 +102,14 @@ impl ServerState {
         }
     }
 
+    /// This process is going without closing anyone's work: the episode of every attached
+    /// peer is detached, for whichever server its client reaches next to resume.
+    pub(crate) fn detach_every_episode(&self) {
+        for peer in self.attached_peer_ids() {
+            self.episode_connection_lost(&peer);
+        }
+    }
+
     /// `caller` announced a claim: the episode it holds records it.
     pub(crate) fn note_claims(&self, caller: &PeerId, announced: &Announced) {
         let Some(announcement) = announced.peer.announcement.clone() else {

@@ -13,15 +13,17 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::ServerState;
+use super::{ServerState, Worker};
 use crate::context::Context;
 use crate::registry::{Capability, Kind, Registry};
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
-/// covers stdio EOF, HTTP DELETE, the idle timeout and cancellation alike.
+/// covers stdio EOF, HTTP DELETE, the idle timeout and cancellation alike — or when its
+/// server lets a silent bridge go.
 pub struct McpSession {
     state: Arc<ServerState>,
+    /// How the session reaches this server; a bridge's session says its client's instead.
     transport: Transport,
     peer: OnceLock<PeerId>,
 }
@@ -36,12 +38,22 @@ impl McpSession {
     }
 
     /// Joins the board as the client that introduced itself, once; `worker` is the stable
-    /// identity a bridge gives itself, so a worker coming back retires its former slot.
-    pub fn join(&self, client: &Implementation, worker: Option<&str>) -> &PeerId {
+    /// identity a `majordomus mcp` process gives itself, so a worker coming back retires its
+    /// former slot. A bridged client reached majordomus over its bridge's stdio, and is
+    /// listed so.
+    pub fn join(&self, client: &Implementation, worker: Option<Worker<'_>>) -> &PeerId {
         self.peer.get_or_init(|| {
-            self.state
-                .attach(self.transport, client_info_of(client), worker)
+            let transport = match worker {
+                Some(Worker { bridged: true, .. }) => Transport::Stdio,
+                _ => self.transport,
+            };
+            self.state.attach(transport, client_info_of(client), worker)
         })
+    }
+
+    /// The server this connection belongs to.
+    pub fn server(&self) -> &Arc<ServerState> {
+        &self.state
     }
 
     /// The instructions this connection's client is given in `initialize`.
@@ -55,14 +67,21 @@ impl McpSession {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, McpError> {
-        self.touch();
+        self.heard()?;
         call(&self.context(), name, arguments).await
     }
 
-    pub(crate) fn touch(&self) {
-        if let Some(peer) = self.peer.get() {
-            self.state.touch(peer);
+    /// A message arrived: the peer and its episode are alive — unless the server already let
+    /// this connection go for its silence, which its bridge is told so it opens a new session.
+    pub(crate) fn heard(&self) -> Result<(), McpError> {
+        let Some(peer) = self.peer.get() else {
+            return Ok(());
+        };
+        if self.state.was_silenced(peer) {
+            return Err(session_let_go(peer));
         }
+        self.state.touch(peer);
+        Ok(())
     }
 
     fn context(&self) -> Context {
@@ -77,7 +96,7 @@ impl McpSession {
 impl Drop for McpSession {
     fn drop(&mut self) {
         if let Some(peer) = self.peer.get() {
-            self.state.connection_lost(peer);
+            self.state.connection_closed(peer);
         }
     }
 }
@@ -85,6 +104,45 @@ impl Drop for McpSession {
 /// The `initialize` `_meta` key under which a bridge names the worker it carries, stable for
 /// the bridge's lifetime across every session it opens.
 pub const WORKER_META_KEY: &str = "majordomus/worker";
+
+/// The longest worker identity a session may name; a bridge's is 32 hex digits.
+const MAX_WORKER_IDENTITY: usize = 64;
+
+/// Whether a session's claimed worker identity is one a bridge could have made: short, and
+/// letters, digits, `-` and `_` only. Anything else is ignored, so what a client sends is
+/// never kept at any size it likes.
+fn is_worker_identity(identity: &str) -> bool {
+    (1..=MAX_WORKER_IDENTITY).contains(&identity.len())
+        && identity
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// The `initialize` `_meta` key by which a bridge says it carries a client of its own stdio:
+/// the peer is listed with that client's transport, and is let go when its pings stop.
+pub const BRIDGED_META_KEY: &str = "majordomus/bridged";
+
+/// The key in an error's `data` that marks a session its server let go for its silence.
+pub const LET_GO_DATA_KEY: &str = "majordomus/let_go";
+
+/// The answer to every request of a session let go for its silence.
+fn session_let_go(peer: &PeerId) -> McpError {
+    McpError::invalid_request(
+        format!(
+            "this session (peer {peer}) went silent for longer than the bridge silence and was let go; open a new session"
+        ),
+        Some(serde_json::json!({ LET_GO_DATA_KEY: true })),
+    )
+}
+
+/// Whether an error says the session was let go for its silence.
+pub fn is_let_go(error: &McpError) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|data| data.get(LET_GO_DATA_KEY))
+        .is_some_and(|flag| flag == true)
+}
 
 /// The tools every connection is shown, derived once from the registry.
 pub fn tools() -> &'static [Tool] {
@@ -177,25 +235,27 @@ impl ServerHandler for McpSession {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         // rmcp lifts a request's `_meta` into the context; older paths leave it in the params.
-        let worker = context
-            .meta
-            .0
-            .0
-            .get(WORKER_META_KEY)
-            .or_else(|| {
-                request
-                    .meta
-                    .as_ref()
-                    .and_then(|meta| meta.0.0.get(WORKER_META_KEY))
-            })
-            .and_then(|value| value.as_str());
+        let meta = |key: &str| {
+            context
+                .meta
+                .0
+                .0
+                .get(key)
+                .or_else(|| request.meta.as_ref().and_then(|meta| meta.0.0.get(key)))
+        };
+        let worker = meta(WORKER_META_KEY)
+            .and_then(|value| value.as_str())
+            .filter(|identity| is_worker_identity(identity))
+            .map(|identity| Worker {
+                identity,
+                bridged: meta(BRIDGED_META_KEY).is_some_and(|flag| flag == true),
+            });
         let peer = self.join(&request.client_info, worker);
         Ok(result.with_instructions(self.state.instructions(peer)))
     }
 
     async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.touch();
-        Ok(())
+        self.heard()
     }
 
     async fn list_tools(
@@ -203,7 +263,7 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.touch();
+        self.heard()?;
         Ok(ListToolsResult::with_all_items(tools().to_vec()))
     }
 
@@ -212,9 +272,24 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.touch();
+        self.heard()?;
         call(&self.context(), &request.name, request.arguments)
             .await
             .map(CallToolResponse::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_short_plain_worker_identities_are_kept() {
+        assert!(is_worker_identity("0123456789abcdef0123456789abcdef"));
+        assert!(is_worker_identity("worker-7"));
+        assert!(!is_worker_identity(""));
+        assert!(!is_worker_identity(&"a".repeat(MAX_WORKER_IDENTITY + 1)));
+        assert!(!is_worker_identity("worker 7"));
+        assert!(!is_worker_identity("wörker"));
     }
 }

@@ -6,9 +6,10 @@ pub mod listen;
 pub mod mcp;
 pub mod run;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
 use majordomus_domain::board::PeerBoard;
@@ -21,14 +22,41 @@ use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::registry::CapabilityError;
 
+/// A connection's claim to be a worker that outlives its sessions.
+#[derive(Clone, Copy, Debug)]
+pub struct Worker<'a> {
+    /// The identity a `majordomus mcp` process gives itself for its whole life.
+    pub identity: &'a str,
+    /// Whether its client reaches this server through that process as a bridge, rather than
+    /// being served by this process itself.
+    pub bridged: bool,
+}
+
+/// Which peer each worker holds now, and when each bridged one was last heard from.
+#[derive(Default)]
+struct Workers {
+    by_identity: HashMap<String, WorkerSlot>,
+    /// Bridged peers still attached, by when their connection last sent a message.
+    heard: HashMap<PeerId, Instant>,
+    /// Bridged peers let go for their silence whose session has not ended yet.
+    silenced: HashSet<PeerId>,
+}
+
+#[derive(Clone, Debug)]
+struct WorkerSlot {
+    peer: PeerId,
+    bridged: bool,
+}
+
 /// Everything one serving process holds in memory.
 pub struct ServerState {
     pub site: Arc<Site>,
     board: Mutex<PeerBoard>,
     pub(crate) episodes: Arc<Mutex<EpisodeBoard>>,
     pub(crate) recorder: Recorder,
-    /// Which peer each bridged worker holds now, by the worker's stable identity.
-    workers: Mutex<std::collections::HashMap<String, PeerId>>,
+    /// The connections that named the worker behind them, and when the bridged ones were
+    /// last heard from.
+    workers: Mutex<Workers>,
     lease: Mutex<Option<LeaseHandle>>,
     lease_view: LeaseView,
     token: String,
@@ -36,6 +64,9 @@ pub struct ServerState {
     leaseholder: AtomicBool,
     /// Cancelled when the ordered stop begins.
     pub shutdown: CancellationToken,
+    /// Cancelled once another process has taken the lease over: whoever serves a client
+    /// through this server moves it to the new one.
+    pub stepped_down: CancellationToken,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
 }
@@ -56,7 +87,8 @@ impl ServerState {
             lease: Mutex::new(Some(lease)),
             url: OnceLock::new(),
             leaseholder: AtomicBool::new(true),
-            shutdown: run::stop_requested().child_token(),
+            shutdown: CancellationToken::new(),
+            stepped_down: CancellationToken::new(),
             peers_changed: tokio::sync::Notify::new(),
             site,
         })
@@ -115,7 +147,8 @@ impl ServerState {
         if !ours {
             lease.take();
             self.leaseholder.store(false, Ordering::SeqCst);
-            tracing::warn!(
+            self.stepped_down.cancel();
+            tracing::info!(
                 "another process took this checkout's lease over; serving existing sessions only"
             );
         }
@@ -160,20 +193,32 @@ impl ServerState {
 
     /// A new connection joins the board. A worker that comes back (after its session was lost
     /// or its server replaced) retires its former slot, so it is never listed twice nor told
-    /// that it overlaps itself; it announces its claims again right after.
+    /// that it overlaps itself; it announces its claims again right after. A bridged worker
+    /// is held to pinging: silent for the bridge silence, it is let go.
     pub(crate) fn attach(
         &self,
         transport: Transport,
         client: ClientInfo,
-        worker: Option<&str>,
+        worker: Option<Worker<'_>>,
     ) -> PeerId {
         let mut board = self.board();
         let id = board.attach(transport, client, SystemTime::now());
         if let Some(worker) = worker {
-            let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(former) = workers.insert(worker.to_string(), id.clone()) {
-                board.retire(&former);
-                tracing::info!(peer = %id, former = %former, "a worker came back; its former slot is retired");
+            let mut workers = self.workers();
+            let slot = WorkerSlot {
+                peer: id.clone(),
+                bridged: worker.bridged,
+            };
+            if let Some(former) = workers
+                .by_identity
+                .insert(worker.identity.to_string(), slot)
+            {
+                board.retire(&former.peer);
+                workers.heard.remove(&former.peer);
+                tracing::info!(peer = %id, former = %former.peer, "a worker came back; its former slot is retired");
+            }
+            if worker.bridged {
+                workers.heard.insert(id.clone(), Instant::now());
             }
         }
         drop(board);
@@ -182,20 +227,97 @@ impl ServerState {
         id
     }
 
+    fn workers(&self) -> MutexGuard<'_, Workers> {
+        self.workers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Every message of a connection refreshes its peer and its episode.
     pub(crate) fn touch(&self, peer: &PeerId) {
         let now = SystemTime::now();
         self.board().touch(peer, now);
         self.touch_episode(peer, now);
+        if let Some(heard) = self.workers().heard.get_mut(peer) {
+            *heard = Instant::now();
+        }
     }
 
     /// A connection went away: its peer departs (or is forgotten when it claimed nothing) and
     /// its episode waits for its client to come back.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
+        self.workers().heard.remove(peer);
         self.board().detach(peer);
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
+    }
+
+    /// A connection ended: unless it was already let go for its silence, it is lost now.
+    pub(crate) fn connection_closed(&self, peer: &PeerId) {
+        if !self.workers().silenced.remove(peer) {
+            self.connection_lost(peer);
+        }
+    }
+
+    /// Whether the connection of `peer` was let go for its silence: its session may still
+    /// exist, but its peer has left the board, so it must open a new session.
+    pub(crate) fn was_silenced(&self, peer: &PeerId) -> bool {
+        self.workers().silenced.contains(peer)
+    }
+
+    /// Lets go every bridged connection not heard from within the bridge silence: a bridge
+    /// pings well within it, so a silent one is dead (killed, or its machine asleep) and its
+    /// peer should not stay on the board until its session's idle timeout. The housekeeping
+    /// calls it every second.
+    pub(crate) fn let_silent_bridges_go(&self) {
+        let silence = self.site.config.timings.bridge_silence();
+        let silent: Vec<PeerId> = {
+            let mut workers = self.workers();
+            let silent: Vec<PeerId> = workers
+                .heard
+                .iter()
+                .filter(|(_, heard)| heard.elapsed() >= silence)
+                .map(|(peer, _)| peer.clone())
+                .collect();
+            for peer in &silent {
+                workers.heard.remove(peer);
+                workers.silenced.insert(peer.clone());
+            }
+            silent
+        };
+        for peer in silent {
+            tracing::info!(peer = %peer, "a bridge went silent; its peer is let go");
+            self.connection_lost(&peer);
+        }
+    }
+
+    /// Forgets the workers whose peer is no longer on the board, so the map follows the
+    /// board rather than every bridge that ever connected.
+    pub(crate) fn forget_departed_workers(&self) {
+        let board = self.board();
+        let now = SystemTime::now();
+        self.workers()
+            .by_identity
+            .retain(|_, slot| board.peer(&slot.peer, now).is_some());
+    }
+
+    /// The peers on the board whose client reached this server through a bridge.
+    pub fn bridged_peers(&self) -> HashSet<PeerId> {
+        self.workers()
+            .by_identity
+            .values()
+            .filter(|slot| slot.bridged)
+            .map(|slot| slot.peer.clone())
+            .collect()
+    }
+
+    /// The peers attached now.
+    pub(crate) fn attached_peer_ids(&self) -> Vec<PeerId> {
+        self.board()
+            .peers(SystemTime::now())
+            .into_iter()
+            .filter(|peer| peer.attached)
+            .map(|peer| peer.id)
+            .collect()
     }
 
     pub(crate) fn announce(

@@ -1,6 +1,6 @@
 //! Electing, starting, running and stopping a checkout's server.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::{
@@ -23,10 +23,25 @@ pub enum Elected {
     Serving(Lease),
 }
 
-/// Runs the election of DESIGN §5 until this process either holds the lease or has found the
-/// live server: exclusive create wins; a loser judges the lease it found, waits while its owner
-/// is binding or busy, and takes over exactly the file it judged when it is stale.
+/// What a process already knows of a server's silence before it elects: the server at `url`
+/// has not answered since `since`. The busy grace is counted from then, so a process that
+/// waited on a frozen server does not wait the grace out a second time.
+#[derive(Clone, Debug)]
+pub struct Silence {
+    pub url: String,
+    pub since: Instant,
+}
+
+/// Runs the election until this process either holds the lease or has found the live
+/// server: exclusive create wins; a loser judges the lease it found, waits while its owner is
+/// binding or busy, and takes over exactly the file it judged when it is stale.
 pub async fn elect(site: &Site) -> std::io::Result<Elected> {
+    elect_after(site, None).await
+}
+
+/// [`elect`], counting the busy grace of a silent server from `known` when the lease still
+/// names the server that went silent.
+pub async fn elect_after(site: &Site, known: Option<Silence>) -> std::io::Result<Elected> {
     let path = lease_path(&site.checkout);
     let busy_grace = Duration::from_millis(site.config.timings.busy_grace_ms);
     let mut silent_since: Option<Instant> = None;
@@ -43,12 +58,20 @@ pub async fn elect(site: &Site) -> std::io::Result<Elected> {
             LeaseReading::Document(lease, _) => Some(lease.clone()),
             _ => None,
         };
-        let probe = match lease.as_ref().and_then(|lease| lease.url.as_deref()) {
+        let url = lease.as_ref().and_then(|lease| lease.url.as_deref());
+        let probe = match url {
             Some(url) => Some(survey::probe(site, url, &site.checkout.id).await),
             None => None,
         };
         if matches!(probe, Some(ProbeAnswer::NoAnswer(_))) {
-            silent_since.get_or_insert_with(Instant::now);
+            let known_since = known
+                .as_ref()
+                .filter(|known| Some(known.url.as_str()) == url)
+                .map(|known| known.since);
+            let since = silent_since.get_or_insert_with(Instant::now);
+            if let Some(known_since) = known_since {
+                *since = (*since).min(known_since);
+            }
         } else {
             silent_since = None;
         }
@@ -87,7 +110,15 @@ pub enum Outcome {
 
 /// Elects, and starts serving when this process won.
 pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
-    match elect(site)
+    elect_and_start_after(site, None).await
+}
+
+/// [`elect_and_start`], knowing a server's silence already (see [`elect_after`]).
+pub async fn elect_and_start_after(
+    site: &Arc<Site>,
+    known: Option<Silence>,
+) -> Result<Outcome, String> {
+    match elect_after(site, known)
         .await
         .map_err(|error| format!("the election failed: {error}"))?
     {
@@ -121,15 +152,15 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
         shutdown,
     ));
     if !state.publish(url.clone())? {
-        tracing::warn!("the lease was taken over before its URL could be published");
+        tracing::info!("the lease was taken over before its URL could be published");
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
     spawn_housekeeping(state.clone());
     Ok(Running { state, task })
 }
 
-/// The periodic chores of a serving process: notice a taken-over lease, reap episodes whose
-/// client did not come back.
+/// The periodic chores of a serving process: notice a taken-over lease, let silent bridges
+/// go, reap episodes whose client did not come back.
 fn spawn_housekeeping(state: Arc<ServerState>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -138,6 +169,8 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
                 _ = state.shutdown.cancelled() => break,
                 _ = tick.tick() => {
                     state.recheck_lease();
+                    state.let_silent_bridges_go();
+                    state.forget_departed_workers();
                     state.reap_episodes();
                 }
             }
@@ -145,107 +178,138 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
     });
 }
 
-/// When a server stops on its own.
+/// When a server stops on its own. Either way, a server that lost its lease stops once
+/// nobody is attached to it any more: its clients have moved to the server that took over.
 #[derive(Clone, Copy, Debug)]
 pub enum Lifetime {
-    /// Only on a signal or `serve stop`.
+    /// Only when asked to.
     UntilStopped,
     /// Once no peer has been attached for this long.
     IdleFor(Duration),
 }
 
-impl Running {
-    /// Waits until a signal, `serve stop`, or the lifetime ends the server, then stops it in
-    /// order: episodes closed as `shutdown`, the lease removed if still ours, sessions ended.
-    pub async fn run(self, lifetime: Lifetime) {
-        let state = self.state.clone();
-        let asked = tokio::select! {
-            _ = state.shutdown.cancelled() => true,
-            _ = idle(&state, lifetime) => {
-                tracing::info!("no peer attached any more; stopping");
-                false
-            }
-        };
-        self.stop(asked).await;
+/// What ends a process's servers from outside, as the process's entry point heard it.
+#[derive(Clone, Debug, Default)]
+pub struct StopRequests {
+    asked: CancellationToken,
+    leaving: CancellationToken,
+}
+
+impl StopRequests {
+    /// An ordered stop (`serve stop`, a signal to `majordomus serve`): every episode is closed
+    /// as `shutdown`.
+    pub fn ask(&self) {
+        self.asked.cancel();
     }
 
-    /// The ordered stop. A stop that was asked for (a signal, `serve stop`) closes every
-    /// episode as `shutdown`. A server that stops because nobody is attached leaves its
-    /// detached episodes open in the journal instead: their clients are the ones most likely
-    /// to come back, to the next server, and resume them within the grace.
-    async fn stop(self, asked: bool) {
-        let state = self.state;
-        if asked {
-            state.close_all_episodes().await;
-        } else if !state.recorder.flush(state.recorder.patience()).await {
-            tracing::warn!("not every episode record was written before the stop");
+    /// The process is going because its own client ended it: whoever else it serves elects
+    /// a new server, and every episode stays open for that server to resume.
+    pub fn leave(&self) {
+        self.leaving.cancel();
+    }
+
+    /// Whether either was requested.
+    pub fn is_requested(&self) -> bool {
+        self.asked.is_cancelled() || self.leaving.is_cancelled()
+    }
+
+    /// Resolves once either was requested.
+    pub async fn requested(&self) {
+        tokio::select! {
+            _ = self.asked.cancelled() => {}
+            _ = self.leaving.cancelled() => {}
         }
-        state.release_lease();
+    }
+}
+
+/// Why a server stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Asked,
+    Leaving,
+    /// Nobody is attached any more, by its lifetime or because it lost its lease.
+    Idle,
+}
+
+/// How long a server that hands its peers over waits for requests in flight before its
+/// process goes: its client expects it gone within a tenth of a second.
+const HAND_OVER_PATIENCE: Duration = Duration::from_millis(40);
+
+impl Running {
+    /// Waits until a stop request or the lifetime ends the server, then stops it in order.
+    pub async fn run(self, lifetime: Lifetime, stops: &StopRequests) {
+        let state = self.state.clone();
+        let ending = tokio::select! {
+            _ = stops.asked.cancelled() => Ending::Asked,
+            _ = stops.leaving.cancelled() => Ending::Leaving,
+            _ = idle(&state, lifetime) => {
+                tracing::info!("no peer attached any more; stopping");
+                Ending::Idle
+            }
+        };
+        self.stop(ending).await;
+    }
+
+    /// The ordered stop. Only a stop that was asked for closes every episode as `shutdown`.
+    /// A server whose process leaves with its client detaches every episode, for the server
+    /// its bridged peers elect next to resume, and releases the lease as soon as that is
+    /// recorded, so they find the checkout free. A server that stops because nobody is attached leaves its detached episodes
+    /// open too: their clients are the ones most likely to come back, to the next server,
+    /// and resume them within the grace.
+    async fn stop(self, ending: Ending) {
+        let state = self.state;
+        let patience = match ending {
+            Ending::Asked => {
+                state.close_all_episodes().await;
+                state.release_lease();
+                state.site.config.timings.stop_timeout()
+            }
+            Ending::Leaving => {
+                state.detach_every_episode();
+                if !state.recorder.flush(state.recorder.patience()).await {
+                    tracing::warn!("not every episode record was written before the stop");
+                }
+                state.release_lease();
+                HAND_OVER_PATIENCE
+            }
+            Ending::Idle => {
+                if !state.recorder.flush(state.recorder.patience()).await {
+                    tracing::warn!("not every episode record was written before the stop");
+                }
+                state.release_lease();
+                state.site.config.timings.stop_timeout()
+            }
+        };
         state.shutdown.cancel();
-        let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
-        if tokio::time::timeout(bound, self.task).await.is_err() {
-            tracing::warn!(
+        if tokio::time::timeout(patience, self.task).await.is_err() {
+            tracing::info!(
                 "sessions did not end within {} ms; stopping anyway",
-                bound.as_millis()
+                patience.as_millis()
             );
         }
     }
 }
 
-/// Cancelled on the first SIGTERM or SIGINT this process receives; every server of the
-/// process stops in order when it is. A second signal ends the process at once.
-pub fn stop_requested() -> CancellationToken {
-    static STOP: OnceLock<CancellationToken> = OnceLock::new();
-    STOP.get_or_init(|| {
-        let token = CancellationToken::new();
-        let cancel = token.clone();
-        tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut term), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                tracing::warn!("cannot watch for stop signals");
-                return;
-            };
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            tracing::info!("stop requested by signal");
-            cancel.cancel();
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            tracing::warn!("second stop signal: exiting now");
-            std::process::exit(130);
-        });
-        token
-    })
-    .clone()
-}
-
-/// Resolves once no peer has been attached for the lifetime's idle span.
+/// Resolves once nobody is attached and the lifetime's idle span has passed, or at once when
+/// nobody is attached to a server that lost its lease.
 async fn idle(state: &ServerState, lifetime: Lifetime) {
-    let Lifetime::IdleFor(span) = lifetime else {
-        return std::future::pending().await;
-    };
     loop {
         let changed = state.peers_changed.notified();
-        if state.attached_peers() == 0 {
-            tokio::select! {
-                _ = tokio::time::sleep(span) => {
-                    if state.attached_peers() == 0 {
-                        return;
-                    }
+        let nobody = state.attached_peers() == 0;
+        if nobody && !state.is_leaseholder() {
+            return;
+        }
+        let span = match lifetime {
+            Lifetime::IdleFor(span) if nobody => Some(span),
+            _ => None,
+        };
+        tokio::select! {
+            _ = changed => {}
+            _ = state.stepped_down.cancelled(), if state.is_leaseholder() => {}
+            _ = tokio::time::sleep(span.unwrap_or(Duration::from_secs(1))) => {
+                if span.is_some() && state.attached_peers() == 0 {
+                    return;
                 }
-                _ = changed => {}
-            }
-        } else {
-            tokio::select! {
-                _ = changed => {}
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
     }
