@@ -5,7 +5,6 @@ mod common;
 
 use std::io;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
 
 use common::*;
 use reqwest::StatusCode;
@@ -291,23 +290,3 @@ fn open_descriptors(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
-/// `majordomus serve status --json` in a checkout.
-async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
-    let output = run_cli(
-        repo,
-        [
-            "serve".as_ref(),
-            "status".as_ref(),
-            "--json".as_ref(),
-            "--repo".as_ref(),
-            checkout.as_os_str(),
-        ],
-    )
-    .await;
-    assert!(
-        output.status.success(),
-        "serve status: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("serve status --json prints JSON")
-}

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Stdio;
 
 use common::*;
@@ -627,31 +626,6 @@ async fn send(stdin: &mut tokio::process::ChildStdin, frame: &Value) {
     stdin.write_all(&line).await.unwrap();
 }
 
-/// `majordomus serve status --json` in a checkout.
-async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
-    let output = run_cli(
-        repo,
-        [
-            "serve".as_ref(),
-            "status".as_ref(),
-            "--json".as_ref(),
-            "--repo".as_ref(),
-            checkout.as_os_str(),
-        ],
-    )
-    .await;
-    assert!(
-        output.status.success(),
-        "serve status: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "serve status --json prints JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
 
 /// The formats JSON Schema 2020-12 defines: the only ones clients know.
 const STANDARD_FORMATS: [&str; 19] = [

@@ -656,6 +656,32 @@ where
     output
 }
 
+/// `majordomus serve status --json` in a checkout.
+pub async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
+    let output = run_cli(
+        repo,
+        [
+            "serve".as_ref(),
+            "status".as_ref(),
+            "--json".as_ref(),
+            "--repo".as_ref(),
+            checkout.as_os_str(),
+        ],
+    )
+    .await;
+    assert!(
+        output.status.success(),
+        "serve status: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "serve status --json prints JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // MCP clients
 
