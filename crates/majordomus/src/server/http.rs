@@ -40,6 +40,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let mut router = Router::new()
         .route("/", get(identity))
         .route("/openapi.json", get(openapi))
+        .route("/api/v1/events", get(super::events::stream))
         .route(
             "/mcp",
             any(move |request: Request| {

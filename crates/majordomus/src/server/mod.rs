@@ -1,6 +1,7 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
 mod episodes;
+pub mod events;
 pub mod http;
 pub mod listen;
 pub mod mcp;
@@ -38,6 +39,8 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
+    /// Every change of the board, published under the board's lock.
+    pub(crate) events: events::EventBus,
 }
 
 impl ServerState {
@@ -58,6 +61,7 @@ impl ServerState {
             leaseholder: AtomicBool::new(true),
             shutdown: run::stop_requested().child_token(),
             peers_changed: tokio::sync::Notify::new(),
+            events: events::EventBus::new(&site),
             site,
         })
     }
@@ -169,10 +173,12 @@ impl ServerState {
     ) -> PeerId {
         let mut board = self.board();
         let id = board.attach(transport, client, SystemTime::now());
+        self.events.attached(&board, &id);
         if let Some(worker) = worker {
             let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(former) = workers.insert(worker.to_string(), id.clone()) {
                 board.retire(&former);
+                self.events.retired(&former, &id);
                 tracing::info!(peer = %id, former = %former, "a worker came back; its former slot is retired");
             }
         }
@@ -192,7 +198,10 @@ impl ServerState {
     /// A connection went away: its peer departs (or is forgotten when it claimed nothing) and
     /// its episode waits for its client to come back.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
-        self.board().detach(peer);
+        let mut board = self.board();
+        board.detach(peer);
+        self.events.left(&board, peer);
+        drop(board);
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
@@ -205,8 +214,8 @@ impl ServerState {
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
         use majordomus_domain::board::AnnounceError;
-        let announced = self
-            .board()
+        let mut board = self.board();
+        let announced = board
             .announce(caller, input, now)
             .map_err(|error| match error {
                 AnnounceError::InvalidInput(error) => {
@@ -214,6 +223,8 @@ impl ServerState {
                 }
                 AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
+        self.events.announced(&announced);
+        drop(board);
         self.note_claims(caller, &announced);
         Ok(announced)
     }
