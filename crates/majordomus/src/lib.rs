@@ -17,3 +17,4 @@ pub mod resources;
 pub mod server;
 pub mod stdio_front;
 pub mod survey;
+pub mod watch;

@@ -1,5 +1,6 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
+pub mod dashboard;
 mod episodes;
 pub mod events;
 pub mod http;
@@ -41,6 +42,8 @@ pub struct ServerState {
     pub(crate) peers_changed: tokio::sync::Notify,
     /// Every change of the board, published under the board's lock.
     pub(crate) events: events::EventBus,
+    /// The dashboard's one-time tickets and its browsers' cookies.
+    pub(crate) dashboard: dashboard::Access,
 }
 
 impl ServerState {
@@ -62,6 +65,7 @@ impl ServerState {
             shutdown: run::stop_requested().child_token(),
             peers_changed: tokio::sync::Notify::new(),
             events: events::EventBus::new(&site),
+            dashboard: dashboard::Access::default(),
             site,
         })
     }
