@@ -224,7 +224,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 9] = [
+pub const SCENARIOS: [Scenario; 10] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -279,6 +279,12 @@ pub const SCENARIOS: [Scenario; 9] = [
         title: "a tool call over MCP Streamable HTTP from a client that keeps its connection alive",
         target: ScenarioTarget::MillisBelow(0.5),
     },
+    Scenario {
+        id: ScenarioId::EventsAnnounceTo50,
+        name: "scenario/events/announce-to-50",
+        title: "a `peers.announce` over MCP Streamable HTTP until its event has reached all of 50 `/api/v1/events` subscribers",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -293,6 +299,7 @@ pub enum ScenarioId {
     BoardListAfterWide,
     Memory,
     HttpKeepAlive,
+    EventsAnnounceTo50,
 }
 
 /// A measured situation beyond the capability matrix.
