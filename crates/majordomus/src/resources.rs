@@ -91,8 +91,5 @@ pub async fn read(ctx: &Context, uri: &str) -> Result<ResourceContents, ReadErro
         .call(ctx, json!({"checkouts": "this"}))
         .await
         .map_err(|error| ReadError::Failed(error.message))?;
-    Ok(
-        ResourceContents::text(board.to_string(), BOARD_URI)
-            .with_mime_type("application/json"),
-    )
+    Ok(ResourceContents::text(board.to_string(), BOARD_URI).with_mime_type("application/json"))
 }

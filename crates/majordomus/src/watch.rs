@@ -49,7 +49,11 @@ struct Ticket {
 pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
     let site = open_site(&dir)?;
     let lease = serving_lease(&site).await?;
-    let base = lease.url.as_deref().unwrap_or_default().trim_end_matches('/');
+    let base = lease
+        .url
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches('/');
     let response = site
         .http
         .post(format!("{base}{TICKETS}"))
@@ -64,13 +68,16 @@ pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
             response.status()
         ));
     }
-    let ticket: Ticket = response
-        .json()
-        .await
-        .map_err(|error| format!("the server at {base} gave a link that could not be read: {error}"))?;
+    let ticket: Ticket = response.json().await.map_err(|error| {
+        format!("the server at {base} gave a link that could not be read: {error}")
+    })?;
     println!("{}", ticket.url);
     if open {
-        let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
         std::process::Command::new(opener)
             .arg(&ticket.url)
             .stdin(std::process::Stdio::null())
@@ -125,7 +132,9 @@ pub async fn peers(dir: PathBuf, checkouts: Checkouts) -> Result<(), String> {
                 None => break "the server's stream ended".to_string(),
             }
         };
-        screen.draw(Some(&format!("{reason}; looking for the server again"))).await;
+        screen
+            .draw(Some(&format!("{reason}; looking for the server again")))
+            .await;
     }
 }
 
@@ -136,7 +145,11 @@ async fn connect(
 ) -> Result<impl futures::Stream<Item = Result<crate::server::events::ReceivedEvent, String>>, String>
 {
     let lease = serving_lease(site).await?;
-    let base = lease.url.as_deref().unwrap_or_default().trim_end_matches('/');
+    let base = lease
+        .url
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches('/');
     let mut request = site
         .http
         .get(format!("{base}/api/v1/events?checkouts={checkouts}"))
@@ -189,7 +202,10 @@ impl Screen {
             .await
         {
             Ok(output) => listing.render(&output),
-            Err(error) => format!("the board could not be read: {}", for_terminal(&error.message)),
+            Err(error) => format!(
+                "the board could not be read: {}",
+                for_terminal(&error.message)
+            ),
         };
         let now = time::OffsetDateTime::now_utc();
         let mut text = format!(

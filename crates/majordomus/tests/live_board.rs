@@ -17,9 +17,8 @@ use common::*;
 use futures::{SinkExt as _, StreamExt as _};
 use reqwest::StatusCode;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation,
-    ReadResourceRequestParams, ResourceContents, ResourceUpdatedNotificationParam,
-    SubscribeRequestParams,
+    ClientCapabilities, ClientConfig, Implementation, ReadResourceRequestParams, ResourceContents,
+    ResourceUpdatedNotificationParam, SubscribeRequestParams,
 };
 use rmcp::service::NotificationContext;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -55,7 +54,10 @@ struct EventStream {
 impl EventStream {
     async fn open(lease: &LeaseFile, checkouts: &str, last_event_id: Option<u64>) -> EventStream {
         let mut request = streaming_http()
-            .get(format!("{}/api/v1/events?checkouts={checkouts}", lease.url()))
+            .get(format!(
+                "{}/api/v1/events?checkouts={checkouts}",
+                lease.url()
+            ))
             .bearer_auth(&lease.token);
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
@@ -63,7 +65,8 @@ impl EventStream {
         let response = request.send().await.expect("the stream opens");
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
-            response.headers()["content-type"], "text/event-stream",
+            response.headers()["content-type"],
+            "text/event-stream",
             "an event stream"
         );
         let bytes = futures::stream::unfold(response, |mut response| async move {
@@ -155,9 +158,18 @@ async fn the_stream_tells_of_attach_announce_and_overlap_in_order_and_resumes_wi
     let kinds: Vec<&str> = events.iter().map(Received::kind).collect();
     assert_eq!(
         kinds,
-        ["attached", "announced", "attached", "announced", "overlap_began"]
+        [
+            "attached",
+            "announced",
+            "attached",
+            "announced",
+            "overlap_began"
+        ]
     );
-    let ids: Vec<u64> = events.iter().map(|e| e.id.expect("board events have ids")).collect();
+    let ids: Vec<u64> = events
+        .iter()
+        .map(|e| e.id.expect("board events have ids"))
+        .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "increasing: {ids:?}");
     assert!(ids[0] > ready.id.unwrap(), "after the ready mark");
     assert_eq!(events[0].body["peer"], "p1");
@@ -165,7 +177,10 @@ async fn the_stream_tells_of_attach_announce_and_overlap_in_order_and_resumes_wi
     assert_eq!(events[1].body["claim"]["intent"], "port the parser");
     assert_eq!(events[1].body["claim"]["scope"], json!(["src/parser"]));
     let began = &events[4].body;
-    assert_eq!((&began["peer"], &began["with"]), (&json!("p2"), &json!("p1")));
+    assert_eq!(
+        (&began["peer"], &began["with"]),
+        (&json!("p2"), &json!("p1"))
+    );
     assert_eq!(
         began["paths"],
         json!([{"yours": "src/parser/lexer.rs", "theirs": "src/parser"}])
@@ -183,24 +198,90 @@ async fn the_stream_tells_of_attach_announce_and_overlap_in_order_and_resumes_wi
     for _ in 0..3 {
         replayed.push(resumed.next().await);
     }
-    assert_eq!(replayed, events[2..].to_vec(), "the missed events, once each");
-    announce(&first, "port the parser and its tests", &["src/parser", "tests"]).await;
+    assert_eq!(
+        replayed,
+        events[2..].to_vec(),
+        "the missed events, once each"
+    );
+    announce(
+        &first,
+        "port the parser and its tests",
+        &["src/parser", "tests"],
+    )
+    .await;
     let live = resumed.next().await;
     assert_eq!(live.kind(), "announced");
-    assert_eq!(live.id, stream.next().await.id, "both streams see the same event");
+    assert_eq!(
+        live.id,
+        stream.next().await.id,
+        "both streams see the same event"
+    );
     assert!(live.id > Some(ids[4]));
 
     // An id from before this server (or garbage) is told to re-read, not replayed.
     let mut stale = EventStream::open(&lease, "this", Some(1)).await;
     let resync = stale.next().await;
     assert_eq!(resync.kind(), "resync", "{resync:?}");
-    assert!(resync.body["reason"].as_str().unwrap().contains("re-read the board"));
+    assert!(
+        resync.body["reason"]
+            .as_str()
+            .unwrap()
+            .contains("re-read the board")
+    );
 
     first.close().await;
     let left = stream.next().await;
     assert_eq!((left.kind(), &left.body["peer"]), ("left", &json!("p1")));
-    assert_eq!(left.body["claims_kept"], true, "its claims stay on the board");
+    assert_eq!(
+        left.body["claims_kept"], true,
+        "its claims stay on the board"
+    );
     second.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_stream_re_emits_a_sibling_worktrees_events_stamped_with_it() {
+    let repo = TempRepo::new();
+    let beta = repo.add_worktree("beta");
+    let (_primary, primary_lease) = ServeProcess::start(&repo, repo.root()).await;
+    let (_sibling, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let mut this_only = EventStream::open(&primary_lease, "this", None).await;
+    assert_eq!(this_only.next().await.kind(), "ready");
+    let mut everything = EventStream::open(&primary_lease, "repository", None).await;
+    assert_eq!(everything.next().await.kind(), "ready");
+    let reached = everything.until("sibling_reached").await;
+    assert_eq!(
+        reached.last().unwrap().body["checkout"]["worktree"],
+        display(&beta)
+    );
+
+    let worker = McpClient::http(&beta_lease, "gemini-cli", "0.30").await;
+    announce(&worker, "translate the guide", &["docs"]).await;
+    let events = everything.until("announced").await;
+    let kinds: Vec<&str> = events.iter().map(Received::kind).collect();
+    assert_eq!(kinds, ["attached", "announced"]);
+    for event in &events {
+        assert_eq!(
+            event.body["checkout"]["worktree"],
+            display(&beta),
+            "{event:?}"
+        );
+        assert_eq!(event.body["checkout"]["this_checkout"], false);
+    }
+    assert_eq!(events[1].body["claim"]["intent"], "translate the guide");
+    assert!(
+        events[1].id > reached.last().unwrap().id,
+        "ids go on increasing"
+    );
+
+    // The stream of this checkout alone never carried the sibling's events.
+    let local = McpClient::http(&primary_lease, "codex", "0.130").await;
+    let first = this_only.next().await;
+    assert_eq!(first.kind(), "attached");
+    assert_eq!(first.body["checkout"]["worktree"], display(repo.root()));
+    assert_eq!(first.body["client"]["name"], "codex");
+    local.close().await;
+    worker.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +291,12 @@ async fn the_stream_wants_the_token_and_a_loopback_origin() {
     let url = format!("{}/api/v1/events", lease.url());
     let anonymous = http().get(&url).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-    let wrong = http().get(&url).bearer_auth("not-the-token").send().await.unwrap();
+    let wrong = http()
+        .get(&url)
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     let foreign = http()
         .get(&url)
@@ -222,7 +308,10 @@ async fn the_stream_wants_the_token_and_a_loopback_origin() {
     assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
     let body: Value = foreign.json().await.unwrap();
     assert!(
-        body["error"]["message"].as_str().unwrap().contains("evil.example"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("evil.example"),
         "{body}"
     );
     let bad = http()
@@ -397,7 +486,11 @@ async fn a_subscriber_to_the_board_is_told_of_changes_and_of_overlaps_with_its_c
     let board: Value = serde_json::from_str(text).expect("the board is JSON");
     assert_eq!(board["caller"], "p1");
     assert_eq!(board["peers"][0]["client"]["name"], "cursor");
-    assert_eq!(board["boards"].as_array().unwrap().len(), 1, "this checkout only");
+    assert_eq!(
+        board["boards"].as_array().unwrap().len(),
+        1,
+        "this checkout only"
+    );
     let unknown = watcher
         .read_resource(ReadResourceRequestParams::new("majordomus://nothing"))
         .await
@@ -442,7 +535,10 @@ async fn a_subscriber_to_the_board_is_told_of_changes_and_of_overlaps_with_its_c
     let message = message.unwrap();
     assert_eq!(message["peer"], "p2", "{message}");
     assert!(
-        message["message"].as_str().unwrap().contains("p2 (gemini-cli 0.30)"),
+        message["message"]
+            .as_str()
+            .unwrap()
+            .contains("p2 (gemini-cli 0.30)"),
         "{message}"
     );
     assert_eq!(
@@ -570,7 +666,9 @@ impl Browser {
                 .unwrap_or_else(|_| panic!("{method} not answered within {BOUND:?}"))
                 .expect("the socket stays open")
                 .expect("the socket reads");
-            let Message::Text(text) = message else { continue };
+            let Message::Text(text) = message else {
+                continue;
+            };
             let value: Value = serde_json::from_str(&text).expect("DevTools speaks JSON");
             if value["method"] == "Network.requestWillBeSent" {
                 let url = value["params"]["request"]["url"].as_str().unwrap_or("");
@@ -591,7 +689,10 @@ impl Browser {
                 json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
             )
             .await;
-        assert!(result.get("exceptionDetails").is_none(), "{expression}: {result}");
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
         result["result"]["value"].clone()
     }
 
@@ -630,7 +731,10 @@ impl Browser {
         )
         .await;
         let metrics = self.call("Page.getLayoutMetrics", json!({})).await;
-        let height = metrics["cssContentSize"]["height"].as_f64().unwrap_or(800.0).ceil();
+        let height = metrics["cssContentSize"]["height"]
+            .as_f64()
+            .unwrap_or(800.0)
+            .ceil();
         let shot = self
             .call(
                 "Page.captureScreenshot",
@@ -649,9 +753,15 @@ impl Browser {
     }
 
     async fn close(mut self) {
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.call("Browser.close", json!({})))
-            .await;
-        if tokio::time::timeout(BOUND, self.child.wait()).await.is_err() {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.call("Browser.close", json!({})),
+        )
+        .await;
+        if tokio::time::timeout(BOUND, self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.kill().await;
         }
     }
@@ -667,28 +777,52 @@ async fn the_dashboard_shows_the_board_live_in_a_real_browser() {
     let feature = repo.add_worktree("feature");
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
     let first = McpClient::http(&lease, "claude-code", "2.1.154").await;
-    announce(&first, "port the parser to the new AST", &["src/parser", "docs/parser.md"]).await;
+    announce(
+        &first,
+        "port the parser to the new AST",
+        &["src/parser", "docs/parser.md"],
+    )
+    .await;
 
     let printed = run_cli(&repo, ["board", "--repo", repo.root().to_str().unwrap()]).await;
     assert!(printed.status.success(), "{printed:?}");
-    let link = String::from_utf8(printed.stdout).unwrap().trim().to_string();
-    assert!(link.starts_with(&format!("{}/board?ticket=", lease.url())), "{link}");
-    assert!(!link.contains(&lease.token), "the lease token never rides in a URL");
+    let link = String::from_utf8(printed.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        link.starts_with(&format!("{}/board?ticket=", lease.url())),
+        "{link}"
+    );
+    assert!(
+        !link.contains(&lease.token),
+        "the lease token never rides in a URL"
+    );
 
     let mut browser = Browser::launch(&repo).await;
     browser.call("Page.navigate", json!({"url": link})).await;
     let peers = browser
         .text_when("#peers", BOUND, |text| text.contains("claude-code 2.1.154"))
         .await;
-    assert!(peers.contains("port the parser to the new AST (src/parser, docs/parser.md)"), "{peers}");
+    assert!(
+        peers.contains("port the parser to the new AST (src/parser, docs/parser.md)"),
+        "{peers}"
+    );
     let worktrees = browser
         .text_when("#worktrees", BOUND, |text| text.contains("ready"))
         .await;
     assert!(worktrees.contains(&display(repo.root())), "{worktrees}");
     assert!(worktrees.contains(&display(&feature)), "{worktrees}");
-    assert!(worktrees.contains("absent"), "the feature worktree has no server: {worktrees}");
+    assert!(
+        worktrees.contains("absent"),
+        "the feature worktree has no server: {worktrees}"
+    );
     let href = browser.eval("location.href").await;
-    assert_eq!(href, format!("{}/board", lease.url()), "the ticket left the address bar");
+    assert_eq!(
+        href,
+        format!("{}/board", lease.url()),
+        "the ticket left the address bar"
+    );
     browser.eval("window.__sameDocument = true").await;
     browser
         .text_when("#status", BOUND, |text| text == "live")
@@ -696,29 +830,54 @@ async fn the_dashboard_shows_the_board_live_in_a_real_browser() {
 
     // Another agent claims ground that meets the first one's: the page shows it unreloaded.
     let second = McpClient::http(&lease, "codex", "0.130.0").await;
-    announce(&second, "fix the lexer's <b>unicode</b> escapes", &["src/parser/lexer.rs"]).await;
+    announce(
+        &second,
+        "fix the lexer's <b>unicode</b> escapes",
+        &["src/parser/lexer.rs"],
+    )
+    .await;
     let overlaps = browser
-        .text_when("#overlaps", Duration::from_secs(2), |text| text.contains("p2"))
+        .text_when("#overlaps", Duration::from_secs(2), |text| {
+            text.contains("p2")
+        })
         .await;
     assert!(overlaps.contains("p1"), "both sides named: {overlaps}");
-    assert!(overlaps.contains("src/parser ~ src/parser/lexer.rs"), "{overlaps}");
+    assert!(
+        overlaps.contains("src/parser ~ src/parser/lexer.rs"),
+        "{overlaps}"
+    );
     let peers = browser
-        .text_when("#peers", Duration::from_secs(2), |text| text.contains("codex 0.130.0"))
+        .text_when("#peers", Duration::from_secs(2), |text| {
+            text.contains("codex 0.130.0")
+        })
         .await;
     assert!(
         peers.contains("fix the lexer's <b>unicode</b> escapes (src/parser/lexer.rs)"),
         "a peer's markup is shown as text: {peers}"
     );
-    assert_eq!(browser.eval("document.querySelectorAll('b').length").await, 0);
-    assert_eq!(browser.eval("window.__sameDocument === true").await, true, "no reload");
     assert_eq!(
-        browser.eval("document.querySelectorAll('#peers tr.overlapping').length").await,
+        browser.eval("document.querySelectorAll('b').length").await,
+        0
+    );
+    assert_eq!(
+        browser.eval("window.__sameDocument === true").await,
+        true,
+        "no reload"
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('#peers tr.overlapping').length")
+            .await,
         2,
         "both peers are highlighted"
     );
 
-    browser.screenshot(1280, &screenshot_dir().join("board.png")).await;
-    browser.screenshot(420, &screenshot_dir().join("board-narrow.png")).await;
+    browser
+        .screenshot(1280, &screenshot_dir().join("board.png"))
+        .await;
+    browser
+        .screenshot(420, &screenshot_dir().join("board-narrow.png"))
+        .await;
 
     let local = format!("{}/", lease.url());
     assert!(!browser.requests.is_empty());
@@ -731,7 +890,11 @@ async fn the_dashboard_shows_the_board_live_in_a_real_browser() {
 
     // The ticket worked once; the cookie opens the page's routes and nothing else.
     let again = http().get(&link).send().await.unwrap();
-    assert_eq!(again.status(), StatusCode::UNAUTHORIZED, "a ticket works once");
+    assert_eq!(
+        again.status(),
+        StatusCode::UNAUTHORIZED,
+        "a ticket works once"
+    );
     let statuses = browser
         .eval(
             "Promise.all(['/api/v1/peers?checkouts=this', '/api/v1/server', '/api/v1/episodes']\
@@ -749,7 +912,11 @@ async fn the_dashboard_shows_the_board_live_in_a_real_browser() {
 async fn the_page_and_its_assets_carry_a_strict_policy_and_want_a_ticket_or_the_cookie() {
     let repo = TempRepo::new();
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
-    let page = http().get(format!("{}/board", lease.url())).send().await.unwrap();
+    let page = http()
+        .get(format!("{}/board", lease.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.status(), StatusCode::UNAUTHORIZED);
     let forged = http()
         .get(format!("{}/board?ticket=0123", lease.url()))
@@ -762,7 +929,11 @@ async fn the_page_and_its_assets_carry_a_strict_policy_and_want_a_ticket_or_the_
         .send()
         .await
         .unwrap();
-    assert_eq!(mint.status(), StatusCode::UNAUTHORIZED, "a ticket needs the token");
+    assert_eq!(
+        mint.status(),
+        StatusCode::UNAUTHORIZED,
+        "a ticket needs the token"
+    );
 
     let with_token = |path: &str| {
         http()
@@ -781,13 +952,27 @@ async fn the_page_and_its_assets_carry_a_strict_policy_and_want_a_ticket_or_the_
         assert_eq!(headers["content-type"], content_type);
         let policy = headers["content-security-policy"].to_str().unwrap();
         assert!(policy.starts_with("default-src 'self'"), "{policy}");
-        assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe"), "{policy}");
+        assert!(
+            policy.contains("script-src 'self'") && !policy.contains("unsafe"),
+            "{policy}"
+        );
         assert_eq!(headers["x-content-type-options"], "nosniff");
     }
     let html = with_token("/board").await.unwrap().text().await.unwrap();
-    assert!(!html.contains("<script>") && !html.contains("style="), "no inline code");
-    let script = with_token("/board/board.js").await.unwrap().text().await.unwrap();
-    assert!(!script.contains("innerHTML"), "peers' words are inserted as text only");
+    assert!(
+        !html.contains("<script>") && !html.contains("style="),
+        "no inline code"
+    );
+    let script = with_token("/board/board.js")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !script.contains("innerHTML"),
+        "peers' words are inserted as text only"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -808,7 +993,14 @@ async fn peers_watch_redraws_on_every_change_and_ctrl_c_exits_zero() {
         repo.root().display()
     );
     let mut script = tokio::process::Command::new("script")
-        .args(["--quiet", "--flush", "--return", "--command", &watcher_command, "/dev/null"])
+        .args([
+            "--quiet",
+            "--flush",
+            "--return",
+            "--command",
+            &watcher_command,
+            "/dev/null",
+        ])
         .env("TERM", "xterm")
         .env("COLUMNS", "200")
         .env("LINES", "50")
@@ -843,7 +1035,14 @@ async fn peers_watch_redraws_on_every_change_and_ctrl_c_exits_zero() {
                     if text.contains(needle) {
                         Ok(text)
                     } else {
-                        Err(text.chars().rev().take(600).collect::<Vec<_>>().into_iter().rev().collect())
+                        Err(text
+                            .chars()
+                            .rev()
+                            .take(600)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .collect())
                     }
                 }
             })
@@ -851,7 +1050,10 @@ async fn peers_watch_redraws_on_every_change_and_ctrl_c_exits_zero() {
         }
     };
     let text = shows("write the guide (docs)").await;
-    assert!(text.contains("WORKTREE") && text.contains("CLAIMS"), "the peers table: {text}");
+    assert!(
+        text.contains("WORKTREE") && text.contains("CLAIMS"),
+        "the peers table: {text}"
+    );
 
     let second = McpClient::http(&lease, "codex", "0.130").await;
     announce(&second, "fix the guide's typos", &["docs/guide.md"]).await;

@@ -301,7 +301,10 @@ impl EventBus {
             inner.overlaps.departed(peer);
         }
         self.publish_local(&mut inner, Change::Left { peer, claims_kept });
-        for forgotten in inner.overlaps.forgotten(|id| board.peer(id, SystemTime::now()).is_some()) {
+        for forgotten in inner
+            .overlaps
+            .forgotten(|id| board.peer(id, SystemTime::now()).is_some())
+        {
             let ended = inner.overlaps.remove_peer(&forgotten);
             self.publish_local(
                 &mut inner,
@@ -332,7 +335,9 @@ impl EventBus {
         };
         let peer = &announced.peer.id;
         let mut inner = self.inner();
-        let delta = inner.overlaps.announce(peer, claim.name.as_deref(), &claim.scope);
+        let delta = inner
+            .overlaps
+            .announce(peer, claim.name.as_deref(), &claim.scope);
         self.publish_local(
             &mut inner,
             Change::Announced {
@@ -587,7 +592,10 @@ pub async fn stream(
     let last_seen = headers
         .get("last-event-id")
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-    let subscription = match state.events.subscribe(query.checkouts, last_seen.as_deref()) {
+    let subscription = match state
+        .events
+        .subscribe(query.checkouts, last_seen.as_deref())
+    {
         Ok(subscription) => subscription,
         Err(full) => {
             let mut refusal = super::http::error_response(
@@ -633,8 +641,11 @@ fn sse_events(subscription: Subscription) -> impl Stream<Item = Result<SseEvent,
         };
         Ok(if at == 0 { event.retry(Duration::from_millis(RETRY_MS)) } else { event })
     }));
-    let live = tokio_stream_of(receiver)
-        .map(|event| Ok(SseEvent::default().id(event.id.to_string()).data(&event.data)));
+    let live = tokio_stream_of(receiver).map(|event| {
+        Ok(SseEvent::default()
+            .id(event.id.to_string())
+            .data(&event.data))
+    });
     let last = futures::stream::once(async move { fell_behind.load(Ordering::SeqCst) })
         .filter_map(|fell_behind| async move {
             fell_behind.then(|| {
@@ -653,7 +664,9 @@ fn sse_events(subscription: Subscription) -> impl Stream<Item = Result<SseEvent,
 }
 
 fn stream_event(head: u64, body: serde_json::Value) -> SseEvent {
-    SseEvent::default().id(head.to_string()).data(body.to_string())
+    SseEvent::default()
+        .id(head.to_string())
+        .data(body.to_string())
 }
 
 fn tokio_stream_of<T>(mut receiver: mpsc::Receiver<T>) -> impl Stream<Item = T> {
@@ -702,7 +715,9 @@ pub fn read_stream(
                         Some(
                             serde_json::from_str(&data)
                                 .map(|body| ReceivedEvent { id: sse.id, body })
-                                .map_err(|error| format!("it sent an event that is not JSON: {error}")),
+                                .map_err(|error| {
+                                    format!("it sent an event that is not JSON: {error}")
+                                }),
                         )
                     }
                 }

@@ -79,9 +79,10 @@ impl Access {
     fn redeem(&self, ticket: &str) -> Option<String> {
         let mut inner = self.inner();
         let now = Instant::now();
-        let at = inner.tickets.iter().position(|(held, expires)| {
-            super::http::same_secret(ticket, held) && *expires > now
-        })?;
+        let at = inner
+            .tickets
+            .iter()
+            .position(|(held, expires)| super::http::same_secret(ticket, held) && *expires > now)?;
         inner.tickets.remove(at);
         let browser = secret();
         while inner.browsers.len() >= MAX_BROWSERS {
@@ -128,7 +129,9 @@ pub(crate) fn admits(state: &ServerState, request: &Request) -> bool {
         return true;
     }
     let opened = COOKIE_ROUTES.contains(&path)
-        || path.strip_prefix(PAGE).is_some_and(|rest| rest.starts_with('/'));
+        || path
+            .strip_prefix(PAGE)
+            .is_some_and(|rest| rest.starts_with('/'));
     opened && carries_cookie(state, request.headers())
 }
 

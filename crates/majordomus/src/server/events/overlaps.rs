@@ -158,7 +158,10 @@ mod tests {
     #[test]
     fn overlaps_begin_and_end_per_pair_of_peers() {
         let mut tracker = OverlapTracker::new("/repo".into());
-        assert_eq!(tracker.announce(&id(1), None, &scope(&["src"])), Delta::default());
+        assert_eq!(
+            tracker.announce(&id(1), None, &scope(&["src"])),
+            Delta::default()
+        );
         let delta = tracker.announce(&id(2), None, &scope(&["src/lib.rs"]));
         assert_eq!(delta.began, [id(1)]);
         // a second claim meeting the same peer begins nothing new

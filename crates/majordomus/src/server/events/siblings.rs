@@ -90,14 +90,13 @@ async fn follow_one(
     };
     let url = format!(
         "{}/api/v1/events?checkouts=this",
-        lease.url.as_deref().unwrap_or_default().trim_end_matches('/')
+        lease
+            .url
+            .as_deref()
+            .unwrap_or_default()
+            .trim_end_matches('/')
     );
-    let response = state
-        .site
-        .http
-        .get(&url)
-        .bearer_auth(&lease.token)
-        .send();
+    let response = state.site.http.get(&url).bearer_auth(&lease.token).send();
     let response = match tokio::time::timeout(state.site.probe_timeout(), response).await {
         Ok(Ok(response)) if response.status().is_success() => response,
         _ => {
