@@ -19,7 +19,8 @@ use crate::survey;
 
 /// How often the worktrees are looked at again for siblings to follow or let go.
 const LOOK_AGAIN: Duration = Duration::from_secs(2);
-/// How many siblings one server follows at most; the listing still reads every board.
+/// How many siblings one server follows (or is trying to) at once; the listing still reads
+/// every board.
 pub const MAX_FOLLOWED: usize = 64;
 /// How long a followed stream may stay silent (it sends a comment every 15 s) before the
 /// sibling is taken for gone.
@@ -54,11 +55,15 @@ async fn run(state: Arc<ServerState>) {
         };
         let siblings = checkouts
             .into_iter()
-            .filter(|checkout| checkout.id != state.site.checkout.id)
-            .take(MAX_FOLLOWED);
+            .filter(|checkout| checkout.id != state.site.checkout.id);
         for checkout in siblings {
             if followed.contains_key(&checkout.id) {
                 continue;
+            }
+            // A sibling without a live server lets its place go at once, so the places
+            // fill with live ones over a few looks.
+            if followed.len() >= MAX_FOLLOWED {
+                break;
             }
             let stop = state.shutdown.child_token();
             followed.insert(checkout.id.clone(), stop.clone());
