@@ -321,6 +321,42 @@ async fn the_stream_wants_the_token_and_a_loopback_origin() {
         .await
         .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+
+    // At most 128 streams at once; the next is told the limit, and a closed one frees its
+    // place.
+    let mut open = Vec::new();
+    for _ in 0..128 {
+        open.push(EventStream::open(&lease, "this", None).await);
+    }
+    let refused = streaming_http()
+        .get(&url)
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("128 event streams"),
+        "{body}"
+    );
+    drop(open.pop());
+    eventually("a closed stream to free its place", || async {
+        let response = streaming_http()
+            .get(&url)
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        match response.status() {
+            StatusCode::OK => Ok(()),
+            other => Err(other.to_string()),
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -560,9 +560,9 @@ fn quoted(text: &str) -> String {
 }
 
 /// The query of `/api/v1/events`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StreamQuery {
+pub(crate) struct StreamQuery {
     #[serde(default)]
     checkouts: Checkouts,
     /// The token may ride in the query; the guard has checked it.
@@ -571,7 +571,7 @@ pub struct StreamQuery {
 }
 
 /// `GET /api/v1/events`: the board's changes as Server-Sent Events.
-pub async fn stream(
+pub(crate) async fn stream(
     State(state): State<Arc<ServerState>>,
     query: Result<Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
@@ -600,7 +600,7 @@ pub async fn stream(
         Err(full) => {
             let mut refusal = super::http::error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
+                super::http::Rejection::Unavailable.as_str(),
                 full.to_string(),
             );
             refusal
