@@ -10,6 +10,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use majordomus_domain::checkouts::Checkouts;
+
 use crate::context::{Context, Site};
 use crate::registry::{Capability, ErrorKind, Registry};
 use crate::server::run::StopRequests;
@@ -141,7 +143,31 @@ pub fn command() -> Command {
             );
         }
     }
-    graft(root, &["episodes", "log"], episodes_log_command())
+    let root = graft(root, &["episodes", "log"], episodes_log_command());
+    root.subcommand(board_command())
+        .mut_subcommand("peers", |peers| {
+            peers.arg(
+                Arg::new("watch")
+                    .long("watch")
+                    .action(ArgAction::SetTrue)
+                    .conflicts_with("json")
+                    .help("Redraw the board in place on every change, until Ctrl-C"),
+            )
+        })
+}
+
+/// `majordomus board`: a link to the dashboard.
+fn board_command() -> Command {
+    Command::new("board")
+        .about("Print a link that opens this checkout's live board in a browser, once")
+        .long_about("Print a link to the dashboard of this checkout's server: worktrees, peers, claims and overlaps, updated live. The link carries a ticket that works once and for a minute; opening it sets a cookie for this server and drops the ticket from the address bar. Needs a running server.")
+        .arg(repo_arg())
+        .arg(
+            Arg::new("open")
+                .long("open")
+                .action(ArgAction::SetTrue)
+                .help("Also open the link with xdg-open (open on macOS)"),
+        )
 }
 
 /// `majordomus episodes log`: the journal read back, beside the derived `majordomus episodes`.
@@ -359,6 +385,13 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
     let path = cli_path(name, matches);
     let words: Vec<&str> = path.iter().map(|(word, _)| *word).collect();
     let leaf = path.last().map(|(_, m)| *m).unwrap_or(matches);
+    if words == ["peers"] && leaf.get_flag("watch") {
+        let checkouts = match leaf.get_one::<String>("checkouts").map(String::as_str) {
+            Some("this") => Checkouts::This,
+            _ => Checkouts::Repository,
+        };
+        return exit_code(crate::watch::peers(site_dir(leaf), checkouts).await);
+    }
     if let Some(capability) = Registry::builtin().iter().find(|c| {
         c.declaration
             .exposure
@@ -379,6 +412,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         }
         ["serve", "stop"] => crate::commands::stop(site_dir(leaf)).await,
         ["serve", "ensure"] => crate::commands::ensure(site_dir(leaf), leaf.get_flag("json")).await,
+        ["board"] => crate::watch::board(site_dir(leaf), leaf.get_flag("open")).await,
         ["episodes", "log"] => crate::episodes::log::run(
             site_dir(leaf),
             leaf.get_flag("json"),
@@ -414,6 +448,10 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             other.join(" ")
         )),
     };
+    exit_code(outcome)
+}
+
+fn exit_code(outcome: Result<(), String>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -100,6 +100,20 @@ pub fn index(registry: &Registry) -> String {
             cli(capability),
         );
     }
+    let _ = writeln!(
+        out,
+        "\nMCP sessions served at `/mcp` also offer these resources (`resources/list`, \
+         `resources/read`, `resources/subscribe`):\n\n| URI | title | what it holds |\n|---|---|---|"
+    );
+    for resource in crate::resources::ALL {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} |",
+            resource.uri,
+            cell(resource.title),
+            cell(resource.description)
+        );
+    }
     let rows = bench::planned_rows(registry).len();
     let _ = writeln!(
         out,

@@ -13,6 +13,8 @@ pub mod episodes;
 pub mod openapi;
 pub mod registry;
 pub mod render;
+pub mod resources;
 pub mod server;
 pub mod stdio_front;
 pub mod survey;
+pub mod watch;

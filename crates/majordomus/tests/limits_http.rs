@@ -289,4 +289,3 @@ fn open_file_limit(pid: u32) -> Option<libc::rlim_t> {
 fn open_descriptors(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
-

@@ -626,7 +626,6 @@ async fn send(stdin: &mut tokio::process::ChildStdin, frame: &Value) {
     stdin.write_all(&line).await.unwrap();
 }
 
-
 /// The formats JSON Schema 2020-12 defines: the only ones clients know.
 const STANDARD_FORMATS: [&str; 19] = [
     "date-time",

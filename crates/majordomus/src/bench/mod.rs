@@ -224,7 +224,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 10] = [
+pub const SCENARIOS: [Scenario; 11] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -285,6 +285,12 @@ pub const SCENARIOS: [Scenario; 10] = [
         title: "SIGINT to a `majordomus mcp` that serves only its own client, to its exit (Claude Code sends SIGTERM 100 ms after SIGINT)",
         target: ScenarioTarget::MillisBelow(100.0),
     },
+    Scenario {
+        id: ScenarioId::EventsAnnounceTo50,
+        name: "scenario/events/announce-to-50",
+        title: "a `peers.announce` over MCP Streamable HTTP until its event has reached all of 50 `/api/v1/events` subscribers",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -300,6 +306,7 @@ pub enum ScenarioId {
     Memory,
     HttpKeepAlive,
     ExitSigint,
+    EventsAnnounceTo50,
 }
 
 /// A measured situation beyond the capability matrix.

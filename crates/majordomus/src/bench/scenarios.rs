@@ -25,6 +25,8 @@ pub const GATHER_LIVE: usize = 7;
 /// How many peers the crowded board holds, and how many paths each claims.
 pub const BOARD_PEERS: usize = 1000;
 pub const BOARD_PATHS: usize = 10;
+/// How many event streams the announce-to-subscribers scenario holds open.
+pub const EVENT_SUBSCRIBERS: usize = 50;
 /// How many Streamable HTTP sessions the memory scenario holds open.
 pub const MEMORY_SESSIONS: usize = 200;
 
@@ -49,6 +51,7 @@ pub async fn run(
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
         ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
         ScenarioId::ExitSigint => exit_on_sigint(scenario, scratch, options).await,
+        ScenarioId::EventsAnnounceTo50 => announce_to_subscribers(scenario, scratch, options).await,
     };
     outcome.unwrap_or_else(|why| ScenarioRow::failed(scenario, why))
 }
@@ -551,4 +554,108 @@ async fn exit_on_sigint(
         Summary::of(&samples),
         "SIGINT → process gone (polled every 1 ms), after initialize and one answered tool call; the process held the lease and served only its own client",
     ))
+}
+
+/// From sending a `peers.announce` to the moment every one of [`EVENT_SUBSCRIBERS`]
+/// `/api/v1/events` streams has received its `announced` event: each stream is read by its
+/// own task, which reports the round of every announcement it sees.
+async fn announce_to_subscribers(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+) -> Result<ScenarioRow, String> {
+    use futures::StreamExt as _;
+    let repository = TempRepository::new(scratch, "events")?;
+    let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let result = async {
+        let streams = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|error| error.to_string())?;
+        let (seen, heard) = tokio::sync::mpsc::unbounded_channel::<u64>();
+        let heard = tokio::sync::Mutex::new(heard);
+        let mut readers = Vec::new();
+        for _ in 0..EVENT_SUBSCRIBERS {
+            let response = streams
+                .get(format!("{url}/api/v1/events?checkouts=this"))
+                .bearer_auth(&lease.token)
+                .send()
+                .await
+                .map_err(|error| format!("an event stream did not open: {error}"))?;
+            let mut events = crate::server::events::read_stream(response);
+            let seen = seen.clone();
+            readers.push(tokio::spawn(async move {
+                while let Some(Ok(event)) = events.next().await {
+                    let round = event.body["claim"]["intent"]
+                        .as_str()
+                        .and_then(|intent| intent.strip_prefix("bench round "))
+                        .and_then(|round| round.parse().ok());
+                    if let Some(round) = round
+                        && seen.send(round).is_err()
+                    {
+                        break;
+                    }
+                }
+            }));
+        }
+        let session = connect_http(
+            &http_client(),
+            HttpPooling::KeepAlive,
+            &url,
+            &lease.token,
+            "majordomus-bench-events",
+        )
+        .await?;
+        let caller = Caller::Mcp(session);
+        let capability = Registry::builtin()
+            .by_id("peers.announce")
+            .expect("peers.announce is registered");
+        let budget = Budget::scenario(options, 50, 1000, 3.0);
+        let mut round = 0u64;
+        let samples = sample(budget, || {
+            round += 1;
+            let this_round = round;
+            let input = json!({"intent": format!("bench round {this_round}"), "scope": ["src/bench"]});
+            let caller = &caller;
+            let heard = &heard;
+            async move {
+                let started = Instant::now();
+                match caller.call(capability, &input).await {
+                    Outcome::Answer => {}
+                    other => {
+                        return Err(format!(
+                            "peers.announce was not answered: {}",
+                            other.detail().unwrap_or("")
+                        ));
+                    }
+                }
+                let mut heard = heard.lock().await;
+                let mut delivered = 0;
+                while delivered < EVENT_SUBSCRIBERS {
+                    let round = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+                        .await
+                        .map_err(|_| "an event did not reach every subscriber within 10 s".to_string())?
+                        .ok_or("every event stream ended")?;
+                    if round == this_round {
+                        delivered += 1;
+                    }
+                }
+                Ok(started.elapsed())
+            }
+        })
+        .await;
+        caller.close().await;
+        for reader in readers {
+            reader.abort();
+        }
+        Ok::<_, String>(ScenarioRow::latency(
+            scenario,
+            Summary::of(&samples?),
+            format!("from sending `peers.announce` (one path) through an rmcp client to the {EVENT_SUBSCRIBERS}th subscriber holding its event, against `majordomus serve`"),
+        ))
+    }
+    .await;
+    server.stop().await;
+    result
 }

@@ -20,6 +20,7 @@ use rmcp::transport::streamable_http_server::{
 use serde_json::{Value, json};
 
 use super::ServerState;
+use super::dashboard;
 use super::mcp::McpSession;
 use crate::context::Context;
 use crate::registry::{Capability, CapabilityError, ErrorKind, HttpMethod, Registry};
@@ -40,6 +41,11 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let mut router = Router::new()
         .route("/", get(identity))
         .route("/openapi.json", get(openapi))
+        .route("/api/v1/events", get(super::events::stream))
+        .route(dashboard::PAGE, get(dashboard::page))
+        .route("/board/board.css", get(dashboard::stylesheet))
+        .route("/board/board.js", get(dashboard::script))
+        .route(dashboard::TICKETS, post(dashboard::mint))
         .route(
             "/mcp",
             any(move |request: Request| {
@@ -196,7 +202,8 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
         return no_route(request.method(), request.uri().path());
     }
     let is_probe = request.method() == Method::GET && request.uri().path() == "/";
-    if !is_probe && !carries_token(&request, state.token()) {
+    if !is_probe && !carries_token(&request, state.token()) && !dashboard::admits(&state, &request)
+    {
         return Rejection::Unauthorized.respond("this route needs the token from the checkout's lease file: send `Authorization: Bearer <token>` or `?token=<token>`",
         );
     }
@@ -231,7 +238,7 @@ fn url_query_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
 }
 
 /// Compares secrets in time independent of where they differ.
-fn same_secret(given: &str, expected: &str) -> bool {
+pub(crate) fn same_secret(given: &str, expected: &str) -> bool {
     given.len() == expected.len()
         && given
             .bytes()

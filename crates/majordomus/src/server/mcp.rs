@@ -6,13 +6,16 @@ use std::sync::{Arc, OnceLock};
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    InitializeRequestParams, InitializeResult, JsonObject, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::events::SessionFeed;
 use super::{ServerState, Worker};
 use crate::context::Context;
 use crate::registry::{Capability, Kind, Registry};
@@ -26,6 +29,8 @@ pub struct McpSession {
     /// How the session reaches this server; a bridge's session says its client's instead.
     transport: Transport,
     peer: OnceLock<PeerId>,
+    /// What the session is sent unasked: board updates and overlap notices.
+    feed: SessionFeed,
 }
 
 impl McpSession {
@@ -34,6 +39,7 @@ impl McpSession {
             state,
             transport,
             peer: OnceLock::new(),
+            feed: SessionFeed::default(),
         }
     }
 
@@ -210,6 +216,13 @@ pub fn server_config() -> ServerConfig {
     )
 }
 
+/// What a session served here declares: [`server_config`] with the resources and logging.
+pub fn session_config() -> ServerConfig {
+    let mut config = server_config();
+    config.capabilities = crate::resources::capabilities();
+    config
+}
+
 pub(crate) fn client_info_of(implementation: &Implementation) -> ClientInfo {
     ClientInfo {
         name: if implementation.name.trim().is_empty() {
@@ -224,7 +237,7 @@ pub(crate) fn client_info_of(implementation: &Implementation) -> ClientInfo {
 
 impl ServerHandler for McpSession {
     fn get_info(&self) -> ServerConfig {
-        server_config()
+        session_config()
     }
 
     async fn initialize(
@@ -251,6 +264,8 @@ impl ServerHandler for McpSession {
                 bridged: meta(BRIDGED_META_KEY).is_some_and(|flag| flag == true),
             });
         let peer = self.join(&request.client_info, worker);
+        self.feed
+            .start_notices(&self.state.events, peer, context.peer.clone());
         Ok(result.with_instructions(self.state.instructions(peer)))
     }
 
@@ -276,6 +291,68 @@ impl ServerHandler for McpSession {
         call(&self.context(), &request.name, request.arguments)
             .await
             .map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.heard()?;
+        Ok(ListResourcesResult::with_all_items(
+            crate::resources::listed(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.heard()?;
+        match crate::resources::read(&self.context(), &request.uri).await {
+            Ok(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),
+            Err(error @ crate::resources::ReadError::Unknown { .. }) => {
+                Err(McpError::resource_not_found(error.to_string(), None))
+            }
+            Err(error) => Err(McpError::internal_error(error.to_string(), None)),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.heard()?;
+        crate::resources::check(&request.uri)
+            .map_err(|error| McpError::resource_not_found(error.to_string(), None))?;
+        self.feed
+            .subscribe_board(&self.state.events, context.peer.clone());
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.heard()?;
+        crate::resources::check(&request.uri)
+            .map_err(|error| McpError::resource_not_found(error.to_string(), None))?;
+        self.feed.unsubscribe_board();
+        Ok(())
+    }
+
+    #[allow(deprecated)] // logging: see `SessionFeed`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.heard()?;
+        self.feed.set_level(request.level);
+        Ok(())
     }
 }
 

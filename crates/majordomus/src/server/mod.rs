@@ -1,6 +1,8 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
+pub mod dashboard;
 mod episodes;
+pub mod events;
 pub mod http;
 pub mod listen;
 pub mod mcp;
@@ -69,6 +71,10 @@ pub struct ServerState {
     pub stepped_down: CancellationToken,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
+    /// Every change of the board, published under the board's lock.
+    pub(crate) events: events::EventBus,
+    /// The dashboard's one-time tickets and its browsers' cookies.
+    pub(crate) dashboard: dashboard::Access,
 }
 
 impl ServerState {
@@ -90,6 +96,8 @@ impl ServerState {
             shutdown: CancellationToken::new(),
             stepped_down: CancellationToken::new(),
             peers_changed: tokio::sync::Notify::new(),
+            events: events::EventBus::new(&site),
+            dashboard: dashboard::Access::default(),
             site,
         })
     }
@@ -203,6 +211,7 @@ impl ServerState {
     ) -> PeerId {
         let mut board = self.board();
         let id = board.attach(transport, client, SystemTime::now());
+        self.events.attached(&board, &id);
         if let Some(worker) = worker {
             let mut workers = self.workers();
             let slot = WorkerSlot {
@@ -214,6 +223,7 @@ impl ServerState {
                 .insert(worker.identity.to_string(), slot)
             {
                 board.retire(&former.peer);
+                self.events.retired(&former.peer, &id);
                 workers.heard.remove(&former.peer);
                 tracing::info!(peer = %id, former = %former.peer, "a worker came back; its former slot is retired");
             }
@@ -245,7 +255,10 @@ impl ServerState {
     /// its episode waits for its client to come back.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
         self.workers().heard.remove(peer);
-        self.board().detach(peer);
+        let mut board = self.board();
+        board.detach(peer);
+        self.events.left(&board, peer);
+        drop(board);
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
@@ -327,8 +340,8 @@ impl ServerState {
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
         use majordomus_domain::board::AnnounceError;
-        let announced = self
-            .board()
+        let mut board = self.board();
+        let announced = board
             .announce(caller, input, now)
             .map_err(|error| match error {
                 AnnounceError::InvalidInput(error) => {
@@ -336,6 +349,8 @@ impl ServerState {
                 }
                 AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
+        self.events.announced(&announced);
+        drop(board);
         self.note_claims(caller, &announced);
         Ok(announced)
     }

@@ -1,0 +1,215 @@
+// The board, live: the listing is read from /api/v1/peers and read again after every event
+// of /api/v1/events. Everything a peer wrote is inserted with textContent, never as markup.
+'use strict';
+
+const LISTING = '/api/v1/peers?checkouts=repository';
+const EVENTS = '/api/v1/events?checkouts=repository';
+
+let listing = null;
+let readAt = 0;
+let pending = null;
+
+function element(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function cell(label, content, className) {
+  const td = element('td', undefined, className);
+  td.dataset.label = label;
+  if (content instanceof Node) td.append(content); else td.textContent = String(content);
+  return td;
+}
+
+function setStatus(text, kind) {
+  const status = document.getElementById('status');
+  status.textContent = text;
+  status.className = kind || '';
+}
+
+// The same words as `majordomus peers`: `[name] intent (paths)`.
+function claimText(claim) {
+  const name = claim.name ? '[' + claim.name + '] ' : '';
+  return name + claim.intent + ' (' + claim.scope.join(', ') + ')';
+}
+
+function side(peer, checkout) {
+  return checkout ? peer + ' in ' + checkout.worktree : peer;
+}
+
+function peerKey(peer, checkout) {
+  return (checkout ? checkout.id : '') + '/' + peer;
+}
+
+function secondsAgo(peer) {
+  const since = Math.floor((Date.now() - readAt) / 1000);
+  return (peer.last_seen_seconds_ago + Math.max(0, since)) + 's ago';
+}
+
+function renderSummary() {
+  const summary = document.getElementById('summary');
+  summary.textContent = listing.count + ' attached, ' + listing.silent + ' silent, ' +
+    listing.overlaps.length + ' overlap(s)';
+}
+
+function renderOverlaps() {
+  const list = document.getElementById('overlaps');
+  list.replaceChildren();
+  if (listing.overlaps.length === 0) {
+    list.append(element('li', 'No claims meet.', 'none'));
+    return;
+  }
+  for (const overlap of listing.overlaps) {
+    const item = element('li');
+    item.tabIndex = 0;
+    item.append('overlap: ');
+    item.append(element('span', side(overlap.peer, overlap.checkout), 'side'));
+    item.append(' (' + overlap.intent + ') and ');
+    item.append(element('span', side(overlap.with.peer, overlap.with.checkout), 'side'));
+    item.append(' (' + overlap.with.intent + ')');
+    const pairs = overlap.paths.map((pair) => pair.theirs + ' ~ ' + pair.yours);
+    if (overlap.more_paths) pairs.push(overlap.more_paths + ' more');
+    item.append(element('span', 'on ' + pairs.join(', '), 'paths path'));
+    list.append(item);
+  }
+}
+
+function renderPeers() {
+  const overlapping = new Set();
+  for (const overlap of listing.overlaps) {
+    overlapping.add(peerKey(overlap.peer, overlap.checkout));
+    overlapping.add(peerKey(overlap.with.peer, overlap.with.checkout));
+  }
+  const body = document.querySelector('#peers tbody');
+  body.replaceChildren();
+  if (listing.peers.length === 0) {
+    const row = element('tr');
+    const empty = cell('', 'nobody is on the board', 'empty');
+    empty.colSpan = 7;
+    row.append(empty);
+    body.append(row);
+    return;
+  }
+  for (const peer of listing.peers) {
+    const row = element('tr');
+    if (!peer.attached) row.classList.add('left');
+    if (overlapping.has(peerKey(peer.id, peer.checkout))) row.classList.add('overlapping');
+    const claims = element('div');
+    if (peer.claims.length === 0) {
+      claims.append(element('span', '(silent)', 'silent'));
+    } else {
+      for (const claim of peer.claims) claims.append(element('span', claimText(claim), 'claim'));
+    }
+    const seen = cell('LAST SEEN', secondsAgo(peer));
+    seen.dataset.seen = String(peer.last_seen_seconds_ago);
+    row.append(
+      cell('WORKTREE', peer.checkout ? peer.checkout.worktree : '-', 'path'),
+      cell('BRANCH', peer.checkout && peer.checkout.branch ? peer.checkout.branch : '-'),
+      cell('PEER', peer.id, 'peer-id'),
+      cell('CLIENT', peer.client.name + ' ' + peer.client.version),
+      cell('ATTACHED', peer.attached ? 'yes' : 'left'),
+      seen,
+      cell('CLAIMS', claims),
+    );
+    body.append(row);
+  }
+}
+
+function renderWorktrees() {
+  const body = document.querySelector('#worktrees tbody');
+  body.replaceChildren();
+  const unread = document.getElementById('unread');
+  unread.replaceChildren();
+  for (const board of listing.boards) {
+    const row = element('tr');
+    row.append(
+      cell('WORKTREE', board.worktree + (board.this_checkout ? ' (this one)' : ''), 'path'),
+      cell('BRANCH', board.branch || '-'),
+      cell('STANDING', board.standing, 'standing-' + board.standing),
+      cell('ATTACHED', board.attached),
+    );
+    body.append(row);
+    if (board.reason) unread.append(element('li', board.worktree + ': ' + board.reason));
+  }
+  if (!listing.complete) {
+    unread.prepend(element('li', 'INCOMPLETE: some boards could not be read:'));
+  }
+}
+
+function render() {
+  renderSummary();
+  renderOverlaps();
+  renderPeers();
+  renderWorktrees();
+}
+
+function tickLastSeen() {
+  if (!listing) return;
+  const cells = document.querySelectorAll('#peers td[data-seen]');
+  const since = Math.max(0, Math.floor((Date.now() - readAt) / 1000));
+  for (const seen of cells) seen.textContent = (Number(seen.dataset.seen) + since) + 's ago';
+}
+
+async function read() {
+  const response = await fetch(LISTING, { credentials: 'same-origin', cache: 'no-store' });
+  if (!response.ok) {
+    throw new Error('the board could not be read (' + response.status + ')');
+  }
+  listing = await response.json();
+  readAt = Date.now();
+  render();
+}
+
+function readSoon() {
+  if (pending) return;
+  pending = setTimeout(() => {
+    pending = null;
+    read().catch((error) => setStatus(error.message, 'down'));
+  }, 100);
+}
+
+function describe(event) {
+  const where = event.checkout && !event.checkout.this_checkout
+    ? ' in ' + event.checkout.worktree : '';
+  switch (event.kind) {
+    case 'attached': return event.peer + where + ' attached (' + event.client.name + ')';
+    case 'left': return event.peer + where + ' left';
+    case 'removed': return event.peer + where + ' is gone: ' + event.reason;
+    case 'announced': return event.peer + where + ' announced: ' + event.claim.intent;
+    case 'released': return event.peer + where + ' released ' + event.paths.join(', ');
+    case 'overlap_began': return 'overlap began: ' + event.peer + ' and ' + event.with + where;
+    case 'overlap_ended': return 'overlap ended: ' + event.peer + ' and ' + event.with + where;
+    case 'sibling_reached': return 'following' + where;
+    case 'sibling_lost': return 'lost' + where + ': ' + event.reason;
+    default: return event.kind + where;
+  }
+}
+
+function follow() {
+  const source = new EventSource(EVENTS);
+  source.onopen = () => setStatus('live', 'live');
+  source.onerror = () => setStatus('reconnecting…', 'down');
+  source.onmessage = (message) => {
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch (error) {
+      return;
+    }
+    setStatus('live', 'live');
+    if (event.kind !== 'ready') {
+      document.getElementById('last-change').textContent =
+        'last change ' + new Date().toLocaleTimeString() + ': ' + describe(event);
+    }
+    readSoon();
+  };
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('refresh').addEventListener('click', () => readSoon());
+  follow();
+  read().catch((error) => setStatus(error.message, 'down'));
+  setInterval(tickLastSeen, 1000);
+});

@@ -1,0 +1,237 @@
+//! The dashboard at `/board`: one page of plain HTML, CSS and JavaScript embedded in the
+//! binary, which reads the repository's listing and follows the event stream.
+//!
+//! A browser never sees the lease's token. `majordomus board` asks the server (with the
+//! token) for a ticket: random, good for [`TICKET_LIFETIME`] and for one use. The URL it
+//! prints carries the ticket; the first request of it trades the ticket for a cookie
+//! (HttpOnly, SameSite=Strict, Path=/) and is redirected to `/board`, so the ticket leaves
+//! the address bar before the page loads and a used or expired one opens nothing. The
+//! cookie is accepted only by the page, its assets, the event stream and the listing the page
+//! reads ([`admits`]); every other route still wants the token.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::ServerState;
+
+/// Where the page is.
+pub const PAGE: &str = "/board";
+/// The route `majordomus board` asks for a ticket (with the token).
+pub const TICKETS: &str = "/api/v1/board/tickets";
+/// How long a ticket may wait for its first use.
+pub const TICKET_LIFETIME: Duration = Duration::from_secs(60);
+/// How many unused tickets a server keeps; minting one more forgets the oldest.
+pub const MAX_TICKETS: usize = 16;
+/// How many browsers hold a cookie at once; one more forgets the earliest.
+pub const MAX_BROWSERS: usize = 16;
+
+const HTML: &str = include_str!("board.html");
+const CSS: &str = include_str!("board.css");
+const JS: &str = include_str!("board.js");
+
+/// No script, style, image or connection but this server's own, no inline script, no
+/// framing, no forms.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+    img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+    frame-ancestors 'none'";
+
+/// The routes the dashboard's cookie opens, all read-only.
+const COOKIE_ROUTES: [&str; 3] = [PAGE, "/api/v1/events", "/api/v1/peers"];
+
+/// The tickets and browser cookies of one server.
+#[derive(Default)]
+pub struct Access {
+    inner: Mutex<AccessInner>,
+}
+
+#[derive(Default)]
+struct AccessInner {
+    tickets: VecDeque<(String, Instant)>,
+    browsers: VecDeque<String>,
+}
+
+impl Access {
+    fn inner(&self) -> std::sync::MutexGuard<'_, AccessInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mint_ticket(&self) -> String {
+        let ticket = secret();
+        let mut inner = self.inner();
+        let now = Instant::now();
+        inner.tickets.retain(|(_, expires)| *expires > now);
+        while inner.tickets.len() >= MAX_TICKETS {
+            inner.tickets.pop_front();
+        }
+        inner
+            .tickets
+            .push_back((ticket.clone(), now + TICKET_LIFETIME));
+        ticket
+    }
+
+    /// Trades a live ticket, once, for a browser secret.
+    fn redeem(&self, ticket: &str) -> Option<String> {
+        let mut inner = self.inner();
+        let now = Instant::now();
+        let at = inner
+            .tickets
+            .iter()
+            .position(|(held, expires)| super::http::same_secret(ticket, held) && *expires > now)?;
+        inner.tickets.remove(at);
+        let browser = secret();
+        while inner.browsers.len() >= MAX_BROWSERS {
+            inner.browsers.pop_front();
+        }
+        inner.browsers.push_back(browser.clone());
+        Some(browser)
+    }
+
+    fn knows_browser(&self, given: &str) -> bool {
+        self.inner()
+            .browsers
+            .iter()
+            .any(|held| super::http::same_secret(given, held))
+    }
+}
+
+/// 32 random bytes, in hex.
+fn secret() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cookie's name: one per server, since a browser keeps cookies per host, not per port,
+/// and two worktrees' servers both answer on 127.0.0.1.
+fn cookie_name(state: &ServerState) -> String {
+    let port = state
+        .url()
+        .and_then(|url| url.rsplit(':').next().map(str::to_owned))
+        .unwrap_or_default();
+    format!("majordomus_board_{port}")
+}
+
+/// Whether the guard lets a request without the token through: a ticket on its way to the
+/// page (the page checks it), or a browser's cookie on one of the routes it opens.
+pub(crate) fn admits(state: &ServerState, request: &Request) -> bool {
+    if request.method() != Method::GET {
+        return false;
+    }
+    let path = request.uri().path();
+    if path == PAGE && ticket_of(request.uri().query()).is_some() {
+        return true;
+    }
+    let opened = COOKIE_ROUTES.contains(&path)
+        || path
+            .strip_prefix(PAGE)
+            .is_some_and(|rest| rest.starts_with('/'));
+    opened && carries_cookie(state, request.headers())
+}
+
+fn carries_cookie(state: &ServerState, headers: &HeaderMap) -> bool {
+    let name = cookie_name(state);
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .any(|(key, value)| key == name && state.dashboard.knows_browser(value))
+}
+
+fn ticket_of(query: Option<&str>) -> Option<String> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(query?)
+        .ok()?
+        .into_iter()
+        .find_map(|(key, value)| (key == "ticket").then_some(value))
+}
+
+/// `GET /board`: with a ticket, trades it for the cookie and redirects to the bare page;
+/// otherwise (the guard has seen the token or the cookie) the page itself.
+pub async fn page(
+    State(state): State<Arc<ServerState>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(ticket) = query.get("ticket") else {
+        return asset(HTML, "text/html; charset=utf-8");
+    };
+    let Some(browser) = state.dashboard.redeem(ticket) else {
+        let mut refusal = (
+            StatusCode::UNAUTHORIZED,
+            "This link was used already or has expired: run `majordomus board` for a new one.\n",
+        )
+            .into_response();
+        secure(refusal.headers_mut());
+        return refusal;
+    };
+    let cookie = format!(
+        "{}={browser}; HttpOnly; SameSite=Strict; Path=/",
+        cookie_name(&state)
+    );
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, PAGE)]).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("cookies are ASCII"),
+    );
+    secure(headers);
+    response
+}
+
+/// `GET /board/board.css`.
+pub async fn stylesheet() -> Response {
+    asset(CSS, "text/css; charset=utf-8")
+}
+
+/// `GET /board/board.js`.
+pub async fn script() -> Response {
+    asset(JS, "text/javascript; charset=utf-8")
+}
+
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    secure(response.headers_mut());
+    response
+}
+
+fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// What `POST /api/v1/board/tickets` answers.
+#[derive(Debug, Serialize)]
+pub struct Ticket {
+    /// The page's address with the ticket, to open once.
+    pub url: String,
+    pub expires_in_seconds: u64,
+}
+
+/// `POST /api/v1/board/tickets`: a one-time link to the dashboard (the token was checked).
+pub async fn mint(State(state): State<Arc<ServerState>>) -> Response {
+    let ticket = state.dashboard.mint_ticket();
+    let base = state.url().unwrap_or_default();
+    axum::Json(Ticket {
+        url: format!("{base}{PAGE}?ticket={ticket}"),
+        expires_in_seconds: TICKET_LIFETIME.as_secs(),
+    })
+    .into_response()
+}

@@ -1,0 +1,193 @@
+//! Which peers' claims meet, kept beside the board so that an event can say when an overlap
+//! between two peers begins and when it ends.
+//!
+//! The board answers an announcement with the claims the new one meets; whether two peers
+//! still meet through another of their claims, or stopped meeting when a claim moved, needs
+//! every claim of the peer. This keeps the claims in a path index of its own (the same
+//! normalisation as the board) and asks it for a peer's partners before and after each
+//! change: one walk per path, whose work is the pairs of paths that meet.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use majordomus_domain::board::DEPARTED_CAP;
+use majordomus_domain::index::PathIndex;
+use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
+use majordomus_domain::peers::PeerId;
+
+/// A claim's place: whose, and which of its claims (by name; `None` is the unnamed one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ClaimKey {
+    peer: PeerId,
+    name: Option<String>,
+}
+
+/// The claims of a board, indexed by path.
+pub struct OverlapTracker {
+    checkout_root: String,
+    index: PathIndex<ClaimKey>,
+    claims: HashMap<ClaimKey, Vec<ClaimPath>>,
+    /// Each peer's claim names, so a peer's claims are found without a scan.
+    names: HashMap<PeerId, BTreeSet<Option<String>>>,
+    /// Departed peers that hold claims, earliest departure first, as the board keeps them.
+    departed: VecDeque<PeerId>,
+}
+
+/// The peers an announcement began and stopped meeting.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Delta {
+    pub began: Vec<PeerId>,
+    pub ended: Vec<PeerId>,
+}
+
+impl OverlapTracker {
+    pub fn new(checkout_root: String) -> Self {
+        OverlapTracker {
+            checkout_root,
+            index: PathIndex::new(),
+            claims: HashMap::new(),
+            names: HashMap::new(),
+            departed: VecDeque::new(),
+        }
+    }
+
+    /// `peer` announced the claim `name` with `scope` (as the board recorded it).
+    pub fn announce(&mut self, peer: &PeerId, name: Option<&str>, scope: &[String]) -> Delta {
+        let before = self.partners(peer);
+        let key = ClaimKey {
+            peer: peer.clone(),
+            name: name.map(str::to_owned),
+        };
+        self.unindex(&key);
+        let paths = without_repeats(
+            scope
+                .iter()
+                .filter_map(|raw| normalize(raw, &self.checkout_root).ok())
+                .collect(),
+        );
+        for path in &paths {
+            self.index.insert(path.components(), key.clone());
+        }
+        self.names
+            .entry(peer.clone())
+            .or_default()
+            .insert(key.name.clone());
+        self.claims.insert(key, paths);
+        let after = self.partners(peer);
+        Delta {
+            began: after.difference(&before).cloned().collect(),
+            ended: before.difference(&after).cloned().collect(),
+        }
+    }
+
+    /// `peer` is gone from the board with its claims; answers the peers it met.
+    pub fn remove_peer(&mut self, peer: &PeerId) -> Vec<PeerId> {
+        let partners = self.partners(peer);
+        for name in self.names.remove(peer).unwrap_or_default() {
+            self.unindex(&ClaimKey {
+                peer: peer.clone(),
+                name,
+            });
+        }
+        self.departed.retain(|departed| departed != peer);
+        partners.into_iter().collect()
+    }
+
+    /// `peer` left holding claims: it stays, until the board forgets it.
+    pub fn departed(&mut self, peer: &PeerId) {
+        self.departed.push_back(peer.clone());
+    }
+
+    /// The departed peers the board no longer holds (`on_board` says which it does). The
+    /// board forgets the earliest beyond [`DEPARTED_CAP`], so only those few are asked about.
+    pub fn forgotten(&mut self, on_board: impl Fn(&PeerId) -> bool) -> Vec<PeerId> {
+        let mut gone = Vec::new();
+        while self.departed.len() > DEPARTED_CAP
+            || self.departed.front().is_some_and(|peer| !on_board(peer))
+        {
+            match self.departed.pop_front() {
+                Some(peer) if !on_board(&peer) => gone.push(peer),
+                Some(_) | None => {}
+            }
+        }
+        gone
+    }
+
+    fn unindex(&mut self, key: &ClaimKey) {
+        if let Some(paths) = self.claims.remove(key) {
+            for path in &paths {
+                self.index.remove(path.components(), key);
+            }
+        }
+    }
+
+    /// Every other peer one of whose claims meets one of `peer`'s.
+    fn partners(&self, peer: &PeerId) -> BTreeSet<PeerId> {
+        let mut partners = BTreeSet::new();
+        let Some(names) = self.names.get(peer) else {
+            return partners;
+        };
+        for name in names {
+            let key = ClaimKey {
+                peer: peer.clone(),
+                name: name.clone(),
+            };
+            for path in self.claims.get(&key).into_iter().flatten() {
+                self.index.for_each_meeting(path.components(), |hit| {
+                    if &hit.peer != peer && !partners.contains(&hit.peer) {
+                        partners.insert(hit.peer.clone());
+                    }
+                });
+            }
+        }
+        partners
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> PeerId {
+        PeerId::nth(n)
+    }
+
+    fn scope(paths: &[&str]) -> Vec<String> {
+        paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn overlaps_begin_and_end_per_pair_of_peers() {
+        let mut tracker = OverlapTracker::new("/repo".into());
+        assert_eq!(
+            tracker.announce(&id(1), None, &scope(&["src"])),
+            Delta::default()
+        );
+        let delta = tracker.announce(&id(2), None, &scope(&["src/lib.rs"]));
+        assert_eq!(delta.began, [id(1)]);
+        // a second claim meeting the same peer begins nothing new
+        let delta = tracker.announce(&id(2), Some("more"), &scope(&["src/main.rs"]));
+        assert_eq!(delta, Delta::default());
+        // moving one claim away ends nothing while the other still meets
+        let delta = tracker.announce(&id(2), None, &scope(&["docs"]));
+        assert_eq!(delta, Delta::default());
+        let delta = tracker.announce(&id(2), Some("more"), &scope(&[]));
+        assert_eq!(delta.ended, [id(1)]);
+        let delta = tracker.announce(&id(3), None, &scope(&["."]));
+        assert_eq!(delta.began, [id(1), id(2)]);
+        assert_eq!(tracker.remove_peer(&id(3)), [id(1), id(2)]);
+        assert!(tracker.partners(&id(1)).is_empty());
+    }
+
+    #[test]
+    fn departed_peers_are_forgotten_as_the_board_forgets_them() {
+        let mut tracker = OverlapTracker::new("/repo".into());
+        for n in 1..=3 {
+            tracker.announce(&id(n), None, &scope(&["a"]));
+            tracker.departed(&id(n));
+        }
+        assert!(tracker.forgotten(|_| true).is_empty());
+        let gone = tracker.forgotten(|peer| peer != &id(1));
+        assert_eq!(gone, [id(1)]);
+        assert_eq!(tracker.remove_peer(&id(1)), [id(2), id(3)]);
+    }
+}
