@@ -34,7 +34,9 @@ use tokio::sync::Mutex;
 
 use crate::context::Site;
 use crate::registry::Registry;
-use crate::server::mcp::{McpSession, WORKER_META_KEY, tools};
+use crate::server::mcp::{
+    CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of, tools,
+};
 use crate::server::run::{Lifetime, Outcome, Running, elect_and_start, stop_requested};
 
 /// How often a bridge checks on a remote upstream while its client is quiet: it keeps the
@@ -43,6 +45,18 @@ const KEEPALIVE: Duration = Duration::from_secs(5);
 
 /// How many times one call is retried through a failover before the client is told.
 const MAX_FAILOVERS_PER_CALL: usize = 3;
+
+/// The environment variables in which a client tells the MCP server it starts which
+/// conversation it runs for (Claude Code; Gemini CLI gives its hooks the same name).
+const CLIENT_SESSION_VARIABLES: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "GEMINI_SESSION_ID"];
+
+/// The conversation this process's client runs for, when its environment says.
+fn client_session_from_environment() -> Option<String> {
+    CLIENT_SESSION_VARIABLES
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|id| !id.trim().is_empty())
+}
 
 /// Why a forwarded call failed, as far as the bridge can tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +181,9 @@ pub struct Bridge {
     generations: AtomicU64,
     /// The lease of the server found at start, when this process lost the first election.
     first_lease: std::sync::Mutex<Option<Lease>>,
+    /// The client's conversation id, from the environment or from Codex's turn metadata;
+    /// every upstream is told it, so the client's hooks and this connection are one peer.
+    client_session: std::sync::Mutex<Option<String>>,
 }
 
 impl Bridge {
@@ -183,6 +200,7 @@ impl Bridge {
             memory: Default::default(),
             generations: AtomicU64::new(0),
             first_lease: std::sync::Mutex::new(None),
+            client_session: std::sync::Mutex::new(client_session_from_environment()),
         });
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
@@ -236,6 +254,9 @@ impl Bridge {
             if let Some(running) = self.serving.lock().await.as_ref() {
                 let session = Arc::new(McpSession::new(running.state.clone(), Transport::Stdio));
                 session.join(&client.client_info, Some(&self.worker));
+                if let Some(id) = self.client_session() {
+                    session.adopt_client_session(&id).await;
+                }
                 return Ok(Connection {
                     upstream: Upstream::Local(session),
                     generation,
@@ -293,12 +314,33 @@ impl Bridge {
         meta.0
             .0
             .insert(WORKER_META_KEY.into(), Value::String(self.worker.clone()));
+        if let Some(id) = self.client_session() {
+            meta.0
+                .0
+                .insert(CLIENT_SESSION_META_KEY.into(), Value::String(id));
+        }
         introduction.meta = Some(meta);
         let service = introduction
             .serve(transport)
             .await
             .map_err(|error| format!("could not open a session with {url}: {error}"))?;
         Ok((service, url))
+    }
+
+    /// The client's conversation id, once known.
+    fn client_session(&self) -> Option<String> {
+        self.client_session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Remembers the conversation a request of the client named, for every upstream to come.
+    fn note_client_session(&self, id: String) {
+        *self
+            .client_session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id);
     }
 
     /// The current upstream, establishing one when there is none.
@@ -372,8 +414,9 @@ impl Bridge {
                     .into_iter()
                     .map(|(_, arguments)| ("majordomus_announce", arguments)),
             );
+        let session = self.client_session();
         for (tool, arguments) in calls {
-            match call_upstream(&upstream, tool, Some(arguments)).await {
+            match call_upstream(&upstream, tool, Some(arguments), session.as_deref()).await {
                 Ok(result) if result.is_error != Some(true) => {}
                 Ok(refusal) => {
                     tracing::warn!(tool, ?refusal.content, "a replayed call was refused")
@@ -419,9 +462,16 @@ impl Bridge {
         let idempotent = Registry::builtin()
             .by_tool(&request.name)
             .is_some_and(|capability| capability.declaration.idempotent);
+        let session = self.client_session();
         for _ in 0..MAX_FAILOVERS_PER_CALL {
             let (upstream, generation) = self.current().await?;
-            match call_upstream(&upstream, &request.name, request.arguments.clone()).await {
+            let call = call_upstream(
+                &upstream,
+                &request.name,
+                request.arguments.clone(),
+                session.as_deref(),
+            );
+            match call.await {
                 Ok(result) => {
                     if result.is_error != Some(true) {
                         self.remember(&request.name, &request.arguments);
@@ -526,19 +576,33 @@ async fn keep_alive(bridge: std::sync::Weak<Bridge>) {
     }
 }
 
+/// Calls a tool upstream, naming the client's conversation when it is known.
 async fn call_upstream(
     upstream: &Upstream,
     name: &str,
     arguments: Option<JsonObject>,
+    client_session: Option<&str>,
 ) -> Result<CallToolResult, ServiceError> {
     match upstream {
-        Upstream::Local(session) => session
-            .call_tool_directly(name, arguments)
-            .await
-            .map_err(ServiceError::McpError),
+        Upstream::Local(session) => {
+            if let Some(id) = client_session {
+                session.adopt_client_session(id).await;
+            }
+            session
+                .call_tool_directly(name, arguments)
+                .await
+                .map_err(ServiceError::McpError)
+        }
         Upstream::Remote { peer, .. } => {
             let mut request = CallToolRequestParams::new(name.to_string());
             request.arguments = arguments;
+            if let Some(id) = client_session {
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.0
+                    .0
+                    .insert(CLIENT_SESSION_META_KEY.into(), Value::String(id.to_owned()));
+                request.meta = Some(meta);
+            }
             peer.call_tool(request).await
         }
     }
@@ -607,8 +671,15 @@ impl ServerHandler for SharedBridge {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // Codex names its conversation only here, in every call's turn metadata.
+        if let Some(id) = client_session_of(&[
+            Some(&context.meta.0.0),
+            request.meta.as_ref().map(|meta| &meta.0.0),
+        ]) {
+            self.0.note_client_session(id);
+        }
         self.0.call_tool(request).await.map(CallToolResponse::from)
     }
 }

@@ -59,6 +59,13 @@ pub fn command() -> Command {
                         .arg(json_arg()),
                 ),
         )
+        .subcommand(
+            Command::new("hook")
+                .about("Answer one of a client's hooks: read the event as JSON on stdin, ask this checkout's server, print the answer in the client's contract (what `majordomus install` wires)")
+                .long_about("Answer one of a client's hooks: read the event as JSON on stdin, ask the checkout's running server (never starting one), and print the answer in the client's contract. It always exits 0 and prints nothing when majordomus has nothing to say, when no server runs, or when the server does not answer within `[hooks] budget_ms`.")
+                .arg(Arg::new("client").required(true).value_name("CLIENT").help("claude-code, codex, gemini-cli or cursor"))
+                .arg(Arg::new("event").required(true).value_name("EVENT").help("The client's name of the event, such as PreToolUse or BeforeTool")),
+        )
         .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"))
         .subcommand(
             Command::new("docs")
@@ -284,6 +291,11 @@ async fn dispatch(name: &str, matches: &ArgMatches) -> ExitCode {
     }
     let outcome = match words.as_slice() {
         ["mcp"] => crate::commands::mcp(site_dir(leaf)).await,
+        ["hook"] => {
+            let word = |name: &str| leaf.get_one::<String>(name).map_or("", String::as_str);
+            crate::hooks::run(word("client"), word("event")).await;
+            Ok(())
+        }
         ["serve"] => {
             crate::commands::serve(site_dir(leaf), leaf.get_one::<u64>("idle").copied()).await
         }

@@ -205,11 +205,14 @@ pub fn rows_of(capability: &Capability) -> Vec<RowKey> {
         .collect()
 }
 
-/// Whether a row is expected to be refused rather than answered: a command reached over plain
-/// HTTP has no MCP session to belong to, and every command of this build needs one (DESIGN §6).
-/// The runner measures the refusal as honestly as an answer; the expectation only labels it.
+/// Whether a row is expected to be refused rather than answered: a command an agent calls as
+/// an MCP tool acts for its session, and over plain HTTP there is none. (The hooks' commands
+/// name their session in their input; they are not MCP tools.) The runner measures the
+/// refusal as honestly as an answer; the expectation only labels it.
 pub fn expects_refusal(declaration: &Declaration, transport: BenchTransport) -> bool {
-    declaration.kind == Kind::Command && transport == BenchTransport::Rest
+    declaration.kind == Kind::Command
+        && declaration.exposure.mcp_tool.is_some()
+        && transport == BenchTransport::Rest
 }
 
 /// The rows a `--filter` keeps: those whose `capability/transport/case` contains the text.

@@ -3,6 +3,7 @@
 
 pub mod conflicts;
 pub mod episodes;
+pub mod hooks;
 pub mod peers;
 pub mod server;
 
@@ -18,5 +19,9 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<episodes::EpisodesList>(),
         Capability::of::<episodes::EpisodesAttach>(),
         Capability::of::<episodes::EpisodesDetach>(),
+        Capability::of::<hooks::HooksGuard>(),
+        Capability::of::<hooks::HooksEdit>(),
+        Capability::of::<hooks::HooksNews>(),
     ]
 }
+

@@ -4,6 +4,9 @@ mod episodes;
 pub mod http;
 pub mod mcp;
 pub mod run;
+mod sessions;
+
+pub use sessions::{EDITS_CLAIM, HOOK_SESSIONS, TOLD_FACTS};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -37,6 +40,8 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
+    /// The client sessions named by hooks and MCP connections, by the client's own id.
+    sessions: Mutex<sessions::HookSessions>,
 }
 
 impl ServerState {
@@ -45,7 +50,7 @@ impl ServerState {
         let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
-        Arc::new(ServerState {
+        let state = Arc::new(ServerState {
             board: Mutex::new(PeerBoard::new(root)),
             episodes,
             recorder,
@@ -57,8 +62,11 @@ impl ServerState {
             leaseholder: AtomicBool::new(true),
             shutdown: run::stop_requested().child_token(),
             peers_changed: tokio::sync::Notify::new(),
+            sessions: Mutex::new(Default::default()),
             site,
-        })
+        });
+        sessions::watch_quiet_sessions(&state);
+        state
     }
 
     pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {
