@@ -644,11 +644,15 @@ async fn codex_turn_metadata_makes_its_connection_and_hooks_one_peer() {
     let serving = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.332").await;
     let codex = McpClient::stdio(&repo, repo.root(), "codex-mcp-client", "0.98.0").await;
     let lease = wait_ready(repo.root()).await;
-    assert_ne!(codex.pid, Some(lease.pid), "the Codex connection is bridged");
+    assert_ne!(
+        codex.pid,
+        Some(lease.pid),
+        "the Codex connection is bridged"
+    );
 
     let thread = "0199f3a1-15e4-77d3-93ef-f954c7978c66";
     let mut meta = RequestMetaObject::new();
-    meta.0 .0.insert(
+    meta.0.0.insert(
         "x-codex-turn-metadata".into(),
         json!({"session_id": thread, "turn_id": "0199f3a1-7c2d", "model": "gpt-5-codex"}),
     );
@@ -666,7 +670,11 @@ async fn codex_turn_metadata_makes_its_connection_and_hooks_one_peer() {
         .assert_silent("an edit nobody else claims");
     let listing = rest_get(&lease, "/api/v1/peers").await;
     let peers = listing["peers"].as_array().unwrap();
-    assert_eq!(peers.len(), 2, "the two connections, no peer of the hooks: {listing:#}");
+    assert_eq!(
+        peers.len(),
+        2,
+        "the two connections, no peer of the hooks: {listing:#}"
+    );
     let codex_peer = peers.iter().find(|peer| peer["id"] == caller).unwrap();
     assert_eq!(codex_peer["client"]["name"], "codex-mcp-client");
     assert_eq!(codex_peer["claims"][0]["name"], "edits");
