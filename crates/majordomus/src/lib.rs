@@ -11,6 +11,7 @@ pub mod context;
 pub mod docs;
 pub mod episodes;
 pub mod hooks;
+pub mod install;
 pub mod openapi;
 pub mod registry;
 pub mod render;
