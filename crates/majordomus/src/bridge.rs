@@ -327,6 +327,20 @@ impl Bridge {
         Ok((service, url))
     }
 
+    /// A client that speaks the session-less revision of the protocol never sends `initialize`:
+    /// it says who it is in every request's `_meta`, which then stands in for it.
+    fn introduce(&self, context: &RequestContext<RoleServer>) {
+        if self.client.get().is_some() {
+            return;
+        }
+        if let Some(client_info) = context.client_info() {
+            let capabilities = context.client_capabilities().unwrap_or_default();
+            let _ = self
+                .client
+                .set(InitializeRequestParams::new(capabilities, client_info));
+        }
+    }
+
     /// The client's conversation id, once known.
     fn client_session(&self) -> Option<String> {
         self.client_session
@@ -653,7 +667,8 @@ impl ServerHandler for SharedBridge {
         })
     }
 
-    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.0.introduce(&context);
         if let Ok((Upstream::Local(session), _)) = self.0.current().await {
             session.touch();
         }
@@ -663,8 +678,9 @@ impl ServerHandler for SharedBridge {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.0.introduce(&context);
         self.0.list_tools(request).await
     }
 
@@ -673,6 +689,7 @@ impl ServerHandler for SharedBridge {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.0.introduce(&context);
         // Codex names its conversation only here, in every call's turn metadata.
         if let Some(id) = client_session_of(&[
             Some(&context.meta.0.0),

@@ -691,3 +691,73 @@ async fn codex_turn_metadata_makes_its_connection_and_hooks_one_peer() {
     codex.close().await;
     serving.close().await;
 }
+
+/// 4. Claude Code 2.1 speaks the session-less revision of MCP to its stdio servers: no
+///    `initialize`, its name in every request's `_meta`. Its `majordomus mcp` still joins the
+///    board as that client and, named by `CLAUDE_CODE_SESSION_ID`, holds the session's
+///    episode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_less_client_joins_as_itself_with_its_session() {
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+    let repo = TempRepo::new();
+    let session = "728be965-20aa-40db-a112-cb4efa1377ed";
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .env("CLAUDE_CODE_SESSION_ID", session)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "title": "Claude Code", "version": "2.1.332"},
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": true}}
+    });
+    let mut ask = async |id: u64, method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let line = tokio::time::timeout(BOUND, lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let tools = ask(1, "tools/list", json!({"_meta": meta})).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "majordomus_peers")),
+        "{tools:#}"
+    );
+    let listed = ask(
+        2,
+        "tools/call",
+        json!({"name": "majordomus_peers", "arguments": {}, "_meta": meta}),
+    )
+    .await;
+    let board = &listed["result"]["structuredContent"];
+    assert_eq!(
+        board["peers"][0]["client"]["name"], "claude-code",
+        "{listed:#}"
+    );
+    assert_eq!(board["peers"][0]["id"], board["caller"]);
+    let episodes = ask(
+        3,
+        "tools/call",
+        json!({"name": "majordomus_episodes", "arguments": {}, "_meta": meta}),
+    )
+    .await;
+    assert_eq!(
+        episodes["result"]["structuredContent"]["mine"]["external_id"], session,
+        "{episodes:#}"
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(BOUND, child.wait()).await;
+}
