@@ -227,7 +227,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios of DESIGN §13, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 7] = [
+pub const SCENARIOS: [Scenario; 9] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -270,6 +270,18 @@ pub const SCENARIOS: [Scenario; 7] = [
         title: "a tool call over MCP Streamable HTTP from a client that keeps its connection alive",
         target: ScenarioTarget::MillisBelow(0.5),
     },
+    Scenario {
+        id: ScenarioId::HookGuard,
+        name: "scenario/hook/guard",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its answer, with the checkout's server running and the edited file claimed by another session",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::HookFailOpen,
+        name: "scenario/hook/fail-open",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its silent exit, in a checkout with no server",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -282,6 +294,8 @@ pub enum ScenarioId {
     BoardList,
     Memory,
     HttpKeepAlive,
+    HookGuard,
+    HookFailOpen,
 }
 
 /// A measured situation beyond the capability matrix.
