@@ -20,6 +20,65 @@ pub struct Config {
     pub limits: Limits,
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
+    pub hooks: HooksConfig,
+}
+
+/// `[hooks]`: what the client hooks (`majordomus hook`) do for this repository.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HooksConfig {
+    /// What the pre-edit guard does when the file about to change is claimed by another
+    /// session: tell the agent (`warn`), ask the person (`ask`), or refuse the edit (`deny`).
+    pub policy: GuardPolicy,
+    /// How long a hook may take, from its start to its answer, before it gives up and lets
+    /// the client carry on as if majordomus were absent.
+    pub budget_ms: u64,
+    /// How long a session seen only through its hooks stays on the board after its last hook.
+    pub session_idle_secs: u64,
+}
+
+/// What the pre-edit guard does about another session's claim on the file being edited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardPolicy {
+    /// A line of context for the agent naming the other session; the edit goes ahead.
+    #[default]
+    Warn,
+    /// The person is asked before the edit, where the client can ask; elsewhere a warning.
+    Ask,
+    /// The edit is refused, with the other session named as the reason.
+    Deny,
+}
+
+impl GuardPolicy {
+    /// The word `majordomus.toml` writes it as.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuardPolicy::Warn => "warn",
+            GuardPolicy::Ask => "ask",
+            GuardPolicy::Deny => "deny",
+        }
+    }
+}
+
+impl Default for HooksConfig {
+    fn default() -> HooksConfig {
+        HooksConfig {
+            policy: GuardPolicy::Warn,
+            budget_ms: 500,
+            session_idle_secs: 600,
+        }
+    }
+}
+
+impl HooksConfig {
+    pub fn budget(&self) -> Duration {
+        Duration::from_millis(self.budget_ms)
+    }
+
+    pub fn session_idle(&self) -> Duration {
+        Duration::from_secs(self.session_idle_secs)
+    }
 }
 
 /// `[changes]`: how each worktree's own changes are read.
@@ -188,6 +247,11 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
             "episodes.command is empty: name the program to run, or remove the setting".into(),
         ));
     }
+    if config.hooks.budget_ms == 0 {
+        return Err(problem(
+            "hooks.budget_ms is 0: no hook could ever answer in time".into(),
+        ));
+    }
     if config.timings.probe_timeout_ms == 0 {
         return Err(problem(
             "timings.probe_timeout_ms is 0: no server could ever answer in time".into(),
@@ -243,6 +307,28 @@ mod tests {
         assert!(config.timings.bridge_ping_interval() < config.timings.bridge_silence() / 2);
         assert_eq!(config.episodes.command, None);
         assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
+        assert_eq!(config.hooks.policy, GuardPolicy::Warn);
+        assert_eq!(config.hooks.budget(), Duration::from_millis(500));
+        assert_eq!(config.hooks.session_idle(), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn the_hooks_section_names_a_policy_in_words() {
+        let config = load_text("[hooks]\npolicy = \"deny\"\nsession_idle_secs = 2\n").unwrap();
+        assert_eq!(config.hooks.policy, GuardPolicy::Deny);
+        assert_eq!(config.hooks.session_idle_secs, 2);
+        assert_eq!(config.hooks.budget_ms, 500);
+        let message = load_text("[hooks]\npolicy = \"block\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("block") && message.contains("warn"),
+            "{message}"
+        );
+        let message = load_text("[hooks]\nbudget_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("hooks.budget_ms is 0"), "{message}");
     }
 
     #[test]

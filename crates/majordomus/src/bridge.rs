@@ -40,7 +40,10 @@ use tokio_util::sync::CancellationToken;
 use crate::context::Site;
 use crate::registry::Registry;
 use crate::server::Worker;
-use crate::server::mcp::{BRIDGED_META_KEY, McpSession, WORKER_META_KEY, is_let_go, tools};
+use crate::server::mcp::{
+    BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
+    is_let_go, tools,
+};
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StopRequests, elect_and_start, elect_and_start_after,
 };
@@ -60,6 +63,18 @@ const CALL_LIMIT: Duration = Duration::from_secs(60);
 /// for a local round trip, short enough that the client waiting for the process to exit
 /// does not have to signal it twice.
 const GOODBYE_PATIENCE: Duration = Duration::from_millis(40);
+
+/// The environment variables in which a client tells the MCP server it starts which
+/// conversation it runs for (Claude Code; Gemini CLI gives its hooks the same name).
+const CLIENT_SESSION_VARIABLES: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "GEMINI_SESSION_ID"];
+
+/// The conversation this process's client runs for, when its environment says.
+fn client_session_from_environment() -> Option<String> {
+    CLIENT_SESSION_VARIABLES
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|id| !id.trim().is_empty())
+}
 
 /// Why a forwarded call failed, as far as the bridge can tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -266,6 +281,9 @@ pub struct Bridge {
     /// The lease of the server found at start, when this process lost the first election.
     first_lease: std::sync::Mutex<Option<Lease>>,
     stops: StopRequests,
+    /// The client's conversation id, from the environment or from Codex's turn metadata;
+    /// every upstream is told it, so the client's hooks and this connection are one peer.
+    client_session: std::sync::Mutex<Option<String>>,
 }
 
 impl Bridge {
@@ -285,6 +303,7 @@ impl Bridge {
             generations: AtomicU64::new(0),
             first_lease: std::sync::Mutex::new(None),
             stops: stops.clone(),
+            client_session: std::sync::Mutex::new(client_session_from_environment()),
         });
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
@@ -382,6 +401,9 @@ impl Bridge {
                         bridged: false,
                     }),
                 );
+                if let Some(id) = self.client_session() {
+                    session.adopt_client_session(&id).await;
+                }
                 return Ok(Connection {
                     upstream: Upstream::Local(session),
                     generation,
@@ -442,6 +464,11 @@ impl Bridge {
             .0
             .insert(WORKER_META_KEY.into(), Value::String(self.worker.clone()));
         meta.0.0.insert(BRIDGED_META_KEY.into(), Value::Bool(true));
+        if let Some(id) = self.client_session() {
+            meta.0
+                .0
+                .insert(CLIENT_SESSION_META_KEY.into(), Value::String(id));
+        }
         introduction.meta = Some(meta);
         let patience = self.site.config.timings.busy_grace() + self.site.probe_timeout();
         match tokio::time::timeout(patience, introduction.serve(transport)).await {
@@ -452,6 +479,36 @@ impl Bridge {
                 patience.as_millis()
             )),
         }
+    }
+
+    /// A client that speaks the session-less revision of the protocol never sends `initialize`:
+    /// it says who it is in every request's `_meta`, which then stands in for it.
+    fn introduce(&self, context: &RequestContext<RoleServer>) {
+        if self.client.get().is_some() {
+            return;
+        }
+        if let Some(client_info) = context.client_info() {
+            let capabilities = context.client_capabilities().unwrap_or_default();
+            let _ = self
+                .client
+                .set(InitializeRequestParams::new(capabilities, client_info));
+        }
+    }
+
+    /// The client's conversation id, once known.
+    fn client_session(&self) -> Option<String> {
+        self.client_session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Remembers the conversation a request of the client named, for every upstream to come.
+    fn note_client_session(&self, id: String) {
+        *self
+            .client_session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id);
     }
 
     /// The current upstream, establishing one when there is none.
@@ -505,8 +562,12 @@ impl Bridge {
                     .into_iter()
                     .map(|(_, arguments)| ("majordomus_announce", arguments)),
             );
+        let session = self.client_session();
         for (tool, arguments) in calls {
-            match self.forward(upstream, tool, Some(arguments)).await {
+            match self
+                .forward(upstream, tool, Some(arguments), session.as_deref())
+                .await
+            {
                 Ok(result) if result.is_error != Some(true) => {}
                 Ok(refusal) => {
                     tracing::info!(tool, ?refusal.content, "a replayed call was refused")
@@ -560,13 +621,19 @@ impl Bridge {
         let idempotent = Registry::builtin()
             .by_tool(&request.name)
             .is_some_and(|capability| capability.declaration.idempotent);
+        let session = self.client_session();
         for _ in 0..MAX_FAILOVERS_PER_CALL {
             let (upstream, generation) = match self.current().await {
                 Ok(current) => current,
                 Err(error) => return Ok(tool_error(unreachable_server(&request.name, &error))),
             };
             let loss = match self
-                .forward(&upstream, &request.name, request.arguments.clone())
+                .forward(
+                    &upstream,
+                    &request.name,
+                    request.arguments.clone(),
+                    session.as_deref(),
+                )
                 .await
             {
                 Ok(result) => {
@@ -656,15 +723,28 @@ impl Bridge {
         upstream: &Upstream,
         name: &str,
         arguments: Option<JsonObject>,
+        client_session: Option<&str>,
     ) -> Result<CallToolResult, Unanswered> {
         match upstream {
-            Upstream::Local(session) => session
-                .call_tool_directly(name, arguments)
-                .await
-                .map_err(Unanswered::Protocol),
+            Upstream::Local(session) => {
+                if let Some(id) = client_session {
+                    session.adopt_client_session(id).await;
+                }
+                session
+                    .call_tool_directly(name, arguments)
+                    .await
+                    .map_err(Unanswered::Protocol)
+            }
             Upstream::Remote { peer, url } => {
                 let mut params = CallToolRequestParams::new(name.to_string());
                 params.arguments = arguments;
+                if let Some(id) = client_session {
+                    let mut meta = rmcp::model::RequestMetaObject::new();
+                    meta.0
+                        .0
+                        .insert(CLIENT_SESSION_META_KEY.into(), Value::String(id.to_owned()));
+                    params.meta = Some(meta);
+                }
                 let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
                 match self.request(peer, url, call).await? {
                     ServerResult::CallToolResult(result) => Ok(result),
@@ -865,7 +945,8 @@ impl ServerHandler for SharedBridge {
         })
     }
 
-    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.0.introduce(&context);
         if let Some(Upstream::Local(session)) =
             self.0.connection.lock().await.as_ref().map(|c| &c.upstream)
         {
@@ -877,16 +958,25 @@ impl ServerHandler for SharedBridge {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.0.introduce(&context);
         self.0.list_tools(request).await
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.0.introduce(&context);
+        // Codex names its conversation only here, in every call's turn metadata.
+        if let Some(id) = client_session_of(&[
+            Some(&context.meta.0.0),
+            request.meta.as_ref().map(|meta| &meta.0.0),
+        ]) {
+            self.0.note_client_session(id);
+        }
         self.0.call_tool(request).await.map(CallToolResponse::from)
     }
 }

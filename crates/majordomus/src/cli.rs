@@ -63,6 +63,51 @@ pub fn command() -> Command {
                         .arg(json_arg()),
                 ),
         )
+        .subcommand(
+            Command::new("hook")
+                .about("Answer one of a client's hooks: read the event as JSON on stdin, ask this checkout's server, print the answer in the client's contract (what `majordomus install` wires)")
+                .long_about("Answer one of a client's hooks: read the event as JSON on stdin, ask the checkout's running server (never starting one), and print the answer in the client's contract. It always exits 0 and prints nothing when majordomus has nothing to say, when no server runs, or when the server does not answer within `[hooks] budget_ms`.")
+                .arg(Arg::new("client").required(true).value_name("CLIENT").help("claude-code, codex, gemini-cli or cursor"))
+                .arg(Arg::new("event").required(true).value_name("EVENT").help("The client's name of the event, such as PreToolUse or BeforeTool")),
+        )
+        .subcommand(
+            Command::new("install")
+                .about("Wire majordomus into a client's own configuration: its MCP server entry, its hooks, and what it needs to start the server without a prompt")
+                .long_about("Wire majordomus into a client's own configuration files: the MCP server entry, the hooks (`majordomus hook`), and what the client needs to start the server without a prompt (Claude Code's approval of this project server, Gemini CLI's `trust` on the entry). Merges with what is there and keeps everything else as written; a second run changes nothing. `--uninstall` takes out exactly what install put in: a file nobody changed since is restored byte for byte.")
+                .arg(repo_arg())
+                .arg(
+                    Arg::new("client")
+                        .value_name("CLIENT")
+                        .default_value("all")
+                        .value_parser(["claude-code", "codex", "gemini-cli", "cursor", "all"])
+                        .help("The client to wire"),
+                )
+                .arg(
+                    Arg::new("scope")
+                        .long("scope")
+                        .value_name("SCOPE")
+                        .default_value("project")
+                        .value_parser(["project", "user"])
+                        .help("The repository's configuration (shared through it) or the user's"),
+                )
+                .arg(
+                    Arg::new("dry-run")
+                        .long("dry-run")
+                        .action(ArgAction::SetTrue)
+                        .help("Print the diff of what would change, and write nothing"),
+                )
+                .arg(
+                    Arg::new("uninstall")
+                        .long("uninstall")
+                        .action(ArgAction::SetTrue)
+                        .help("Take out what install put in"),
+                ),
+        )
+        .subcommand(
+            Command::new("doctor")
+                .about("Say, for each client found on PATH or in the repository, whether majordomus is wired into it, and what to run if not")
+                .arg(repo_arg()),
+        )
         .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"))
         .subcommand(
             Command::new("docs")
@@ -402,6 +447,24 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
     }
     let outcome = match words.as_slice() {
         ["mcp"] => crate::commands::mcp(site_dir(leaf), stops.clone()).await,
+        ["install"] => {
+            let word = |name: &str| leaf.get_one::<String>(name).map_or("", String::as_str);
+            crate::install::run(&crate::install::Options {
+                clients: crate::install::clients_named(word("client"))
+                    .expect("clap accepts only client words"),
+                scope: crate::install::wiring::Scope::from_word(word("scope"))
+                    .expect("clap accepts only scope words"),
+                dry_run: leaf.get_flag("dry-run"),
+                uninstall: leaf.get_flag("uninstall"),
+                dir: site_dir(leaf),
+            })
+        }
+        ["doctor"] => crate::install::doctor::run(&site_dir(leaf)),
+        ["hook"] => {
+            let word = |name: &str| leaf.get_one::<String>(name).map_or("", String::as_str);
+            crate::hooks::run(word("client"), word("event")).await;
+            Ok(())
+        }
         ["serve"] => {
             crate::commands::serve(
                 site_dir(leaf),

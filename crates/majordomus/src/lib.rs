@@ -10,6 +10,8 @@ pub mod commands;
 pub mod context;
 pub mod docs;
 pub mod episodes;
+pub mod hooks;
+pub mod install;
 pub mod openapi;
 pub mod registry;
 pub mod render;

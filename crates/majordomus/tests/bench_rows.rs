@@ -55,7 +55,7 @@ fn the_planned_rows_are_every_capability_on_every_transport_once_per_case() {
 }
 
 #[test]
-fn every_transport_has_a_target_and_the_refusals_are_the_commands_over_rest() {
+fn every_transport_has_a_target_and_the_refusals_are_the_tool_commands_over_rest() {
     for transport in BenchTransport::ALL {
         assert!(!transport.target().describe().is_empty());
     }
@@ -65,7 +65,8 @@ fn every_transport_has_a_target_and_the_refusals_are_the_commands_over_rest() {
             assert_eq!(
                 refusal,
                 row.transport == BenchTransport::Rest
-                    && capability.declaration.kind == majordomus::registry::Kind::Command,
+                    && capability.declaration.kind == majordomus::registry::Kind::Command
+                    && capability.declaration.exposure.mcp_tool.is_some(),
                 "{row}"
             );
         }

@@ -635,10 +635,11 @@ fn peers_of<'a>(list: &'a Value, checkout: &Path) -> Vec<&'a Value> {
         .collect()
 }
 
-/// 7. Over plain REST an announce has no peer to belong to (422), an unknown field is an
-///    input error (400), and `GET /api/v1/peers` answers with the shape MCP does.
+/// 7. Over plain REST there is no announce: a claim belongs to an MCP session, and plain HTTP
+///    has none (the route is not offered, and the answer says where the routes are listed);
+///    `GET /api/v1/peers` answers with the shape MCP does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
+async fn rest_offers_no_announce_and_rest_listing_matches_mcp() {
     let repo = TempRepo::new();
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
     let bearer = format!("Bearer {}", lease.token);
@@ -651,29 +652,12 @@ async fn rest_announce_needs_a_session_and_rest_listing_matches_mcp() {
         .send()
         .await
         .unwrap();
-    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
     let body: Value = refused.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("majordomus mcp"),
-        "the refusal names the bridge: {body:#}"
-    );
-
-    let unknown = http()
-        .post(&announce_url)
-        .header(AUTHORIZATION, &bearer)
-        .json(&json!({"intent": "x", "scope": ["src"], "extra": 1}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
-    let body: Value = unknown.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("extra"),
-        "the message names the unknown field: {body:#}"
+        message.contains("/openapi.json"),
+        "the refusal says where the routes are: {body:#}"
     );
 
     let client = McpClient::http(&lease, "claude-code", "2.1.0").await;

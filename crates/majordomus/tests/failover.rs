@@ -439,15 +439,15 @@ async fn malformed_traffic_is_refused_clearly_and_the_server_keeps_serving() {
             .send()
     };
     let cases: [(&str, &[u8], u16, &str); 3] = [
-        ("/api/v1/peers/announce", b"{not json", 400, "not JSON"),
+        ("/api/v1/hooks/edit", b"{not json", 400, "not JSON"),
         (
-            "/api/v1/peers/announce",
-            br#"{"intent": 5}"#,
+            "/api/v1/hooks/guard",
+            br#"{"client": "codex", "session_id": 5, "paths": ["src"]}"#,
             400,
             "invalid type",
         ),
         (
-            "/api/v1/episodes/attach",
+            "/api/v1/episodes/detach",
             br#"{"external_id": "x", "peer": "p1"}"#,
             400,
             "unknown field",
@@ -460,7 +460,7 @@ async fn malformed_traffic_is_refused_clearly_and_the_server_keeps_serving() {
         assert!(text.contains(says), "{path} answered {text}");
         still_serving().await;
     }
-    for path in ["/api/v1/peers/announce", "/mcp"] {
+    for path in ["/api/v1/hooks/edit", "/mcp"] {
         let status = send_ten_megabytes(&url, path, &lease.token).await;
         assert_eq!(status, 413, "{path} refuses a 10 MB body");
         still_serving().await;

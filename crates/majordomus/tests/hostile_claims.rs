@@ -156,8 +156,8 @@ async fn paths_over_the_limits_are_refused_and_the_server_keeps_serving() {
         }
         let (status, answer) = rest_post(
             &lease,
-            "/api/v1/peers/announce",
-            &json!({"intent": "deep", "scope": [path]}),
+            "/api/v1/hooks/guard",
+            &json!({"client": "codex", "session_id": "hostile", "paths": [path]}),
         )
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
@@ -217,9 +217,6 @@ async fn control_and_bidi_characters_are_refused_on_every_surface() {
         for (field, input) in inputs {
             let refusal = client.call(ANNOUNCE, input.clone()).await.unwrap_err();
             assert!(refusal.contains(code), "{field}: {refusal}");
-            let (status, answer) = rest_post(&lease, "/api/v1/peers/announce", &input).await;
-            assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {answer}");
-            assert!(error_message(&answer).contains(code), "{answer}");
         }
         let input = json!({"external_id": hostile});
         let refusal = client.call(ATTACH, input.clone()).await.unwrap_err();
@@ -227,9 +224,22 @@ async fn control_and_bidi_characters_are_refused_on_every_surface() {
             refusal.contains("`external_id`") && refusal.contains(code),
             "{refusal}"
         );
-        let (status, answer) = rest_post(&lease, "/api/v1/episodes/attach", &input).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-        assert!(error_message(&answer).contains(code), "{answer}");
+        // Over REST, the hooks name files and a session: the same words refused there.
+        let hooks = [
+            (
+                "paths",
+                json!({"client": "codex", "session_id": "s", "paths": ["docs", hostile]}),
+            ),
+            (
+                "session_id",
+                json!({"client": "codex", "session_id": hostile, "paths": ["docs"]}),
+            ),
+        ];
+        for (field, input) in hooks {
+            let (status, answer) = rest_post(&lease, "/api/v1/hooks/edit", &input).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {answer}");
+            assert!(error_message(&answer).contains(code), "{field}: {answer}");
+        }
     }
 
     let listed = client.answer(PEERS, json!({"checkouts": "this"})).await;

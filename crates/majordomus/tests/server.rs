@@ -310,7 +310,7 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     let declared = raw_request(
         url,
         &format!(
-            "POST /api/v1/peers/announce HTTP/1.1\r\nAuthorization: {bearer}\r\n\
+            "POST /api/v1/hooks/edit HTTP/1.1\r\nAuthorization: {bearer}\r\n\
              Content-Type: application/json\r\nContent-Length: {}",
             huge.len()
         ),
@@ -323,7 +323,7 @@ async fn rest_routes_are_guarded_and_say_what_was_wrong() {
     let chunked = raw_request(
         url,
         &format!(
-            "POST /api/v1/peers/announce HTTP/1.1\r\nAuthorization: {bearer}\r\n\
+            "POST /api/v1/hooks/edit HTTP/1.1\r\nAuthorization: {bearer}\r\n\
              Content-Type: application/json\r\nTransfer-Encoding: chunked"
         ),
         chunk,

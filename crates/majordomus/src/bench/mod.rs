@@ -206,10 +206,14 @@ pub fn rows_of(capability: &Capability) -> Vec<RowKey> {
 }
 
 /// Whether a row is expected to be refused rather than answered: a command reached over plain
-/// HTTP has no MCP session to belong to, and the commands that act for a caller need one.
+/// HTTP has no MCP session to belong to, and the commands an agent calls as MCP tools act for
+/// their session. (The hooks' commands name their session in their input; they are not MCP
+/// tools.)
 /// The runner measures the refusal as honestly as an answer; the expectation only labels it.
 pub fn expects_refusal(declaration: &Declaration, transport: BenchTransport) -> bool {
-    declaration.kind == Kind::Command && transport == BenchTransport::Rest
+    declaration.kind == Kind::Command
+        && declaration.exposure.mcp_tool.is_some()
+        && transport == BenchTransport::Rest
 }
 
 /// The rows a `--filter` keeps: those whose `capability/transport/case` contains the text.
@@ -224,7 +228,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 11] = [
+pub const SCENARIOS: [Scenario; 13] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -291,6 +295,18 @@ pub const SCENARIOS: [Scenario; 11] = [
         title: "a `peers.announce` over MCP Streamable HTTP until its event has reached all of 50 `/api/v1/events` subscribers",
         target: ScenarioTarget::MillisBelow(5.0),
     },
+    Scenario {
+        id: ScenarioId::HookGuard,
+        name: "scenario/hook/guard",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its answer, with the checkout's server running and the edited file claimed by another session",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::HookFailOpen,
+        name: "scenario/hook/fail-open",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its silent exit, in a checkout with no server",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -307,6 +323,8 @@ pub enum ScenarioId {
     HttpKeepAlive,
     ExitSigint,
     EventsAnnounceTo50,
+    HookGuard,
+    HookFailOpen,
 }
 
 /// A measured situation beyond the capability matrix.

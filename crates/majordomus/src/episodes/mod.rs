@@ -304,10 +304,23 @@ impl Recorder {
     /// `bound`; says whether it got there.
     pub async fn flush(&self, bound: Duration) -> bool {
         let (reply, pending) = oneshot::channel();
-        if self.jobs.try_send(Job::Flush(reply)).is_err() {
-            return false;
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut flush = Job::Flush(reply);
+        // A full queue makes room as the driver works; a stopped driver never will.
+        loop {
+            match self.jobs.try_send(flush) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Full(job)) if tokio::time::Instant::now() < deadline => {
+                    flush = job;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(_) => return false,
+            }
         }
-        matches!(tokio::time::timeout(bound, pending).await, Ok(Ok(())))
+        matches!(
+            tokio::time::timeout_at(deadline, pending).await,
+            Ok(Ok(()))
+        )
     }
 
     /// How long an answer waits for one report.

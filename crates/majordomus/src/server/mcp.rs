@@ -31,6 +31,8 @@ pub struct McpSession {
     peer: OnceLock<PeerId>,
     /// What the session is sent unasked: board updates and overlap notices.
     feed: SessionFeed,
+    /// The client session (the client's conversation id) this connection last named.
+    client_session: std::sync::Mutex<Option<String>>,
 }
 
 impl McpSession {
@@ -40,6 +42,7 @@ impl McpSession {
             transport,
             peer: OnceLock::new(),
             feed: SessionFeed::default(),
+            client_session: std::sync::Mutex::new(None),
         }
     }
 
@@ -60,6 +63,26 @@ impl McpSession {
     /// The server this connection belongs to.
     pub fn server(&self) -> &Arc<ServerState> {
         &self.state
+    }
+
+    /// The connection carries the client session `session_id`: its peer speaks for the
+    /// session from now on (once per id; a client that starts a new conversation on the same
+    /// connection names the new one).
+    pub async fn adopt_client_session(&self, session_id: &str) {
+        let Some(peer) = self.peer.get() else {
+            return;
+        };
+        {
+            let mut known = self
+                .client_session
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if known.as_deref() == Some(session_id) {
+                return;
+            }
+            *known = Some(session_id.to_owned());
+        }
+        self.state.adopt_session(peer, session_id).await;
     }
 
     /// The instructions this connection's client is given in `initialize`.
@@ -148,6 +171,36 @@ pub fn is_let_go(error: &McpError) -> bool {
         .as_ref()
         .and_then(|data| data.get(LET_GO_DATA_KEY))
         .is_some_and(|flag| flag == true)
+}
+
+/// The `_meta` key under which a bridge names its client's session (the client's own
+/// conversation id), in `initialize` and on every `tools/call` it forwards.
+pub const CLIENT_SESSION_META_KEY: &str = "majordomus/client-session";
+
+/// The `_meta` key under which Codex describes the turn of every `tools/call`, its
+/// `session_id` included.
+pub const CODEX_TURN_META_KEY: &str = "x-codex-turn-metadata";
+
+/// The client session a request's `_meta` names: a bridge's own key, or the `session_id` of
+/// Codex's turn metadata (an object, or the same as a JSON string). rmcp lifts a request's
+/// `_meta` into its context; older paths leave it in the parameters, so both are read.
+pub fn client_session_of(metas: &[Option<&JsonObject>]) -> Option<String> {
+    metas.iter().flatten().find_map(|meta| {
+        if let Some(Value::String(id)) = meta.get(CLIENT_SESSION_META_KEY) {
+            return Some(id.clone());
+        }
+        let turn = match meta.get(CODEX_TURN_META_KEY)? {
+            Value::Object(turn) => turn.get("session_id").cloned(),
+            Value::String(text) => serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|turn| turn.get("session_id").cloned()),
+            _ => None,
+        };
+        match turn {
+            Some(Value::String(id)) => Some(id),
+            _ => None,
+        }
+    })
 }
 
 /// The tools every connection is shown, derived once from the registry.
@@ -266,6 +319,13 @@ impl ServerHandler for McpSession {
         let peer = self.join(&request.client_info, worker);
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
+        let session = client_session_of(&[
+            Some(&context.meta.0.0),
+            request.meta.as_ref().map(|meta| &meta.0.0),
+        ]);
+        if let Some(session) = session {
+            self.adopt_client_session(&session).await;
+        }
         Ok(result.with_instructions(self.state.instructions(peer)))
     }
 
@@ -285,9 +345,16 @@ impl ServerHandler for McpSession {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.heard()?;
+        let session = client_session_of(&[
+            Some(&context.meta.0.0),
+            request.meta.as_ref().map(|meta| &meta.0.0),
+        ]);
+        if let Some(session) = session {
+            self.adopt_client_session(&session).await;
+        }
         call(&self.context(), &request.name, request.arguments)
             .await
             .map(CallToolResponse::from)

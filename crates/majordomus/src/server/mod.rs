@@ -7,6 +7,9 @@ pub mod http;
 pub mod listen;
 pub mod mcp;
 pub mod run;
+mod sessions;
+
+pub use sessions::{EDITS_CLAIM, HOOK_SESSIONS, TOLD_FACTS};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +78,8 @@ pub struct ServerState {
     pub(crate) events: events::EventBus,
     /// The dashboard's one-time tickets and its browsers' cookies.
     pub(crate) dashboard: dashboard::Access,
+    /// The client sessions named by hooks and MCP connections, by the client's own id.
+    sessions: Mutex<sessions::HookSessions>,
 }
 
 impl ServerState {
@@ -83,7 +88,7 @@ impl ServerState {
         let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
-        Arc::new(ServerState {
+        let state = Arc::new(ServerState {
             board: Mutex::new(PeerBoard::new(root)),
             episodes,
             recorder,
@@ -98,8 +103,11 @@ impl ServerState {
             peers_changed: tokio::sync::Notify::new(),
             events: events::EventBus::new(&site),
             dashboard: dashboard::Access::default(),
+            sessions: Mutex::new(Default::default()),
             site,
-        })
+        });
+        sessions::watch_quiet_sessions(&state);
+        state
     }
 
     pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {

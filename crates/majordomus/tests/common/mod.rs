@@ -714,9 +714,21 @@ pub fn client_config(name: &str, version: &str) -> ClientConfig {
 impl McpClient {
     /// Spawns `majordomus mcp --repo DIR` and initializes a session as client `name version`.
     pub async fn stdio(repo: &TempRepo, checkout: &Path, name: &str, version: &str) -> McpClient {
-        let (_, log) = repo.log_file(&format!("mcp-{name}"));
         let mut command = majordomus_command(["mcp", "--repo"]);
         command.arg(checkout);
+        McpClient::stdio_command(repo, command, name, version).await
+    }
+
+    /// Spawns `command` (a `majordomus mcp` the test prepared, its environment say) and
+    /// initializes a session as client `name version`.
+    pub async fn stdio_command(
+        repo: &TempRepo,
+        command: tokio::process::Command,
+        name: &str,
+        version: &str,
+    ) -> McpClient {
+        let (_, log) = repo.log_file(&format!("mcp-{name}"));
+        let described = format!("{:?}", command.as_std());
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(log)
             .spawn()
@@ -725,17 +737,9 @@ impl McpClient {
         let Ok(initialized) =
             tokio::time::timeout(BOUND, client_config(name, version).serve(transport)).await
         else {
-            panic!(
-                "majordomus mcp in {} did not initialize within {BOUND:?}",
-                checkout.display()
-            )
+            panic!("{described} did not initialize within {BOUND:?}")
         };
-        let service = initialized.unwrap_or_else(|e| {
-            panic!(
-                "majordomus mcp in {} did not initialize: {e}",
-                checkout.display()
-            )
-        });
+        let service = initialized.unwrap_or_else(|e| panic!("{described} did not initialize: {e}"));
         McpClient {
             service: Some(service),
             pid,

@@ -1,0 +1,315 @@
+//! `hooks.guard`, `hooks.edit`, `hooks.news`: what a client's hooks ask of the checkout's
+//! server, over plain HTTP, on behalf of the client's session.
+//!
+//! A hook runs as a short process of its own for one event of one conversation. It names
+//! that conversation by the client's own session id; the server finds the peer that speaks
+//! for it (the session's MCP connection when it named the same id, else a peer made for the
+//! hooks) and answers about the whole repository's board.
+
+use majordomus_domain::limits;
+use majordomus_domain::peers::PeerId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::hooks::facts::{self, Finding};
+use crate::registry::{
+    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
+    Stability,
+};
+
+/// A client whose hooks majordomus speaks.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookClient {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// Google's Gemini CLI.
+    GeminiCli,
+    /// Cursor.
+    Cursor,
+}
+
+impl HookClient {
+    pub const ALL: [HookClient; 4] = [
+        HookClient::ClaudeCode,
+        HookClient::Codex,
+        HookClient::GeminiCli,
+        HookClient::Cursor,
+    ];
+
+    /// The word commands, configs and answers name it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookClient::ClaudeCode => "claude-code",
+            HookClient::Codex => "codex",
+            HookClient::GeminiCli => "gemini-cli",
+            HookClient::Cursor => "cursor",
+        }
+    }
+
+    /// The client a word names, if any.
+    pub fn from_word(word: &str) -> Option<HookClient> {
+        HookClient::ALL
+            .into_iter()
+            .find(|client| client.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for HookClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Files a hook is about, for one session: about to change (`hooks.guard`) or just changed
+/// (`hooks.edit`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookFiles {
+    /// The client whose hook asks.
+    pub client: HookClient,
+    /// The client's own id of the conversation the hook fired in (Claude Code's, Codex's and
+    /// Gemini CLI's `session_id`, Cursor's `conversation_id`). One line of plain text, at
+    /// most 256 characters.
+    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    pub session_id: String,
+    /// The files, relative to the root of the checkout this server serves (or absolute
+    /// under it). At most 256, each at most 1,024 bytes.
+    #[schemars(
+        length(min = 1, max = limits::SCOPE_PATHS),
+        inner(length(min = 1, max = limits::PATH_BYTES))
+    )]
+    pub paths: Vec<String>,
+}
+
+impl BenchCases for HookFiles {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "one_file",
+            HookFiles {
+                client: HookClient::ClaudeCode,
+                session_id: "bench-session".into(),
+                paths: vec!["src/bench/lexer.rs".into()],
+            },
+        )]
+    }
+}
+
+/// When a hook asks for news.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NewsMoment {
+    /// The session starts (or resumes): a short summary of who works where.
+    SessionStart,
+    /// The person sent a prompt: only what is new for this session since it was last told.
+    Prompt,
+}
+
+/// The input of `hooks.news`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewsInput {
+    /// The client whose hook asks.
+    pub client: HookClient,
+    /// The client's own id of the conversation, as in `hooks.guard`.
+    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    pub session_id: String,
+    /// Which moment of the session this is.
+    pub moment: NewsMoment,
+}
+
+impl BenchCases for NewsInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "prompt",
+            NewsInput {
+                client: HookClient::ClaudeCode,
+                session_id: "bench-session".into(),
+                moment: NewsMoment::Prompt,
+            },
+        )]
+    }
+}
+
+/// What the guard found: other sessions' claims on the files.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Guarded {
+    /// The peer that speaks for the session on this checkout's board.
+    pub peer: PeerId,
+    /// Each other claim that meets one of the files, live sessions first; at most 8.
+    pub findings: Vec<Finding>,
+    /// How many more claims meet the files than `findings` lists.
+    pub more_findings: usize,
+    /// The findings as lines for an agent: facts, with what other sessions wrote quoted and
+    /// escaped. Empty when nothing was found.
+    pub lines: Vec<String>,
+    /// Whether every board of the repository was read.
+    pub complete: bool,
+    /// A line for each board that could not be read, saying why.
+    pub unread: Vec<String>,
+}
+
+/// What `hooks.edit` recorded, and what else meets the files.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Edited {
+    /// The session's `edits` claim as it now stands: the most recently edited files first,
+    /// at most 256.
+    pub edits: Vec<String>,
+    /// Other sessions' claims on the files just edited.
+    #[serde(flatten)]
+    pub guarded: Guarded,
+}
+
+/// The answer of `hooks.news`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct News {
+    /// The peer that speaks for the session on this checkout's board.
+    pub peer: PeerId,
+    /// What the session has not been told yet, one fact a line; empty when nothing is new.
+    pub lines: Vec<String>,
+}
+
+/// What a hook's session id is checked against: the rules of an episode's external id,
+/// which it becomes.
+fn check_session_id(session_id: &str) -> Result<(), CapabilityError> {
+    majordomus_domain::episodes::validate_external_id(session_id).map_err(|error| {
+        CapabilityError::invalid_input(format!(
+            "`session_id` is the client's conversation id and names an episode: {error}"
+        ))
+    })
+}
+
+fn serving(ctx: &Context) -> Result<&std::sync::Arc<crate::server::ServerState>, CapabilityError> {
+    ctx.server.as_ref().ok_or_else(|| {
+        CapabilityError::refused(
+            "hooks are answered by the checkout's running server; start one with `majordomus \
+             serve ensure`, or let a client's `majordomus mcp` start it",
+        )
+    })
+}
+
+/// `hooks.guard`.
+pub struct HooksGuard;
+
+impl Operation for HooksGuard {
+    type Input = HookFiles;
+    type Output = Guarded;
+    const DECLARATION: Declaration = Declaration {
+        id: "hooks.guard",
+        kind: Kind::Command,
+        title: "Check files about to be edited against the other sessions' claims",
+        description: "What a client's pre-edit hook asks before a file changes: every claim \
+            of another session, in any worktree of the repository, that meets one of the \
+            files, with the other session's client, worktree, branch and intent, and the same \
+            as lines an agent can read. The session is named by the client's own id; it is \
+            put on the board (or refreshed there) as it asks. Nothing found is the ordinary \
+            answer. The hook decides what to do with a finding by the repository's policy.",
+        exposure: Exposure {
+            mcp_tool: None,
+            http: Some((HttpMethod::Post, "/api/v1/hooks/guard")),
+            cli: None,
+        },
+        tags: &["hooks", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[Moment {
+            headline: "an agent edited a file another session had claimed an hour earlier",
+            detail: "It never called a tool to look. The pre-edit hook asks for it, and the \
+                agent reads who claimed the file, from which worktree and why, before the \
+                edit happens.",
+        }],
+    };
+
+    async fn run(ctx: &Context, input: HookFiles) -> Result<Guarded, CapabilityError> {
+        check_session_id(&input.session_id)?;
+        let server = serving(ctx)?;
+        let paths = server.hook_paths(&input.paths)?;
+        let peer = server.hook_peer(input.client, &input.session_id).await;
+        facts::guard(ctx, &peer, &paths).await
+    }
+}
+
+/// `hooks.edit`.
+pub struct HooksEdit;
+
+impl Operation for HooksEdit {
+    type Input = HookFiles;
+    type Output = Edited;
+    const DECLARATION: Declaration = Declaration {
+        id: "hooks.edit",
+        kind: Kind::Command,
+        title: "Record files a session just edited",
+        description: "What a client's post-edit hook tells: the files join the session's \
+            implicit claim named `edits`, most recent first, so the board shows where a \
+            session works even when its model never announced it, and other sessions' \
+            announces and guards meet it. The claim keeps the latest 256 files. The answer \
+            also lists the other sessions' claims on those files.",
+        exposure: Exposure {
+            mcp_tool: None,
+            http: Some((HttpMethod::Post, "/api/v1/hooks/edit")),
+            cli: None,
+        },
+        tags: &["hooks", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[Moment {
+            headline: "the board said nobody worked on the parser while two sessions edited it",
+            detail: "Neither model had announced anything. Each edit now lands on the board as \
+                its session's `edits` claim, and the next announce on the parser names it.",
+        }],
+    };
+
+    async fn run(ctx: &Context, input: HookFiles) -> Result<Edited, CapabilityError> {
+        check_session_id(&input.session_id)?;
+        let server = serving(ctx)?;
+        let paths = server.hook_paths(&input.paths)?;
+        let peer = server.hook_peer(input.client, &input.session_id).await;
+        let edits = server.record_edits(&peer, &paths)?;
+        let guarded = facts::guard(ctx, &peer, &paths).await?;
+        Ok(Edited { edits, guarded })
+    }
+}
+
+/// `hooks.news`.
+pub struct HooksNews;
+
+impl Operation for HooksNews {
+    type Input = NewsInput;
+    type Output = News;
+    const DECLARATION: Declaration = Declaration {
+        id: "hooks.news",
+        kind: Kind::Command,
+        title: "What a session has not been told yet",
+        description: "What a client's session-start and prompt hooks ask. At `session_start`: \
+            a short summary of who works where on the repository and what they claim. At \
+            `prompt`: only what is new for this session since it was last told (another \
+            session's claim that now meets one of its own), each fact once; nothing new is an \
+            empty answer. The server remembers, per session, what it already said.",
+        exposure: Exposure {
+            mcp_tool: None,
+            http: Some((HttpMethod::Post, "/api/v1/hooks/news")),
+            cli: None,
+        },
+        tags: &["hooks", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: false,
+        moments: &[Moment {
+            headline: "an agent was reminded of the same overlap on every prompt",
+            detail: "It stopped reading the reminders. Each fact is now told once, on the \
+                first prompt after it appears.",
+        }],
+    };
+
+    async fn run(ctx: &Context, input: NewsInput) -> Result<News, CapabilityError> {
+        check_session_id(&input.session_id)?;
+        let server = serving(ctx)?;
+        let peer = server.hook_peer(input.client, &input.session_id).await;
+        let lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
+        Ok(News { peer, lines })
+    }
+}

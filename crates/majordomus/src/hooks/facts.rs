@@ -1,0 +1,672 @@
+//! What the hooks tell an agent, read off one repository-wide listing: the other sessions'
+//! claims on the files a session is about to change, a summary of who works where, and the
+//! overlaps that involve the session.
+//!
+//! Every line is a fact, not an instruction, and everything another session or another
+//! server wrote (client names, worktrees, branches, intents, paths) is quoted and escaped
+//! with [`quoted`], so it reads as someone else's words and never as part of the line.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use majordomus_domain::checkouts::Checkouts;
+use majordomus_domain::index::PathIndex;
+use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
+use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
+use majordomus_domain::text::{for_terminal, quoted};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::capabilities::hooks::{Guarded, NewsMoment};
+use crate::capabilities::peers::{PeerList, PeerListInput, PeersList};
+use crate::context::Context;
+use crate::registry::{CapabilityError, Operation};
+
+/// How many other claims a guard lists; the rest are counted.
+pub const FINDINGS_LISTED: usize = 8;
+
+/// How many paths of each side a finding lists; the rest are counted.
+pub const PATHS_LISTED: usize = 8;
+
+/// How many peers a session-start summary names; the rest are counted.
+pub const SUMMARY_PEERS: usize = 8;
+
+/// Bytes of all the lines one answer carries, at most: Claude Code moves context over 10,000
+/// characters to a file, and a reminder is read only when it is short.
+pub const LINES_BYTES: usize = 4_000;
+
+/// Bytes one quoted text (an intent, a path, a worktree) takes in a line, at most.
+const QUOTED_BYTES: usize = 200;
+
+/// How many paths a line shows of a list before it says how many more there are.
+const PATHS_SHOWN: usize = 3;
+
+/// Another session's claim that meets files of this session.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// The other peer, on its checkout's board.
+    pub peer: PeerId,
+    /// The other peer's client, as it named itself.
+    pub client: String,
+    /// The checkout the other peer works in.
+    pub checkout: Option<PeerCheckout>,
+    /// Whether the other peer is still attached; a departed peer's claim still stands.
+    pub attached: bool,
+    /// The claim's name, when it has one; `edits` is the files a session edited.
+    pub claim: Option<String>,
+    /// What the other peer said the claim is for.
+    pub intent: String,
+    /// This session's files that lie in the claim, as sent; at most 8.
+    pub yours: Vec<String>,
+    /// How many more of this session's files lie in it.
+    pub more_yours: usize,
+    /// The claim's paths that meet them, as the other peer wrote them; at most 8.
+    pub theirs: Vec<String>,
+    /// How many more of the claim's paths meet them.
+    pub more_theirs: usize,
+}
+
+/// One fact a session may be told, with the key that says whether it already was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    pub key: u64,
+    pub line: String,
+}
+
+/// Which peer is the session asking, on this checkout's board.
+struct Me<'a> {
+    peer: &'a PeerId,
+}
+
+impl Me<'_> {
+    fn is(&self, peer: &PeerId, checkout: Option<&PeerCheckout>) -> bool {
+        peer == self.peer && checkout.is_some_and(|c| c.this_checkout)
+    }
+}
+
+/// The repository-wide listing every answer is read from.
+async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
+    PeersList::run(
+        ctx,
+        PeerListInput {
+            checkouts: Checkouts::Repository,
+        },
+    )
+    .await
+}
+
+/// The guard's answer for `paths` (normalised against this checkout) asked by `peer`.
+pub async fn guard(
+    ctx: &Context,
+    peer: &PeerId,
+    paths: &[ClaimPath],
+) -> Result<Guarded, CapabilityError> {
+    let list = listing(ctx).await?;
+    let (findings, more_findings) = findings(&list, &Me { peer }, paths);
+    let lines = bounded(findings.iter().map(finding_line).collect());
+    Ok(Guarded {
+        peer: peer.clone(),
+        findings,
+        more_findings,
+        lines,
+        complete: list.complete,
+        unread: unread(&list),
+    })
+}
+
+/// What `peer`, speaking for `session_id`, is told at `moment`: a summary at session start
+/// (whose overlaps count as told), and at a prompt only the overlaps it was not told yet.
+pub async fn news(
+    ctx: &Context,
+    peer: &PeerId,
+    session_id: &str,
+    moment: NewsMoment,
+) -> Result<Vec<String>, CapabilityError> {
+    let server = ctx
+        .server
+        .as_ref()
+        .ok_or_else(|| CapabilityError::internal("news needs the serving process"))?;
+    let list = listing(ctx).await?;
+    let me = Me { peer };
+    let overlaps = overlap_facts(&list, &me);
+    Ok(match moment {
+        NewsMoment::SessionStart => {
+            server.mark_told(session_id, overlaps.iter().map(|fact| fact.key));
+            bounded(summary(&list, &me, &overlaps))
+        }
+        NewsMoment::Prompt => bounded(
+            server
+                .untold(session_id, overlaps)
+                .into_iter()
+                .map(|fact| fact.line)
+                .collect(),
+        ),
+    })
+}
+
+/// Every other claim in `list` that meets one of `paths`, live peers first and this
+/// checkout's before the others', at most [`FINDINGS_LISTED`]; and how many more there are.
+///
+/// `paths` go into a trie once; each path of each other claim then walks it, so the work is
+/// the claims' paths times their depth plus the pairs that meet — never every path of one
+/// side against every path of the other.
+fn findings(list: &PeerList, me: &Me, paths: &[ClaimPath]) -> (Vec<Finding>, usize) {
+    let paths = without_repeats(paths.to_vec());
+    let mut index = PathIndex::new();
+    for (at, path) in paths.iter().enumerate() {
+        index.insert(path.components(), at);
+    }
+    let mut found = Vec::new();
+    for peer in list.peers.iter().map(|listed| &listed.peer) {
+        if me.is(&peer.id, peer.checkout.as_ref()) {
+            continue;
+        }
+        for claim in &peer.claims {
+            let theirs_normalized = normalized(peer, &claim.scope);
+            let mut yours = BTreeSet::new();
+            let mut theirs = Vec::new();
+            for (written, path) in &theirs_normalized {
+                let mut met = false;
+                index.for_each_meeting(path.components(), |&at| {
+                    met = true;
+                    yours.insert(at);
+                });
+                if met {
+                    theirs.push(written.clone());
+                }
+            }
+            if yours.is_empty() {
+                continue;
+            }
+            let (yours, more_yours) = listed(
+                yours
+                    .into_iter()
+                    .map(|at| paths[at].as_written().to_owned()),
+            );
+            let (theirs, more_theirs) = listed(theirs.into_iter());
+            found.push(Finding {
+                peer: peer.id.clone(),
+                client: peer.client.name.clone(),
+                checkout: peer.checkout.clone(),
+                attached: peer.attached,
+                claim: claim.name.clone(),
+                intent: claim.intent.clone(),
+                yours,
+                more_yours,
+                theirs,
+                more_theirs,
+            });
+        }
+    }
+    found.sort_by_key(|finding| {
+        (
+            !finding.attached,
+            !finding.checkout.as_ref().is_some_and(|c| c.this_checkout),
+        )
+    });
+    let more = found.len().saturating_sub(FINDINGS_LISTED);
+    found.truncate(FINDINGS_LISTED);
+    (found, more)
+}
+
+/// A claim's paths, normalised against its own peer's worktree as the listing does, without
+/// repeats; a path that cannot be normalised meets nothing.
+fn normalized(peer: &Peer, scope: &[String]) -> Vec<(String, ClaimPath)> {
+    let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
+    let paths: Vec<ClaimPath> = scope
+        .iter()
+        .filter_map(|raw| match root {
+            Some(root) => normalize(raw, root).ok(),
+            None => normalize_relative(raw).ok(),
+        })
+        .collect();
+    without_repeats(paths)
+        .into_iter()
+        .map(|path| (path.as_written().to_owned(), path))
+        .collect()
+}
+
+/// The first [`PATHS_LISTED`] items and how many more there were.
+fn listed(items: impl Iterator<Item = String>) -> (Vec<String>, usize) {
+    let mut shown = Vec::new();
+    let mut more = 0;
+    for item in items {
+        if shown.len() < PATHS_LISTED {
+            shown.push(item);
+        } else {
+            more += 1;
+        }
+    }
+    (shown, more)
+}
+
+/// Every overlap of the listing that involves `me`, as a fact about the other side.
+fn overlap_facts(list: &PeerList, me: &Me) -> Vec<Fact> {
+    let clients: HashMap<(Option<&str>, &PeerId), &str> = list
+        .peers
+        .iter()
+        .map(|listed| &listed.peer)
+        .map(|peer| {
+            (
+                (peer.checkout.as_ref().map(|c| c.id.as_str()), &peer.id),
+                peer.client.name.as_str(),
+            )
+        })
+        .collect();
+    let mut facts = Vec::new();
+    for listed in &list.overlaps {
+        let top = &listed.overlap;
+        let with = &listed.with;
+        // In `paths`, `theirs` belongs to the top-level side and `yours` to `with`.
+        let (other, other_checkout, attached, intent, their_paths, my_paths) =
+            if me.is(&with.peer, with.checkout.as_ref()) {
+                let theirs: Vec<&str> = top.paths.iter().map(|p| p.theirs.as_str()).collect();
+                let mine: Vec<&str> = top.paths.iter().map(|p| p.yours.as_str()).collect();
+                (
+                    &top.peer,
+                    &top.checkout,
+                    top.attached,
+                    &top.intent,
+                    theirs,
+                    mine,
+                )
+            } else if me.is(&top.peer, top.checkout.as_ref()) {
+                let theirs: Vec<&str> = top.paths.iter().map(|p| p.yours.as_str()).collect();
+                let mine: Vec<&str> = top.paths.iter().map(|p| p.theirs.as_str()).collect();
+                (
+                    &with.peer,
+                    &with.checkout,
+                    with.attached,
+                    &with.intent,
+                    theirs,
+                    mine,
+                )
+            } else {
+                continue;
+            };
+        let their_paths = distinct(their_paths);
+        let my_paths = distinct(my_paths);
+        let checkout_id = other_checkout.as_ref().map(|c| c.id.as_str());
+        let client = clients
+            .get(&(checkout_id, other))
+            .copied()
+            .unwrap_or("(unknown client)");
+        let mut hasher = DefaultHasher::new();
+        (checkout_id, other, intent, &their_paths, &my_paths).hash(&mut hasher);
+        facts.push(Fact {
+            key: hasher.finish(),
+            line: format!(
+                "{} claims {} for {}, which meets your {}",
+                describe(other, client, other_checkout.as_ref(), attached),
+                path_list(&their_paths, 0),
+                quoted(intent, QUOTED_BYTES),
+                path_list(&my_paths, 0),
+            ),
+        });
+    }
+    facts
+}
+
+/// The items in their first order, each once.
+fn distinct(items: Vec<&str>) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|item| seen.insert(*item))
+        .collect()
+}
+
+/// The session-start summary: every other peer with its latest claim (at most
+/// [`SUMMARY_PEERS`]), the overlaps that involve `me`, and the boards that were not read.
+/// Empty when nobody else is on the repository's boards and every board was read.
+fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
+    let mut others: Vec<&Peer> = list
+        .peers
+        .iter()
+        .map(|listed| &listed.peer)
+        .filter(|peer| !me.is(&peer.id, peer.checkout.as_ref()))
+        .collect();
+    others.sort_by_key(|peer| !peer.attached);
+    let unread = unread(list);
+    if others.is_empty() && unread.is_empty() {
+        return Vec::new();
+    }
+    let live = others.iter().filter(|peer| peer.attached).count();
+    let mut lines = vec![format!(
+        "{live} other session{} attached on this repository's boards, {} departed holding claims",
+        if live == 1 { " is" } else { "s are" },
+        others.len() - live
+    )];
+    for peer in others.iter().take(SUMMARY_PEERS) {
+        let who = describe(
+            &peer.id,
+            &peer.client.name,
+            peer.checkout.as_ref(),
+            peer.attached,
+        );
+        lines.push(match &peer.announcement {
+            Some(latest) if latest.name.as_deref() == Some(crate::server::EDITS_CLAIM) => {
+                let files: Vec<&str> = latest.scope.iter().map(String::as_str).collect();
+                format!("{who}: edited {}", path_list(&files, 0))
+            }
+            Some(latest) => {
+                let others = peer.claims.len().saturating_sub(1);
+                format!(
+                    "{who}: {} on {}{}",
+                    quoted(&latest.intent, QUOTED_BYTES),
+                    path_list(
+                        &latest.scope.iter().map(String::as_str).collect::<Vec<_>>(),
+                        0
+                    ),
+                    match others {
+                        0 => String::new(),
+                        1 => " (and 1 other claim)".to_string(),
+                        n => format!(" (and {n} other claims)"),
+                    }
+                )
+            }
+            None => format!("{who}: no claim"),
+        });
+    }
+    if others.len() > SUMMARY_PEERS {
+        lines.push(format!(
+            "{} more sessions are on the boards; `majordomus_peers` lists them all",
+            others.len() - SUMMARY_PEERS
+        ));
+    }
+    lines.extend(overlaps.iter().map(|fact| fact.line.clone()));
+    lines.extend(unread);
+    lines
+}
+
+/// A line for each board the listing could not read.
+fn unread(list: &PeerList) -> Vec<String> {
+    list.boards
+        .iter()
+        .filter_map(|board| {
+            board.reason.as_ref().map(|reason| {
+                format!(
+                    "the board of worktree {} could not be read: {}",
+                    quoted(&board.worktree, QUOTED_BYTES),
+                    for_terminal(reason)
+                )
+            })
+        })
+        .collect()
+}
+
+/// A finding as a line: this session's files, the other session, its claim.
+fn finding_line(finding: &Finding) -> String {
+    let yours: Vec<&str> = finding.yours.iter().map(String::as_str).collect();
+    let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
+    let who = describe(
+        &finding.peer,
+        &finding.client,
+        finding.checkout.as_ref(),
+        finding.attached,
+    );
+    let many = yours.len() + finding.more_yours > 1;
+    let yours = path_list(&yours, finding.more_yours);
+    let theirs = path_list(&theirs, finding.more_theirs);
+    if finding.claim.as_deref() == Some(crate::server::EDITS_CLAIM) {
+        let verb = if many { "are" } else { "is" };
+        if finding.yours == finding.theirs && finding.more_yours == finding.more_theirs {
+            format!("{yours} {verb} among the files {who} edited")
+        } else {
+            format!("{yours} {verb} among the files {who} edited ({theirs})")
+        }
+    } else {
+        format!(
+            "{yours} {} in the claim of {who} on {theirs}, for {}",
+            if many { "lie" } else { "lies" },
+            quoted(&finding.intent, QUOTED_BYTES)
+        )
+    }
+}
+
+/// `p2 ("codex" in worktree "/w/beta", branch "beta")`, with `, departed` for a peer whose
+/// connection is gone.
+fn describe(
+    peer: &PeerId,
+    client: &str,
+    checkout: Option<&PeerCheckout>,
+    attached: bool,
+) -> String {
+    let mut text = format!("{peer} ({}", quoted(client, QUOTED_BYTES));
+    if let Some(checkout) = checkout {
+        text.push_str(&format!(
+            " in worktree {}",
+            quoted(&checkout.worktree, QUOTED_BYTES)
+        ));
+        if let Some(branch) = &checkout.branch {
+            text.push_str(&format!(", branch {}", quoted(branch, QUOTED_BYTES)));
+        }
+    }
+    if !attached {
+        text.push_str(", departed");
+    }
+    text.push(')');
+    text
+}
+
+/// Paths quoted, the first few of them, and how many more there are.
+fn path_list(paths: &[&str], more: usize) -> String {
+    let mut shown: Vec<String> = paths
+        .iter()
+        .take(PATHS_SHOWN)
+        .map(|path| quoted(path, QUOTED_BYTES))
+        .collect();
+    let hidden = paths.len().saturating_sub(PATHS_SHOWN) + more;
+    if hidden > 0 {
+        shown.push(format!("and {hidden} more"));
+    }
+    shown.join(", ")
+}
+
+/// The lines that fit in [`LINES_BYTES`], in order; when some do not, a last line says how
+/// many were left out.
+fn bounded(lines: Vec<String>) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut used = 0;
+    let total = lines.len();
+    for line in lines {
+        if used + line.len() > LINES_BYTES {
+            break;
+        }
+        used += line.len();
+        kept.push(line);
+    }
+    if kept.len() < total {
+        kept.push(format!(
+            "{} more line(s) left out; `majordomus_peers` shows the whole board",
+            total - kept.len()
+        ));
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::peers::BoardView;
+    use majordomus_domain::checkouts::ServerStanding;
+    use majordomus_domain::peers::{Announcement, ClientInfo, Transport};
+
+    const ROOT: &str = "/w/repo";
+
+    fn checkout(worktree: &str, this_checkout: bool) -> PeerCheckout {
+        PeerCheckout {
+            id: majordomus_domain::ids::identity_digest(worktree),
+            worktree: worktree.into(),
+            branch: Some("main".into()),
+            this_checkout,
+        }
+    }
+
+    fn peer(n: u64, client: &str, worktree: &str, claims: &[(&str, &[&str])]) -> Peer {
+        let claims: Vec<Announcement> = claims
+            .iter()
+            .map(|(intent, scope)| Announcement {
+                name: None,
+                intent: (*intent).into(),
+                scope: scope.iter().map(|s| (*s).to_string()).collect(),
+                at: "2026-11-30T02:26:47Z".into(),
+            })
+            .collect();
+        Peer {
+            id: PeerId::nth(n),
+            client: ClientInfo {
+                name: client.into(),
+                version: "1".into(),
+                title: None,
+            },
+            transport: Transport::Http,
+            connected_at: "2026-11-30T02:26:47Z".into(),
+            last_seen_seconds_ago: 0,
+            attached: true,
+            announcement: claims.last().cloned(),
+            claims,
+            checkout: Some(checkout(worktree, worktree == ROOT)),
+        }
+    }
+
+    fn list(peers: Vec<Peer>) -> PeerList {
+        PeerList {
+            count: peers.len(),
+            caller: None,
+            silent: 0,
+            overlaps: majordomus_domain::listing::overlaps_among(&peers),
+            peers,
+            boards: vec![BoardView {
+                id: "x".into(),
+                worktree: ROOT.into(),
+                branch: None,
+                this_checkout: true,
+                standing: ServerStanding::Ready,
+                url: None,
+                attached: 0,
+                reason: None,
+            }],
+            complete: true,
+        }
+    }
+
+    fn paths(raw: &[&str]) -> Vec<ClaimPath> {
+        raw.iter().map(|p| normalize(p, ROOT).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_file_in_another_sessions_claim_is_found_with_its_words_quoted() {
+        let listing = list(vec![
+            peer(1, "claude-code", ROOT, &[]),
+            peer(
+                1,
+                "codex",
+                "/w/beta",
+                &[("port the \"parser\"\n", &["src/parser", "docs"])],
+            ),
+        ]);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        let (found, more) = findings(&listing, &me, &paths(&["src/parser/lexer.rs", "README.md"]));
+        assert_eq!(more, 0);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].yours, ["src/parser/lexer.rs"]);
+        assert_eq!(found[0].theirs, ["src/parser"]);
+        let line = finding_line(&found[0]);
+        assert_eq!(
+            line,
+            "\"src/parser/lexer.rs\" lies in the claim of p1 (\"codex\" in worktree \"/w/beta\", \
+             branch \"main\") on \"src/parser\", for \"port the \\\"parser\\\"\\n\""
+        );
+        // the session itself, on this checkout's board, is never a finding
+        let (mine, _) = findings(&listing, &me, &paths(&["."]));
+        assert!(mine.iter().all(|f| f.client == "codex"), "{mine:?}");
+    }
+
+    #[test]
+    fn files_elsewhere_find_nothing_and_many_claims_are_counted() {
+        let mut peers = vec![peer(1, "claude-code", ROOT, &[])];
+        for n in 2..=20 {
+            peers.push(peer(n, "codex", ROOT, &[("wide", &["src"])]));
+        }
+        let listing = list(peers);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        assert!(findings(&listing, &me, &paths(&["docs/a.md"])).0.is_empty());
+        let (found, more) = findings(&listing, &me, &paths(&["src/a.rs"]));
+        assert_eq!((found.len(), more), (FINDINGS_LISTED, 19 - FINDINGS_LISTED));
+    }
+
+    #[test]
+    fn an_overlap_is_a_fact_about_the_other_side_with_a_stable_key() {
+        let listing = list(vec![
+            peer(
+                1,
+                "claude-code",
+                ROOT,
+                &[("fix the lexer", &["src/parser/lexer.rs"])],
+            ),
+            peer(
+                2,
+                "gemini-cli",
+                "/w/beta",
+                &[("rework parsing", &["src/parser"])],
+            ),
+        ]);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        let facts = overlap_facts(&listing, &me);
+        assert_eq!(facts.len(), 1);
+        assert_eq!(
+            facts[0].line,
+            "p2 (\"gemini-cli\" in worktree \"/w/beta\", branch \"main\") claims \
+             \"src/parser\" for \"rework parsing\", which meets your \"src/parser/lexer.rs\""
+        );
+        assert_eq!(
+            facts,
+            overlap_facts(&listing, &me),
+            "the same overlap, the same key"
+        );
+        let other = Me {
+            peer: &PeerId::nth(3),
+        };
+        assert!(overlap_facts(&listing, &other).is_empty());
+    }
+
+    #[test]
+    fn a_summary_names_every_other_session_and_stays_short() {
+        let mut peers = vec![peer(1, "claude-code", ROOT, &[])];
+        for n in 2..=30 {
+            peers.push(peer(n, "codex", "/w/beta", &[(&"x".repeat(900), &["src"])]));
+        }
+        let listing = list(peers);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        let lines = summary(&listing, &me, &[]);
+        assert!(
+            lines[0].starts_with("29 other sessions are attached"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 1 + SUMMARY_PEERS + 1, "{lines:?}");
+        assert!(lines[SUMMARY_PEERS + 1].starts_with("21 more sessions"));
+        assert!(lines.iter().all(|line| line.len() < 2 * QUOTED_BYTES + 100));
+        let alone = list(vec![peer(1, "claude-code", ROOT, &[])]);
+        assert!(summary(&alone, &me, &[]).is_empty());
+    }
+
+    #[test]
+    fn lines_beyond_the_bound_are_counted_not_sent() {
+        let lines = bounded(vec!["x".repeat(1_000); 9]);
+        assert_eq!(lines.len(), 5, "four lines fit, then the count");
+        assert_eq!(
+            lines[4],
+            "5 more line(s) left out; `majordomus_peers` shows the whole board"
+        );
+        assert_eq!(bounded(vec!["short".into()]), ["short"]);
+    }
+}

@@ -1,0 +1,750 @@
+//! A client's configuration file, edited in place: what majordomus adds goes in, what it
+//! added comes out, and everything else — other servers, other hooks, comments, key order,
+//! indentation — stays as it was written.
+//!
+//! JSON (and JSON with comments, as Cursor and VS Code-style clients allow) is edited through
+//! `jsonc-parser`'s concrete syntax tree, TOML through `toml_edit`; both keep every byte they
+//! are not asked to change.
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstNode, CstObject, CstRootNode};
+use serde_json::Value;
+use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+
+/// Why a file cannot be edited. Each says which file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error("it is not valid JSON ({0}); fix it or move it aside, then run this again")]
+    Json(String),
+    #[error("it is not valid TOML ({0}); fix it or move it aside, then run this again")]
+    Toml(String),
+    #[error("`{0}` in it is not {1}, so majordomus leaves the file alone")]
+    Shape(String, &'static str),
+}
+
+/// Which of a command's hooks are majordomus's: the command runs `majordomus hook <client>
+/// <event>`, from wherever the executable is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ours {
+    suffix: String,
+}
+
+impl Ours {
+    pub fn new(client: &str, event: &str) -> Ours {
+        Ours {
+            suffix: format!(" hook {client} {event}"),
+        }
+    }
+
+    fn command(&self, command: &str) -> bool {
+        command.ends_with(&self.suffix) && command.contains("majordomus")
+    }
+
+    /// Whether a hook entry runs our command: a flat entry (`{"command": …}`), or a group
+    /// (`{"matcher": …, "hooks": [{"command": …}]}`) one of whose hooks does.
+    fn entry(&self, entry: &Value) -> bool {
+        let runs = |hook: &Value| hook["command"].as_str().is_some_and(|c| self.command(c));
+        runs(entry)
+            || entry["hooks"]
+                .as_array()
+                .is_some_and(|hooks| hooks.iter().any(runs))
+    }
+
+    /// The entry without our hooks; `None` when nothing else is left in it.
+    fn without_ours(&self, entry: &Value) -> Option<Value> {
+        let runs = |hook: &Value| hook["command"].as_str().is_some_and(|c| self.command(c));
+        if runs(entry) {
+            return None;
+        }
+        let mut entry = entry.clone();
+        let hooks = entry.get_mut("hooks")?.as_array_mut()?;
+        hooks.retain(|hook| !runs(hook));
+        (!hooks.is_empty()).then_some(entry)
+    }
+}
+
+/// One thing majordomus puts into a file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    /// `key` of the object at `parents` is `value` (replacing what was there).
+    Entry {
+        parents: &'static [&'static str],
+        key: &'static str,
+        value: Value,
+    },
+    /// The array `key` of the object at `parents` holds the string `item`.
+    ListItem {
+        parents: &'static [&'static str],
+        key: &'static str,
+        item: &'static str,
+    },
+    /// `key` of the object at `parents` is `value` unless it is already set; never removed,
+    /// being part of the file's format rather than of majordomus.
+    Default {
+        parents: &'static [&'static str],
+        key: &'static str,
+        value: Value,
+    },
+    /// The list of hooks for `event` in the object at `parents` holds `entry`, and no other
+    /// entry of ours.
+    Hook {
+        parents: &'static [&'static str],
+        event: &'static str,
+        entry: Value,
+        ours: Ours,
+    },
+}
+
+/// A configuration file's text, parsed for editing.
+pub struct Document {
+    syntax: Syntax,
+    /// Whether the text ends with a line break, as a new file does: kept as it was.
+    ends_with_newline: bool,
+}
+
+enum Syntax {
+    Json(CstRootNode),
+    Toml(DocumentMut),
+}
+
+impl Document {
+    /// A JSON file's text; an absent or empty file is an empty object.
+    pub fn json(text: Option<&str>) -> Result<Document, EditError> {
+        let text = text
+            .filter(|text| !text.trim().is_empty())
+            .unwrap_or("{}\n");
+        let root = CstRootNode::parse(text, &ParseOptions::default())
+            .map_err(|error| EditError::Json(error.to_string()))?;
+        if root
+            .value()
+            .is_some_and(|value| value.as_object().is_none())
+        {
+            return Err(EditError::Shape("the whole file".into(), "an object"));
+        }
+        Ok(Document {
+            syntax: Syntax::Json(root),
+            ends_with_newline: text.ends_with('\n'),
+        })
+    }
+
+    /// A TOML file's text; an absent file is an empty document.
+    pub fn toml(text: Option<&str>) -> Result<Document, EditError> {
+        let document = text
+            .unwrap_or("")
+            .parse::<DocumentMut>()
+            .map_err(|error| EditError::Toml(error.to_string()))?;
+        Ok(Document {
+            syntax: Syntax::Toml(document),
+            ends_with_newline: text.is_none_or(|text| text.is_empty() || text.ends_with('\n')),
+        })
+    }
+
+    /// The file's text now.
+    pub fn text(&self) -> String {
+        let mut text = match &self.syntax {
+            Syntax::Json(root) => root.to_string(),
+            Syntax::Toml(document) => document.to_string(),
+        };
+        if self.ends_with_newline && !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Puts `part` in, changing nothing that is already as it should be.
+    pub fn apply(&mut self, part: &Part) -> Result<(), EditError> {
+        match &mut self.syntax {
+            Syntax::Json(root) => json_apply(root, part),
+            Syntax::Toml(document) => toml_apply(document, part),
+        }
+    }
+
+    /// Takes `part` out again, and the objects it leaves empty.
+    pub fn remove(&mut self, part: &Part) -> Result<(), EditError> {
+        match &mut self.syntax {
+            Syntax::Json(root) => json_remove(root, part),
+            Syntax::Toml(document) => toml_remove(document, part),
+        }
+    }
+
+    /// Whether `part` is in, in some form: the server entry under its name (whatever command
+    /// it runs), the list item, a hook of ours for the event.
+    pub fn has(&self, part: &Part) -> bool {
+        let parents = parents_of(part);
+        let found: Option<Value> = match &self.syntax {
+            Syntax::Json(root) => {
+                json_existing(root, parents).and_then(|object| object.to_serde_value())
+            }
+            Syntax::Toml(document) => {
+                let mut table = Some(document.as_table());
+                for name in parents {
+                    table = table.and_then(|t| t.get(name)).and_then(Item::as_table);
+                }
+                table.map(table_json)
+            }
+        };
+        let Some(found) = found else {
+            return false;
+        };
+        match part {
+            Part::Entry { key, .. } => found.get(key).is_some(),
+            Part::ListItem { key, item, .. } => found[key]
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| i.as_str() == Some(item))),
+            Part::Default { .. } => true,
+            Part::Hook { event, ours, .. } => found[event]
+                .as_array()
+                .is_some_and(|entries| entries.iter().any(|entry| ours.entry(entry))),
+        }
+    }
+}
+
+fn parents_of(part: &Part) -> &'static [&'static str] {
+    match part {
+        Part::Entry { parents, .. }
+        | Part::ListItem { parents, .. }
+        | Part::Default { parents, .. }
+        | Part::Hook { parents, .. } => parents,
+    }
+}
+
+/// The order keys are written in: what a thing is before its details, as people write these
+/// configurations. Keys not listed follow, in name order.
+const KEY_ORDER: [&str; 8] = [
+    "name", "type", "matcher", "command", "args", "hooks", "timeout", "trust",
+];
+
+fn ordered(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by_key(|(key, _)| {
+        KEY_ORDER
+            .iter()
+            .position(|known| known == key)
+            .unwrap_or(KEY_ORDER.len())
+    });
+    entries
+}
+
+/// Our values (never a user's) as CST input: they are a few levels deep at most.
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => CstInputValue::Object(
+            ordered(map)
+                .into_iter()
+                .map(|(key, value)| (key.clone(), input(value)))
+                .collect(),
+        ),
+    }
+}
+
+/// The object at `parents`, made where missing.
+fn json_object(root: &CstRootNode, parents: &[&str]) -> Result<CstObject, EditError> {
+    let mut object = root.object_value_or_set();
+    for (depth, name) in parents.iter().enumerate() {
+        object = object
+            .object_value_or_create(name)
+            .ok_or_else(|| EditError::Shape(parents[..=depth].join("."), "an object"))?;
+    }
+    Ok(object)
+}
+
+/// The object at `parents`, if it is there.
+fn json_existing(root: &CstRootNode, parents: &[&str]) -> Option<CstObject> {
+    let mut object = root.value()?.as_object()?;
+    for name in parents {
+        object = object.get(name)?.value()?.as_object()?;
+    }
+    Some(object)
+}
+
+fn json_apply(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
+    let object = json_object(root, parents_of(part))?;
+    match part {
+        Part::Entry { key, value, .. } => match object.get(key) {
+            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {
+            }
+            Some(prop) => prop.set_value(input(value)),
+            None => {
+                object.append(key, input(value));
+            }
+        },
+        Part::ListItem { key, item, .. } => {
+            let list = object
+                .array_value_or_create(key)
+                .ok_or_else(|| EditError::Shape((*key).into(), "a list"))?;
+            let has = list.elements().iter().any(|element| {
+                element.to_serde_value().as_ref().and_then(Value::as_str) == Some(item)
+            });
+            if !has {
+                list.append(CstInputValue::String((*item).to_owned()));
+            }
+        }
+        Part::Default { key, value, .. } => {
+            if object.get(key).is_none() {
+                object.append(key, input(value));
+            }
+        }
+        Part::Hook {
+            event, entry, ours, ..
+        } => {
+            let list = object
+                .array_value_or_create(event)
+                .ok_or_else(|| EditError::Shape((*event).into(), "a list"))?;
+            if list
+                .elements()
+                .iter()
+                .any(|element| element.to_serde_value().as_ref() == Some(entry))
+            {
+                return Ok(());
+            }
+            json_drop_ours(list.elements(), ours);
+            list.append(input(entry));
+        }
+    }
+    Ok(())
+}
+
+/// Takes our hooks out of a list's entries: a whole entry when nothing else is in it.
+fn json_drop_ours(elements: Vec<CstNode>, ours: &Ours) {
+    for element in elements {
+        let Some(value) = element.to_serde_value() else {
+            continue;
+        };
+        if !ours.entry(&value) {
+            continue;
+        }
+        match ours.without_ours(&value) {
+            Some(rest) => {
+                if let Some(object) = element.as_object() {
+                    object.replace_with(input(&rest));
+                }
+            }
+            None => element.remove(),
+        }
+    }
+}
+
+fn json_remove(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
+    let parents = parents_of(part);
+    let Some(object) = json_existing(root, parents) else {
+        return Ok(());
+    };
+    match part {
+        Part::Entry { key, .. } => {
+            if let Some(prop) = object.get(key) {
+                prop.remove();
+            }
+        }
+        Part::ListItem { key, item, .. } => {
+            if let Some(list) = object
+                .get(key)
+                .and_then(|p| p.value())
+                .and_then(|v| v.as_array())
+            {
+                for element in list.elements() {
+                    if element.to_serde_value().as_ref().and_then(Value::as_str) == Some(item) {
+                        element.remove();
+                    }
+                }
+                if list.elements().is_empty()
+                    && let Some(prop) = object.get(key)
+                {
+                    prop.remove();
+                }
+            }
+        }
+        Part::Default { .. } => return Ok(()),
+        Part::Hook { event, ours, .. } => {
+            if let Some(list) = object
+                .get(event)
+                .and_then(|p| p.value())
+                .and_then(|v| v.as_array())
+            {
+                json_drop_ours(list.elements(), ours);
+                if list.elements().is_empty()
+                    && let Some(prop) = object.get(event)
+                {
+                    prop.remove();
+                }
+            }
+        }
+    }
+    // The objects on the way, innermost first, go when the removal left them empty.
+    for depth in (1..=parents.len()).rev() {
+        let Some(parent) = json_existing(root, &parents[..depth - 1]) else {
+            break;
+        };
+        let name = parents[depth - 1];
+        let empty = parent
+            .get(name)
+            .and_then(|prop| prop.value())
+            .and_then(|value| value.as_object())
+            .is_some_and(|object| object.properties().is_empty());
+        if !empty {
+            break;
+        }
+        if let Some(prop) = parent.get(name) {
+            prop.remove();
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value as TOML: a table for an object, an array of tables for a list of objects.
+fn toml_item(value: &Value) -> Item {
+    match value {
+        Value::Object(map) => {
+            let mut table = Table::new();
+            for (key, value) in ordered(map) {
+                table.insert(key, toml_item(value));
+            }
+            Item::Table(table)
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            let mut tables = ArrayOfTables::new();
+            for item in items {
+                if let Item::Table(table) = toml_item(item) {
+                    tables.push(table);
+                }
+            }
+            Item::ArrayOfTables(tables)
+        }
+        Value::Array(items) => {
+            let array: toml_edit::Array = items
+                .iter()
+                .filter_map(|item| toml_item(item).into_value().ok())
+                .collect();
+            Item::Value(array.into())
+        }
+        Value::String(s) => toml_edit::value(s.as_str()),
+        Value::Bool(b) => toml_edit::value(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(n) => toml_edit::value(n),
+            None => toml_edit::value(n.as_f64().unwrap_or_default()),
+        },
+        Value::Null => Item::None,
+    }
+}
+
+/// A TOML item as JSON, to compare it with what majordomus would write.
+fn toml_json(item: &Item) -> Value {
+    match item {
+        Item::None => Value::Null,
+        Item::Value(value) => toml_value_json(value),
+        Item::Table(table) => table_json(table),
+        Item::ArrayOfTables(tables) => Value::Array(tables.iter().map(table_json).collect()),
+    }
+}
+
+fn table_json(table: &Table) -> Value {
+    Value::Object(
+        table
+            .iter()
+            .map(|(key, item)| (key.to_owned(), toml_json(item)))
+            .collect(),
+    )
+}
+
+fn toml_value_json(value: &toml_edit::Value) -> Value {
+    match value {
+        toml_edit::Value::String(s) => Value::String(s.value().clone()),
+        toml_edit::Value::Integer(n) => Value::from(*n.value()),
+        toml_edit::Value::Float(f) => Value::from(*f.value()),
+        toml_edit::Value::Boolean(b) => Value::Bool(*b.value()),
+        toml_edit::Value::Datetime(d) => Value::String(d.value().to_string()),
+        toml_edit::Value::Array(items) => Value::Array(items.iter().map(toml_value_json).collect()),
+        toml_edit::Value::InlineTable(table) => Value::Object(
+            table
+                .iter()
+                .map(|(key, value)| (key.to_owned(), toml_value_json(value)))
+                .collect(),
+        ),
+    }
+}
+
+/// The table at `parents`, made (as a header-less table) where missing.
+fn toml_table<'a>(
+    document: &'a mut DocumentMut,
+    parents: &[&str],
+) -> Result<&'a mut Table, EditError> {
+    let mut table = document.as_table_mut();
+    for (depth, name) in parents.iter().enumerate() {
+        table = table
+            .entry(name)
+            .or_insert_with(|| {
+                let mut implicit = Table::new();
+                implicit.set_implicit(true);
+                Item::Table(implicit)
+            })
+            .as_table_mut()
+            .ok_or_else(|| EditError::Shape(parents[..=depth].join("."), "a table"))?;
+    }
+    Ok(table)
+}
+
+fn toml_apply(document: &mut DocumentMut, part: &Part) -> Result<(), EditError> {
+    let table = toml_table(document, parents_of(part))?;
+    match part {
+        Part::Entry { key, value, .. } => {
+            if table.get(key).map(toml_json).as_ref() != Some(value) {
+                table.insert(key, toml_item(value));
+            }
+        }
+        Part::Default { key, value, .. } => {
+            if table.get(key).is_none() {
+                table.insert(key, toml_item(value));
+            }
+        }
+        Part::ListItem { key, item, .. } => {
+            let list = table
+                .entry(key)
+                .or_insert_with(|| Item::Value(toml_edit::Array::new().into()))
+                .as_array_mut()
+                .ok_or_else(|| EditError::Shape((*key).into(), "an array"))?;
+            if !list.iter().any(|element| element.as_str() == Some(item)) {
+                list.push(*item);
+            }
+        }
+        Part::Hook {
+            event, entry, ours, ..
+        } => {
+            let Item::Table(wanted) = toml_item(entry) else {
+                return Err(EditError::Shape((*event).into(), "a table"));
+            };
+            let list = table
+                .entry(event)
+                .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()))
+                .as_array_of_tables_mut()
+                .ok_or_else(|| EditError::Shape((*event).into(), "an array of tables"))?;
+            if list.iter().any(|existing| &table_json(existing) == entry) {
+                return Ok(());
+            }
+            toml_drop_ours(list, ours);
+            list.push(wanted);
+        }
+    }
+    Ok(())
+}
+
+/// Takes our hooks out of an array of tables: a whole table when nothing else is in it.
+fn toml_drop_ours(list: &mut ArrayOfTables, ours: &Ours) {
+    let mut kept = ArrayOfTables::new();
+    for table in list.iter() {
+        let value = table_json(table);
+        if !ours.entry(&value) {
+            kept.push(table.clone());
+        } else if let Some(rest) = ours.without_ours(&value)
+            && let Item::Table(rest) = toml_item(&rest)
+        {
+            kept.push(rest);
+        }
+    }
+    *list = kept;
+}
+
+fn toml_remove(document: &mut DocumentMut, part: &Part) -> Result<(), EditError> {
+    let parents = parents_of(part);
+    let mut table = Some(document.as_table_mut());
+    for name in parents {
+        table = table
+            .and_then(|t| t.get_mut(name))
+            .and_then(Item::as_table_mut);
+    }
+    let Some(table) = table else {
+        return Ok(());
+    };
+    match part {
+        Part::Entry { key, .. } => {
+            table.remove(key);
+        }
+        Part::Default { .. } => return Ok(()),
+        Part::ListItem { key, item, .. } => {
+            if let Some(list) = table.get_mut(key).and_then(Item::as_array_mut) {
+                list.retain(|element| element.as_str() != Some(item));
+                if list.is_empty() {
+                    table.remove(key);
+                }
+            }
+        }
+        Part::Hook { event, ours, .. } => {
+            if let Some(list) = table.get_mut(event).and_then(Item::as_array_of_tables_mut) {
+                toml_drop_ours(list, ours);
+                if list.is_empty() {
+                    table.remove(event);
+                }
+            }
+        }
+    }
+    for depth in (1..=parents.len()).rev() {
+        let mut parent = Some(document.as_table_mut());
+        for name in &parents[..depth - 1] {
+            parent = parent
+                .and_then(|t| t.get_mut(name))
+                .and_then(Item::as_table_mut);
+        }
+        let Some(parent) = parent else {
+            break;
+        };
+        let name = parents[depth - 1];
+        if parent
+            .get(name)
+            .and_then(Item::as_table)
+            .is_some_and(Table::is_empty)
+        {
+            parent.remove(name);
+        } else {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A JSON text with comments, as a value.
+    fn value_of(text: &str) -> Value {
+        CstRootNode::parse(text, &ParseOptions::default())
+            .unwrap()
+            .to_serde_value()
+            .unwrap()
+    }
+
+    fn server() -> Part {
+        Part::Entry {
+            parents: &["mcpServers"],
+            key: "majordomus",
+            value: json!({"command": "majordomus", "args": ["mcp"]}),
+        }
+    }
+
+    fn hook(event: &'static str) -> Part {
+        Part::Hook {
+            parents: &["hooks"],
+            event,
+            entry: json!({"matcher": "Write|Edit", "hooks": [
+                {"type": "command", "command": format!("majordomus hook claude-code {event}"), "timeout": 5}
+            ]}),
+            ours: Ours::new("claude-code", event),
+        }
+    }
+
+    #[test]
+    fn json_keeps_comments_order_and_other_entries_and_comes_back_out() {
+        let original = "{\n    // the team's servers\n    \"mcpServers\": {\n        \"docs\": { \"command\": \"docs-mcp\" }\n    },\n    \"zeta\": 1,\n    \"hooks\": {\n        \"PreToolUse\": [\n            { \"matcher\": \"Bash\", \"hooks\": [{ \"type\": \"command\", \"command\": \"lint\" }] }\n        ]\n    }\n}\n";
+        let mut document = Document::json(Some(original)).unwrap();
+        document.apply(&server()).unwrap();
+        document.apply(&hook("PreToolUse")).unwrap();
+        let installed = document.text();
+        assert!(installed.contains("// the team's servers"), "{installed}");
+        assert!(installed.contains("\"docs\""));
+        assert!(installed.contains("\"lint\""));
+        let parsed = value_of(&installed);
+        assert_eq!(parsed["mcpServers"]["majordomus"]["args"], json!(["mcp"]));
+        assert_eq!(parsed["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert!(
+            installed.find("\"zeta\"").unwrap() < installed.find("\"hooks\"").unwrap(),
+            "keys keep their order"
+        );
+
+        let mut again = Document::json(Some(&installed)).unwrap();
+        again.apply(&server()).unwrap();
+        again.apply(&hook("PreToolUse")).unwrap();
+        assert_eq!(again.text(), installed, "applying twice changes nothing");
+
+        again.remove(&hook("PreToolUse")).unwrap();
+        again.remove(&server()).unwrap();
+        let parsed = value_of(&again.text());
+        assert!(parsed["mcpServers"].get("majordomus").is_none());
+        assert_eq!(parsed["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_moved_executable_replaces_our_hook_and_never_another() {
+        let mut document = Document::json(None).unwrap();
+        document.apply(&hook("PreToolUse")).unwrap();
+        let moved = Part::Hook {
+            parents: &["hooks"],
+            event: "PreToolUse",
+            entry: json!({"matcher": "Write|Edit", "hooks": [
+                {"type": "command", "command": "/opt/bin/majordomus hook claude-code PreToolUse", "timeout": 5}
+            ]}),
+            ours: Ours::new("claude-code", "PreToolUse"),
+        };
+        document.apply(&moved).unwrap();
+        let text = document.text();
+        assert_eq!(
+            text.matches("hook claude-code PreToolUse").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("/opt/bin/majordomus"));
+    }
+
+    #[test]
+    fn removal_leaves_no_empty_object_behind() {
+        let mut document = Document::json(Some("{\"theme\": \"dark\"}\n")).unwrap();
+        document.apply(&server()).unwrap();
+        document.remove(&server()).unwrap();
+        let parsed: Value = serde_json::from_str(&document.text()).unwrap();
+        assert_eq!(parsed, json!({"theme": "dark"}));
+    }
+
+    #[test]
+    fn toml_keeps_comments_and_takes_our_tables_out_again() {
+        let original = "# Codex, configured by hand\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+        let part = Part::Entry {
+            parents: &["mcp_servers"],
+            key: "majordomus",
+            value: json!({"command": "majordomus", "args": ["mcp"]}),
+        };
+        let hook = Part::Hook {
+            parents: &["hooks"],
+            event: "PreToolUse",
+            entry: json!({"matcher": "apply_patch", "hooks": [
+                {"type": "command", "command": "majordomus hook codex PreToolUse", "timeout": 5}
+            ]}),
+            ours: Ours::new("codex", "PreToolUse"),
+        };
+        let mut document = Document::toml(Some(original)).unwrap();
+        document.apply(&part).unwrap();
+        document.apply(&hook).unwrap();
+        let installed = document.text();
+        assert!(installed.starts_with(original), "{installed}");
+        assert!(
+            installed.contains("[mcp_servers.majordomus]"),
+            "{installed}"
+        );
+        assert!(
+            installed.contains("[[hooks.PreToolUse.hooks]]"),
+            "{installed}"
+        );
+        assert!(!installed.contains("[mcp_servers]\n"), "{installed}");
+
+        let mut again = Document::toml(Some(&installed)).unwrap();
+        again.apply(&part).unwrap();
+        again.apply(&hook).unwrap();
+        assert_eq!(again.text(), installed);
+        again.remove(&hook).unwrap();
+        again.remove(&part).unwrap();
+        assert_eq!(again.text(), original);
+    }
+
+    #[test]
+    fn a_file_of_the_wrong_shape_is_left_alone_with_a_reason() {
+        let error = Document::json(Some("[1, 2]")).err().unwrap().to_string();
+        assert!(error.contains("an object"), "{error}");
+        let mut document = Document::json(Some("{\"mcpServers\": 3}")).unwrap();
+        let error = document.apply(&server()).unwrap_err().to_string();
+        assert!(error.contains("`mcpServers`"), "{error}");
+        assert!(Document::json(Some("{not json")).is_err());
+        assert!(Document::toml(Some("[[[")).is_err());
+    }
+}

@@ -1,0 +1,432 @@
+//! The client sessions a serving process knows by the client's own conversation id: which
+//! peer speaks for each, the implicit `edits` claim of a session's edited files, and what
+//! each session was already told.
+//!
+//! A client's hooks and its MCP connection are two doors of one worker. Both name the
+//! worker's conversation: a hook by the `session_id` of its input, the MCP connection by the
+//! id its `majordomus mcp` was given (an environment variable the bridge passes on in
+//! `initialize`, or Codex's turn metadata on each `tools/call`). The first door to name a
+//! session makes it known; whichever peer speaks for it then carries the session's claims,
+//! so hook edits and MCP announcements are one peer on the board. A session whose MCP
+//! connection never named it gets a peer of its own, named after its client, which leaves
+//! the board once its hooks have been quiet for `[hooks] session_idle_secs`.
+//!
+//! Everything here is bounded: at most [`HOOK_SESSIONS`] sessions are remembered (the one
+//! heard from least recently goes first), and each remembers at most [`TOLD_FACTS`] facts.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, MutexGuard, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use majordomus_domain::board::PeerBoard;
+use majordomus_domain::episodes::validate_external_id;
+use majordomus_domain::limits;
+use majordomus_domain::paths::{ClaimPath, normalize};
+use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
+
+use super::ServerState;
+use crate::capabilities::hooks::HookClient;
+use crate::hooks::facts::Fact;
+use crate::registry::CapabilityError;
+
+/// The name of the claim that holds the files a session edited.
+pub const EDITS_CLAIM: &str = "edits";
+
+/// The intent of the `edits` claim, as other sessions read it.
+const EDITS_INTENT: &str = "files this session edited";
+
+/// How many client sessions a server remembers.
+pub const HOOK_SESSIONS: usize = 256;
+
+/// How many facts a session is remembered to have been told.
+pub const TOLD_FACTS: usize = 256;
+
+/// What a peer made for a session's hooks says about itself, beside its client's name.
+const HOOK_PEER_TITLE: &str = "a session seen through its hooks";
+
+/// How often the sessions' hooks are checked for silence.
+const REAP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Every client session this server knows, by the client's id of it.
+#[derive(Default)]
+pub(crate) struct HookSessions {
+    sessions: HashMap<String, Session>,
+}
+
+struct Session {
+    /// The peer that speaks for the session: its MCP connection's, or one made for its
+    /// hooks. It may have left the board since; the next hook then makes a new one, which
+    /// takes its claims over.
+    peer: Option<PeerId>,
+    /// Whether `peer` was made for the hooks rather than being an MCP connection.
+    made_for_hooks: bool,
+    /// When a hook or the MCP connection last named the session.
+    heard: Instant,
+    told: Told,
+}
+
+impl Session {
+    fn new(now: Instant) -> Session {
+        Session {
+            peer: None,
+            made_for_hooks: false,
+            heard: now,
+            told: Told::default(),
+        }
+    }
+}
+
+/// The keys of the facts a session was told, the oldest forgotten first beyond
+/// [`TOLD_FACTS`].
+#[derive(Default)]
+struct Told {
+    order: VecDeque<u64>,
+    known: HashSet<u64>,
+}
+
+impl Told {
+    /// Remembers `key`; whether it was new.
+    fn learn(&mut self, key: u64) -> bool {
+        if !self.known.insert(key) {
+            return false;
+        }
+        self.order.push_back(key);
+        while self.order.len() > TOLD_FACTS {
+            if let Some(oldest) = self.order.pop_front() {
+                self.known.remove(&oldest);
+            }
+        }
+        true
+    }
+}
+
+impl HookSessions {
+    /// The session `id`, remembered from now on; beyond [`HOOK_SESSIONS`] the session heard
+    /// from least recently is forgotten, and its peer, if made for its hooks, returned to be
+    /// taken off the board.
+    fn entry(&mut self, id: &str, now: Instant) -> (&mut Session, Option<PeerId>) {
+        let mut evicted = None;
+        if !self.sessions.contains_key(id) && self.sessions.len() >= HOOK_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, session)| session.heard)
+                .map(|(id, _)| id.clone());
+            if let Some(session) = oldest.and_then(|oldest| self.sessions.remove(&oldest)) {
+                evicted = session.peer.filter(|_| session.made_for_hooks);
+            }
+        }
+        let session = self
+            .sessions
+            .entry(id.to_owned())
+            .or_insert_with(|| Session::new(now));
+        session.heard = now;
+        (session, evicted)
+    }
+}
+
+/// Moves every claim of `from` to `to` and takes `from` off the board: the same worker
+/// speaks through a new peer now. `from`'s claims go first, so they never overlap the
+/// copies made of them.
+fn carry_claims(board: &mut PeerBoard, from: &PeerId, to: &PeerId, now: SystemTime) {
+    let Some(former) = board.peer(from, now) else {
+        return;
+    };
+    board.retire(from);
+    for claim in former.claims {
+        let input = AnnounceInput {
+            intent: claim.intent,
+            scope: claim.scope,
+            claim: claim.name,
+        };
+        if let Err(error) = board.announce(to, input, now) {
+            tracing::debug!(%error, %from, %to, "a claim could not be carried over");
+        }
+    }
+}
+
+/// Whether `peer` is on the board and attached.
+fn is_attached(board: &PeerBoard, peer: &PeerId, now: SystemTime) -> bool {
+    board.peer(peer, now).is_some_and(|peer| peer.attached)
+}
+
+impl ServerState {
+    fn sessions(&self) -> MutexGuard<'_, HookSessions> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The files a hook sent, normalised against this checkout; a path that could never be
+    /// claimed is refused, named in the message.
+    pub(crate) fn hook_paths(&self, raw: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
+        if raw.is_empty() {
+            return Err(CapabilityError::invalid_input(
+                "`paths` is empty: name the files the hook is about",
+            ));
+        }
+        if raw.len() > limits::SCOPE_PATHS {
+            return Err(CapabilityError::invalid_input(format!(
+                "`paths` holds at most {} files; this one has {}",
+                limits::SCOPE_PATHS,
+                raw.len()
+            )));
+        }
+        let root = self.site.checkout.root.to_string_lossy();
+        raw.iter()
+            .map(|path| {
+                normalize(path, &root)
+                    .map_err(|error| CapabilityError::invalid_input(format!("`paths`: {error}")))
+            })
+            .collect()
+    }
+
+    /// The peer that speaks for the client session `session_id` (checked by the caller):
+    /// the MCP connection that named it while that is attached, else a peer made for its
+    /// hooks, which takes over the claims of the session's former peer. A new peer holds
+    /// the session's episode (external id = the session id) at once.
+    pub(crate) async fn hook_peer(&self, client: HookClient, session_id: &str) -> PeerId {
+        let now = SystemTime::now();
+        let (peer, made, evicted) = {
+            let mut sessions = self.sessions();
+            let (session, evicted) = sessions.entry(session_id, Instant::now());
+            let mut board = self.board();
+            match session.peer.clone() {
+                Some(peer) if is_attached(&board, &peer, now) => {
+                    board.touch(&peer, now);
+                    (peer, false, evicted)
+                }
+                former => {
+                    let introduction = ClientInfo {
+                        name: client.as_str().to_owned(),
+                        version: String::new(),
+                        title: Some(HOOK_PEER_TITLE.to_owned()),
+                    };
+                    let peer = board.attach(Transport::Http, introduction, now);
+                    if let Some(former) = former {
+                        carry_claims(&mut board, &former, &peer, now);
+                    }
+                    session.peer = Some(peer.clone());
+                    session.made_for_hooks = true;
+                    (peer, true, evicted)
+                }
+            }
+        };
+        if let Some(evicted) = evicted {
+            self.board().detach(&evicted);
+            self.episode_connection_lost(&evicted);
+        }
+        if made {
+            tracing::info!(%peer, %client, "a session seen through its hooks joined the board");
+            self.peers_changed.notify_waiters();
+            self.attach_episode(&peer, session_id).await;
+        } else {
+            self.touch_episode(&peer, now);
+        }
+        peer
+    }
+
+    /// An MCP connection named the client session it carries: its peer now speaks for the
+    /// session, taking over the claims of a peer made for the session's hooks (or of the
+    /// session's departed peer), and its episode is the session's. An id that could not name
+    /// an episode is ignored: nothing the client asked for depends on it.
+    pub(crate) async fn adopt_session(&self, peer: &PeerId, session_id: &str) {
+        if let Err(error) = validate_external_id(session_id) {
+            tracing::debug!(%error, "a client session id that cannot name an episode is ignored");
+            return;
+        }
+        let now = SystemTime::now();
+        let evicted = {
+            let mut sessions = self.sessions();
+            let (session, evicted) = sessions.entry(session_id, Instant::now());
+            let former = session.peer.replace(peer.clone());
+            let made_for_hooks = std::mem::replace(&mut session.made_for_hooks, false);
+            if let Some(former) = former.filter(|former| former != peer) {
+                let mut board = self.board();
+                if made_for_hooks || !is_attached(&board, &former, now) {
+                    carry_claims(&mut board, &former, peer, now);
+                }
+            }
+            evicted
+        };
+        if let Some(evicted) = evicted {
+            self.board().detach(&evicted);
+            self.episode_connection_lost(&evicted);
+        }
+        tracing::info!(%peer, "an MCP connection named its client session");
+        self.peers_changed.notify_waiters();
+        if self.held_episode(peer).as_deref() != Some(session_id) {
+            self.attach_episode(peer, session_id).await;
+        }
+    }
+
+    /// Puts `paths` at the front of `peer`'s `edits` claim, which keeps the latest
+    /// [`limits::SCOPE_PATHS`] files edited, each once; answers the claim as it now stands.
+    pub(crate) fn record_edits(
+        &self,
+        peer: &PeerId,
+        paths: &[ClaimPath],
+    ) -> Result<Vec<String>, CapabilityError> {
+        let now = SystemTime::now();
+        let root = self.site.checkout.root.to_string_lossy().into_owned();
+        let mut board = self.board();
+        let earlier: Vec<ClaimPath> = board
+            .peer(peer, now)
+            .and_then(|known| {
+                known
+                    .claims
+                    .into_iter()
+                    .find(|claim| claim.name.as_deref() == Some(EDITS_CLAIM))
+            })
+            .map(|claim| {
+                claim
+                    .scope
+                    .iter()
+                    .filter_map(|written| normalize(written, &root).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut seen = HashSet::new();
+        let scope: Vec<String> = paths
+            .iter()
+            .chain(&earlier)
+            .filter(|path| seen.insert(path.components().to_vec()))
+            .take(limits::SCOPE_PATHS)
+            .map(|path| path.as_written().to_owned())
+            .collect();
+        let input = AnnounceInput {
+            intent: EDITS_INTENT.to_owned(),
+            scope: scope.clone(),
+            claim: Some(EDITS_CLAIM.to_owned()),
+        };
+        board.announce(peer, input, now).map_err(|error| {
+            CapabilityError::refused(format!("the edit was not recorded: {error}"))
+        })?;
+        Ok(scope)
+    }
+
+    /// Remembers that `session_id` was told the facts of `keys`.
+    pub(crate) fn mark_told(&self, session_id: &str, keys: impl IntoIterator<Item = u64>) {
+        let mut sessions = self.sessions();
+        let (session, _) = sessions.entry(session_id, Instant::now());
+        for key in keys {
+            session.told.learn(key);
+        }
+    }
+
+    /// The facts `session_id` was not told yet, which count as told from now on.
+    pub(crate) fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact> {
+        let mut sessions = self.sessions();
+        let (session, _) = sessions.entry(session_id, Instant::now());
+        facts
+            .into_iter()
+            .filter(|fact| session.told.learn(fact.key))
+            .collect()
+    }
+
+    /// Takes the peers made for sessions whose hooks have been quiet for `[hooks]
+    /// session_idle_secs` off the board; their claims stay, as any departed peer's do, and
+    /// their episodes wait for their client.
+    pub(crate) fn reap_quiet_sessions(&self) {
+        let idle = self.site.config.hooks.session_idle();
+        let now = SystemTime::now();
+        let quiet: Vec<PeerId> = {
+            let sessions = self.sessions();
+            let mut board = self.board();
+            let mut quiet = Vec::new();
+            for session in sessions.sessions.values() {
+                if let Some(peer) = &session.peer
+                    && session.made_for_hooks
+                    && session.heard.elapsed() >= idle
+                    && is_attached(&board, peer, now)
+                {
+                    board.detach(peer);
+                    quiet.push(peer.clone());
+                }
+            }
+            quiet
+        };
+        if quiet.is_empty() {
+            return;
+        }
+        for peer in &quiet {
+            tracing::info!(%peer, "a session seen through its hooks went quiet and left the board");
+            self.episode_connection_lost(peer);
+        }
+        self.peers_changed.notify_waiters();
+    }
+}
+
+/// Checks the sessions' hooks for silence every [`REAP_INTERVAL`] until the server stops.
+pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
+    let weak: Weak<ServerState> = Arc::downgrade(state);
+    let stop = state.shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(REAP_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => match weak.upgrade() {
+                    Some(state) => state.reap_quiet_sessions(),
+                    None => break,
+                },
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_remembers_the_latest_facts_it_was_told() {
+        let mut told = Told::default();
+        assert!(told.learn(1));
+        assert!(!told.learn(1), "told once");
+        for key in 2..=(TOLD_FACTS as u64 + 1) {
+            assert!(told.learn(key));
+        }
+        assert_eq!(told.order.len(), TOLD_FACTS);
+        assert!(told.learn(1), "the oldest was forgotten beyond the bound");
+    }
+
+    #[test]
+    fn beyond_the_bound_the_session_heard_from_least_recently_is_forgotten() {
+        let mut sessions = HookSessions::default();
+        let start = Instant::now();
+        for n in 0..HOOK_SESSIONS {
+            let (session, evicted) =
+                sessions.entry(&format!("s{n}"), start + Duration::from_secs(n as u64 + 1));
+            session.peer = Some(PeerId::nth(n as u64 + 1));
+            session.made_for_hooks = true;
+            assert!(evicted.is_none());
+        }
+        // s0 is heard from again: s1 is now the quietest
+        sessions.entry("s0", start + Duration::from_secs(10_000));
+        let (_, evicted) = sessions.entry("new", start + Duration::from_secs(10_001));
+        assert_eq!(evicted, Some(PeerId::nth(2)));
+        assert_eq!(sessions.sessions.len(), HOOK_SESSIONS);
+        assert!(sessions.sessions.contains_key("s0"));
+        assert!(!sessions.sessions.contains_key("s1"));
+    }
+
+    #[test]
+    fn carried_claims_leave_no_ghost_behind() {
+        let now = SystemTime::now();
+        let mut board = PeerBoard::new("/w/repo");
+        let hooks = board.attach(Transport::Http, ClientInfo::uninitialized(), now);
+        let input = AnnounceInput {
+            intent: EDITS_INTENT.into(),
+            scope: vec!["src/lexer.rs".into()],
+            claim: Some(EDITS_CLAIM.into()),
+        };
+        board.announce(&hooks, input, now).unwrap();
+        let mcp = board.attach(Transport::Stdio, ClientInfo::uninitialized(), now);
+        carry_claims(&mut board, &hooks, &mcp, now);
+        assert!(board.peer(&hooks, now).is_none());
+        let carried = board.peer(&mcp, now).unwrap();
+        assert_eq!(carried.claims[0].name.as_deref(), Some(EDITS_CLAIM));
+        assert_eq!(carried.claims[0].scope, ["src/lexer.rs"]);
+    }
+}

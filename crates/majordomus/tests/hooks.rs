@@ -1,0 +1,763 @@
+//! The client hooks end to end: `majordomus hook <client> <event>` fed each client's own
+//! payloads (the fixtures in `tests/fixtures/hooks/`), against real servers in real
+//! temporary repositories, and read back the way the client reads its answer.
+//!
+//! The scene most tests share: a linked worktree `beta` whose server holds a Codex session
+//! that claims `src/parser` to "port the parser to nom"; the hooks run for a session in the
+//! primary checkout, whose own server is running.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+const OTHER_INTENT: &str = "port the parser to nom";
+const CLAIMED_FILE: &str = "src/parser/lexer.rs";
+const FREE_FILE: &str = "docs/guide.md";
+
+/// A client's payload for `event`, from the fixtures, about `file` (relative to `root`) in
+/// the conversation `session`.
+fn payload(client: &str, event: &str, root: &Path, file: &str, session: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hooks")
+        .join(client)
+        .join(format!("{event}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the fixture {} reads: {e}", path.display()));
+    let filled = text
+        .replace("{{ROOT}}", &display(root))
+        .replace("{{FILE}}", file)
+        .replace("{{SESSION}}", session);
+    let parsed: Value = serde_json::from_str(&filled)
+        .unwrap_or_else(|e| panic!("the fixture {} is JSON once filled: {e}", path.display()));
+    parsed.to_string()
+}
+
+/// What one hook process did.
+struct Hook {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Hook {
+    /// The answer the client reads: stdout as JSON.
+    fn answer(&self) -> Value {
+        assert_eq!(self.code, Some(0), "a hook always exits 0: {}", self.stderr);
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("the hook's stdout is JSON ({e}): {:?}", self.stdout))
+    }
+
+    /// The hook said nothing, the way a client reads "carry on": exit 0, no output at all.
+    fn assert_silent(&self, what: &str) {
+        assert_eq!(self.code, Some(0), "{what}: the hook exits 0");
+        assert_eq!(self.stdout, "", "{what}: nothing on stdout");
+        assert_eq!(self.stderr, "", "{what}: nothing on stderr");
+    }
+}
+
+/// Runs `majordomus hook <client> <event>` with `input` on its stdin.
+async fn hook(repo: &TempRepo, client: &str, event: &str, input: &str) -> Hook {
+    let mut command = majordomus_command(["hook", client, event]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("majordomus hook starts");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = input.as_bytes().to_vec();
+    let writing = tokio::spawn(async move {
+        let _ = stdin.write_all(&input).await;
+    });
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let ran = async {
+        let (mut out, mut err) = (String::new(), String::new());
+        let _ = tokio::join!(
+            stdout.read_to_string(&mut out),
+            stderr.read_to_string(&mut err)
+        );
+        let status = child.wait().await.expect("the hook can be waited for");
+        (status, out, err)
+    };
+    let (status, stdout, stderr) = tokio::time::timeout(BOUND, ran).await.unwrap_or_else(|_| {
+        panic!("majordomus hook {client} {event} did not end within {BOUND:?}")
+    });
+    writing.abort();
+    let (_, mut log) = repo.log_file(&format!("hook-{client}-{event}"));
+    let _ = std::io::Write::write_all(
+        &mut log,
+        format!("exit {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n").as_bytes(),
+    );
+    Hook {
+        code: status.code(),
+        stdout,
+        stderr,
+    }
+}
+
+/// Writes the repository's `majordomus.toml` in `root`.
+fn configure(root: &Path, text: &str) {
+    std::fs::write(root.join("majordomus.toml"), text).expect("majordomus.toml is written");
+}
+
+/// The primary checkout served, and a Codex session in worktree `beta` claiming `src/parser`.
+struct Scene {
+    repo: TempRepo,
+    beta: PathBuf,
+    primary: ServeProcess,
+    primary_lease: LeaseFile,
+    beta_server: ServeProcess,
+    codex: McpClient,
+}
+
+impl Scene {
+    async fn new(config: Option<&str>) -> Scene {
+        let repo = TempRepo::new();
+        if let Some(config) = config {
+            configure(repo.root(), config);
+        }
+        let beta = repo.add_worktree("beta");
+        let (primary, primary_lease) = ServeProcess::start(&repo, repo.root()).await;
+        let (beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+        let codex = McpClient::http(&beta_lease, "codex", "0.98.0").await;
+        codex
+            .answer(
+                "majordomus_announce",
+                json!({"intent": OTHER_INTENT, "scope": ["src/parser"]}),
+            )
+            .await;
+        Scene {
+            repo,
+            beta,
+            primary,
+            primary_lease,
+            beta_server,
+            codex,
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.repo.root()
+    }
+
+    async fn hook(&self, client: &str, event: &str, file: &str, session: &str) -> Hook {
+        let input = payload(client, event, self.root(), file, session);
+        hook(&self.repo, client, event, &input).await
+    }
+
+    /// `GET /api/v1/peers` of the primary checkout's server.
+    async fn peers(&self) -> Value {
+        rest_get(&self.primary_lease, "/api/v1/peers").await
+    }
+}
+
+async fn rest_get(lease: &LeaseFile, path: &str) -> Value {
+    let response = http()
+        .get(format!("{}{path}", lease.url()))
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    assert!(
+        response.status().is_success(),
+        "GET {path}: {}",
+        response.status()
+    );
+    response.json().await.expect("the answer is JSON")
+}
+
+/// Whether `text` names the other session the way a reader needs it: peer, client,
+/// worktree and intent.
+fn names_the_codex_session(text: &str, scene: &Scene) {
+    for part in [
+        "p1 (".to_string(),
+        "\"codex\"".to_string(),
+        format!("\"{}\"", display(&scene.beta)),
+        "branch \"beta\"".to_string(),
+        format!("\"{OTHER_INTENT}\""),
+        format!("\"{CLAIMED_FILE}\""),
+    ] {
+        assert!(text.contains(&part), "{part} is named in: {text}");
+    }
+}
+
+/// 1. Claude Code: a warning as context by default; `ask` and `deny` as permission
+///    decisions; an edit elsewhere gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_is_warned_asked_or_refused_as_the_repository_says() {
+    let scene = Scene::new(None).await;
+    let warned = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .answer();
+    let output = &warned["hookSpecificOutput"];
+    assert_eq!(output["hookEventName"], "PreToolUse");
+    assert!(output.get("permissionDecision").is_none(), "{warned:#}");
+    names_the_codex_session(output["additionalContext"].as_str().unwrap(), &scene);
+
+    configure(scene.root(), "[hooks]\npolicy = \"ask\"\n");
+    let asked = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .answer();
+    let output = &asked["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "ask", "{asked:#}");
+    names_the_codex_session(output["permissionDecisionReason"].as_str().unwrap(), &scene);
+    names_the_codex_session(output["additionalContext"].as_str().unwrap(), &scene);
+
+    configure(scene.root(), "[hooks]\npolicy = \"deny\"\n");
+    let refused = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .answer();
+    let output = &refused["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{refused:#}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    names_the_codex_session(reason, &scene);
+    assert!(reason.contains("policy = \"deny\""), "{reason}");
+
+    scene
+        .hook("claude-code", "PreToolUse", FREE_FILE, "claude-1")
+        .await
+        .assert_silent("an edit nobody else claims, under `deny`");
+}
+
+/// 1. Codex: context without a decision for `warn` and `ask` (Codex would fail a hook that
+///    answered `allow` or `ask`), `deny` refused; an edit elsewhere gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_is_warned_or_refused_and_never_answered_allow_or_ask() {
+    let scene = Scene::new(None).await;
+    for policy in ["warn", "ask", "deny"] {
+        configure(scene.root(), &format!("[hooks]\npolicy = \"{policy}\"\n"));
+        let answer = scene
+            .hook("codex", "PreToolUse", CLAIMED_FILE, "codex-1")
+            .await
+            .answer();
+        let output = &answer["hookSpecificOutput"];
+        assert_eq!(output["hookEventName"], "PreToolUse", "{answer:#}");
+        let decision = output.get("permissionDecision").and_then(Value::as_str);
+        match policy {
+            "deny" => {
+                assert_eq!(decision, Some("deny"), "{answer:#}");
+                names_the_codex_session(
+                    output["permissionDecisionReason"].as_str().unwrap(),
+                    &scene,
+                );
+            }
+            _ => {
+                assert_eq!(decision, None, "{policy}: {answer:#}");
+                let context = output["additionalContext"].as_str().unwrap();
+                names_the_codex_session(context, &scene);
+                assert_eq!(
+                    policy == "ask",
+                    context.contains("to the person to decide"),
+                    "{context}"
+                );
+            }
+        }
+        scene
+            .hook("codex", "PreToolUse", FREE_FILE, "codex-1")
+            .await
+            .assert_silent(&format!("a patch of a free file under `{policy}`"));
+    }
+}
+
+/// 1. Gemini CLI: the person is shown the warning before the edit and the model reads it
+///    after; `ask` asks; `deny` is `decision: "deny"` with a reason; elsewhere, nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_is_shown_asked_or_refused_as_the_repository_says() {
+    let scene = Scene::new(None).await;
+    let shown = scene
+        .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
+        .await
+        .answer();
+    assert!(shown.get("decision").is_none(), "{shown:#}");
+    names_the_codex_session(shown["systemMessage"].as_str().unwrap(), &scene);
+    let after = scene
+        .hook("gemini-cli", "AfterTool", CLAIMED_FILE, "gemini-1")
+        .await
+        .answer();
+    assert_eq!(after["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    names_the_codex_session(
+        after["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap(),
+        &scene,
+    );
+
+    configure(scene.root(), "[hooks]\npolicy = \"ask\"\n");
+    let asked = scene
+        .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
+        .await
+        .answer();
+    assert_eq!(asked["decision"], "ask", "{asked:#}");
+    names_the_codex_session(asked["systemMessage"].as_str().unwrap(), &scene);
+
+    configure(scene.root(), "[hooks]\npolicy = \"deny\"\n");
+    let refused = scene
+        .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
+        .await
+        .answer();
+    assert_eq!(refused["decision"], "deny", "{refused:#}");
+    names_the_codex_session(refused["reason"].as_str().unwrap(), &scene);
+
+    scene
+        .hook("gemini-cli", "BeforeTool", FREE_FILE, "gemini-1")
+        .await
+        .assert_silent("an edit nobody else claims, under `deny`");
+}
+
+/// A server that answers every request `500`, counting them.
+async fn failing_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 64 * 1024];
+                let _ = stream.read(&mut buffer).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+                let body = "{\"error\":{\"kind\":\"internal\",\"message\":\"broken\"}}";
+                let response = format!(
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (url, asked)
+}
+
+/// 2. Fail open: with no server, a frozen server, or a server answering 500, the hook exits
+///    0 with no output, where a moment before (or after) it warned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_working_server_a_hook_says_nothing_and_exits_0() {
+    let mut scene = Scene::new(Some("[hooks]\npolicy = \"deny\"\nbudget_ms = 300\n")).await;
+    let refuse = |hook: &Hook| hook.answer()["hookSpecificOutput"]["permissionDecision"] == "deny";
+    let before = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await;
+    assert!(refuse(&before), "{}", before.stdout);
+
+    // The sibling that holds the claim is frozen: the guard cannot read its board in time.
+    scene.beta_server.freeze().await;
+    scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .assert_silent("the board with the claim frozen");
+    scene.beta_server.thaw();
+    let thawed = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await;
+    assert!(refuse(&thawed), "{}", thawed.stdout);
+
+    // The checkout's own server frozen.
+    scene.primary.freeze().await;
+    scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .assert_silent("the checkout's own server frozen");
+
+    // No server at all.
+    scene.primary.kill9().await;
+    std::fs::remove_file(lease_path(scene.root())).expect("the dead server's lease goes");
+    scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .assert_silent("no server");
+
+    // A server that answers 500 to everything, named by the checkout's lease.
+    let (url, asked) = failing_server().await;
+    let lease = json!({
+        "schema": "majordomus-lease/v1",
+        "pid": std::process::id(),
+        "process_start": null,
+        "token": "0".repeat(64),
+        "root": display(scene.root()),
+        "url": url,
+        "started_at": "2026-11-30T10:00:00Z",
+        "executable": {"path": "/nonexistent", "mtime": "", "size": 0},
+        "version": "0.1.0"
+    });
+    std::fs::write(lease_path(scene.root()), lease.to_string()).unwrap();
+    for client in ["claude-code", "codex"] {
+        scene
+            .hook(client, "PreToolUse", CLAIMED_FILE, "s-500")
+            .await
+            .assert_silent(&format!("{client} against a server answering 500"));
+    }
+    scene
+        .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "s-500")
+        .await
+        .assert_silent("gemini-cli against a server answering 500");
+    assert!(
+        asked.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        "the hooks did ask the failing server"
+    );
+}
+
+/// The peers of the primary checkout's board whose client is `client`.
+fn peers_of<'a>(listing: &'a Value, client: &str) -> Vec<&'a Value> {
+    listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|peer| {
+            peer["client"]["name"] == client && peer["checkout"]["this_checkout"] == true
+        })
+        .collect()
+}
+
+/// 3. An edit becomes the session's `edits` claim, and another agent's announce of `src`
+///    names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_lands_on_the_board_and_an_announce_meets_it() {
+    let scene = Scene::new(None).await;
+    scene
+        .hook("claude-code", "PostToolUse", "src/lexer.rs", "claude-edits")
+        .await
+        .assert_silent("Claude Code was told before the edit");
+    let listing = scene.peers().await;
+    let editors = peers_of(&listing, "claude-code");
+    assert_eq!(editors.len(), 1, "{listing:#}");
+    let edits = &editors[0]["claims"][0];
+    assert_eq!(edits["name"], "edits", "{listing:#}");
+    assert_eq!(edits["scope"], json!(["src/lexer.rs"]));
+
+    // A second edit goes first; the first stays.
+    scene
+        .hook("claude-code", "PostToolUse", "src/token.rs", "claude-edits")
+        .await
+        .assert_silent("a second edit");
+    let listing = scene.peers().await;
+    assert_eq!(
+        peers_of(&listing, "claude-code")[0]["claims"][0]["scope"],
+        json!(["src/token.rs", "src/lexer.rs"])
+    );
+
+    let other = McpClient::http(&scene.primary_lease, "gemini-cli", "0.61.0").await;
+    let announced = other
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "tidy the sources", "scope": ["src"]}),
+        )
+        .await;
+    let overlaps = announced["overlaps"].as_array().unwrap();
+    assert_eq!(overlaps.len(), 1, "{announced:#}");
+    assert_eq!(overlaps[0]["peer"], editors[0]["id"]);
+    assert_eq!(overlaps[0]["intent"], "files this session edited");
+    let theirs: Vec<&str> = overlaps[0]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| pair["theirs"].as_str().unwrap())
+        .collect();
+    assert_eq!(theirs, ["src/token.rs", "src/lexer.rs"]);
+    other.close().await;
+}
+
+/// 4. `majordomus mcp` started with `CLAUDE_CODE_SESSION_ID=X` and the hooks of session `X`
+///    are one peer whose episode `X` opened by itself; a hook session that no MCP
+///    connection named is a peer of its own until its hooks go quiet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_and_the_mcp_connection_of_one_session_are_one_peer() {
+    let repo = TempRepo::new();
+    configure(repo.root(), "[hooks]\nsession_idle_secs = 1\n");
+    let session = "9d4b2c1e-5f6a-4b7c-8d9e-0a1b2c3d4e5f";
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .env("CLAUDE_CODE_SESSION_ID", session);
+    let client = McpClient::stdio_command(&repo, command, "claude-code", "2.1.332").await;
+    let lease = wait_ready(repo.root()).await;
+
+    let edit = payload(
+        "claude-code",
+        "PostToolUse",
+        repo.root(),
+        "src/lexer.rs",
+        session,
+    );
+    hook(&repo, "claude-code", "PostToolUse", &edit)
+        .await
+        .assert_silent("an edit");
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    let peers = listing["peers"].as_array().unwrap();
+    assert_eq!(peers.len(), 1, "one worker, one peer: {listing:#}");
+    assert_eq!(
+        peers[0]["id"], listing["caller"],
+        "the MCP connection's peer"
+    );
+    assert_eq!(peers[0]["transport"], "stdio");
+    assert_eq!(peers[0]["claims"][0]["name"], "edits");
+    assert_eq!(peers[0]["claims"][0]["scope"], json!(["src/lexer.rs"]));
+    let episodes = client.answer("majordomus_episodes", json!({})).await;
+    assert_eq!(
+        episodes["mine"]["external_id"], session,
+        "the episode attached itself: {episodes:#}"
+    );
+    assert_eq!(episodes["mine"]["state"], "open");
+
+    // A Gemini CLI session that no MCP connection named.
+    let lone = payload(
+        "gemini-cli",
+        "AfterTool",
+        repo.root(),
+        "docs/guide.md",
+        "gemini-alone",
+    );
+    hook(&repo, "gemini-cli", "AfterTool", &lone)
+        .await
+        .assert_silent("an edit with nobody else's claim on it");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let lone_peer = peers_of(&listing, "gemini-cli");
+    assert_eq!(lone_peer.len(), 1, "{listing:#}");
+    assert!(lone_peer[0]["attached"].as_bool().unwrap());
+    assert_eq!(lone_peer[0]["claims"][0]["scope"], json!(["docs/guide.md"]));
+    let lone_id = lone_peer[0]["id"].clone();
+    let episodes = rest_get(&lease, "/api/v1/episodes").await;
+    assert!(
+        episodes["episodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["external_id"] == "gemini-alone" && e["peer"] == lone_id),
+        "{episodes:#}"
+    );
+
+    // Quiet for longer than `session_idle_secs`: it leaves, its claim stays as a departed
+    // peer's does; the MCP connection's peer stays attached.
+    let departed = eventually("the quiet hook session to leave the board", || async {
+        let listing = rest_get(&lease, "/api/v1/peers").await;
+        let lone = peers_of(&listing, "gemini-cli")
+            .first()
+            .map(|peer| (*peer).clone())
+            .ok_or("the lone session's peer is gone altogether")?;
+        if lone["attached"] == true {
+            return Err(format!("still attached: {lone}"));
+        }
+        Ok(listing)
+    })
+    .await;
+    assert_eq!(
+        peers_of(&departed, "gemini-cli")[0]["claims"][0]["scope"],
+        json!(["docs/guide.md"])
+    );
+    assert_eq!(peers_of(&departed, "claude-code")[0]["attached"], true);
+    assert_eq!(departed["count"], 1, "{departed:#}");
+    client.close().await;
+}
+
+/// 5. The session-start summary, then prompts that say only what is new, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_hears_a_summary_then_each_new_overlap_once() {
+    let scene = Scene::new(None).await;
+    let session = "claude-news";
+    let started = scene
+        .hook("claude-code", "SessionStart", FREE_FILE, session)
+        .await
+        .answer();
+    let summary = started["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        started["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    assert!(summary.contains("1 other session is attached"), "{summary}");
+    for part in [
+        "\"codex\"",
+        &format!("\"{OTHER_INTENT}\""),
+        "\"src/parser\"",
+    ] {
+        assert!(summary.contains(part), "{part} in {summary}");
+    }
+
+    scene
+        .hook("claude-code", "UserPromptSubmit", FREE_FILE, session)
+        .await
+        .assert_silent("the first prompt, nothing new");
+    scene
+        .hook("claude-code", "PostToolUse", "src/lexer.rs", session)
+        .await
+        .assert_silent("an edit outside every claim");
+    scene
+        .hook("claude-code", "UserPromptSubmit", FREE_FILE, session)
+        .await
+        .assert_silent("a prompt after an edit that meets nobody");
+
+    scene
+        .codex
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "split the lexer", "scope": ["src/lexer.rs"], "claim": "lexer"}),
+        )
+        .await;
+    let told = scene
+        .hook("claude-code", "UserPromptSubmit", FREE_FILE, session)
+        .await
+        .answer();
+    let news = told["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        told["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    for part in [
+        "\"codex\"",
+        "\"split the lexer\"",
+        "which meets your \"src/lexer.rs\"",
+    ] {
+        assert!(news.contains(part), "{part} in {news}");
+    }
+    assert!(!news.contains(OTHER_INTENT), "only what is new: {news}");
+    scene
+        .hook("claude-code", "UserPromptSubmit", FREE_FILE, session)
+        .await
+        .assert_silent("the same overlap is never told twice");
+
+    // Another client's prompt hook, for a session of its own, hears it once too.
+    let gemini = scene
+        .hook("gemini-cli", "BeforeAgent", "src/lexer.rs", "gemini-news")
+        .await;
+    gemini.assert_silent("a session with no claim has nothing new");
+}
+
+/// 4. Codex names its conversation only in each `tools/call`'s turn metadata: a Codex
+///    connection through a bridge learns it there, and its hooks land on that one peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_turn_metadata_makes_its_connection_and_hooks_one_peer() {
+    use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+    let repo = TempRepo::new();
+    let serving = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.332").await;
+    let codex = McpClient::stdio(&repo, repo.root(), "codex-mcp-client", "0.98.0").await;
+    let lease = wait_ready(repo.root()).await;
+    assert_ne!(
+        codex.pid,
+        Some(lease.pid),
+        "the Codex connection is bridged"
+    );
+
+    let thread = "0199f3a1-15e4-77d3-93ef-f954c7978c66";
+    let mut meta = RequestMetaObject::new();
+    meta.0.0.insert(
+        "x-codex-turn-metadata".into(),
+        json!({"session_id": thread, "turn_id": "0199f3a1-7c2d", "model": "gpt-5-codex"}),
+    );
+    let mut request = CallToolRequestParams::new("majordomus_peers");
+    request.meta = Some(meta);
+    let listed = tokio::time::timeout(BOUND, codex.call_tool(request))
+        .await
+        .expect("the call answers in time")
+        .expect("the call answers");
+    let caller = listed.structured_content.expect("an answer")["caller"].clone();
+
+    let edit = payload("codex", "PostToolUse", repo.root(), "src/lexer.rs", thread);
+    hook(&repo, "codex", "PostToolUse", &edit)
+        .await
+        .assert_silent("an edit nobody else claims");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let peers = listing["peers"].as_array().unwrap();
+    assert_eq!(
+        peers.len(),
+        2,
+        "the two connections, no peer of the hooks: {listing:#}"
+    );
+    let codex_peer = peers.iter().find(|peer| peer["id"] == caller).unwrap();
+    assert_eq!(codex_peer["client"]["name"], "codex-mcp-client");
+    assert_eq!(codex_peer["claims"][0]["name"], "edits");
+    assert_eq!(codex_peer["claims"][0]["scope"], json!(["src/lexer.rs"]));
+    let episodes = rest_get(&lease, "/api/v1/episodes").await;
+    let episode = episodes["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["external_id"] == thread)
+        .unwrap_or_else(|| panic!("the thread's episode: {episodes:#}"));
+    assert_eq!(episode["peer"], caller);
+    assert_eq!(episode["state"], "open");
+    codex.close().await;
+    serving.close().await;
+}
+
+/// 4. Claude Code 2.1 speaks the session-less revision of MCP to its stdio servers: no
+///    `initialize`, its name in every request's `_meta`. Its `majordomus mcp` still joins the
+///    board as that client and, named by `CLAUDE_CODE_SESSION_ID`, holds the session's
+///    episode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_less_client_joins_as_itself_with_its_session() {
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+    let repo = TempRepo::new();
+    let session = "728be965-20aa-40db-a112-cb4efa1377ed";
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .env("CLAUDE_CODE_SESSION_ID", session)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "title": "Claude Code", "version": "2.1.332"},
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": true}}
+    });
+    let mut ask = async |id: u64, method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let line = tokio::time::timeout(BOUND, lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let tools = ask(1, "tools/list", json!({"_meta": meta})).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "majordomus_peers")),
+        "{tools:#}"
+    );
+    let listed = ask(
+        2,
+        "tools/call",
+        json!({"name": "majordomus_peers", "arguments": {}, "_meta": meta}),
+    )
+    .await;
+    let board = &listed["result"]["structuredContent"];
+    assert_eq!(
+        board["peers"][0]["client"]["name"], "claude-code",
+        "{listed:#}"
+    );
+    assert_eq!(board["peers"][0]["id"], board["caller"]);
+    let episodes = ask(
+        3,
+        "tools/call",
+        json!({"name": "majordomus_episodes", "arguments": {}, "_meta": meta}),
+    )
+    .await;
+    assert_eq!(
+        episodes["result"]["structuredContent"]["mine"]["external_id"], session,
+        "{episodes:#}"
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(BOUND, child.wait()).await;
+}
