@@ -67,8 +67,10 @@ pub fn command() -> Command {
             Command::new("hook")
                 .about("Answer one of a client's hooks: read the event as JSON on stdin, ask this checkout's server, print the answer in the client's contract (what `majordomus install` wires)")
                 .long_about("Answer one of a client's hooks: read the event as JSON on stdin, ask the checkout's running server (never starting one), and print the answer in the client's contract. It always exits 0 and prints nothing when majordomus has nothing to say, when no server runs, or when the server does not answer within `[hooks] budget_ms`.")
-                .arg(Arg::new("client").required(true).value_name("CLIENT").help("claude-code, codex, gemini-cli or cursor"))
-                .arg(Arg::new("event").required(true).value_name("EVENT").help("The client's name of the event, such as PreToolUse or BeforeTool")),
+                // Optional, so that a hook written wrong still exits 0: some clients read any
+                // other status (clap's usage error is 2) as "block the tool".
+                .arg(Arg::new("client").value_name("CLIENT").help("claude-code, codex, gemini-cli or cursor"))
+                .arg(Arg::new("event").value_name("EVENT").help("The client's name of the event, such as PreToolUse or BeforeTool")),
         )
         .subcommand(
             Command::new("install")

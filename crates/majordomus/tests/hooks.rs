@@ -761,3 +761,59 @@ async fn a_session_less_client_joins_as_itself_with_its_session() {
     drop(stdin);
     let _ = tokio::time::timeout(BOUND, child.wait()).await;
 }
+
+/// 2. Whatever a hook is fed — not JSON, an unknown client or event, an input over the
+///    limit, a file outside the checkout — it exits 0 and says nothing, even with a server
+///    that would have warned about a claimed file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_fed_nonsense_exits_0_and_says_nothing() {
+    let scene = Scene::new(Some("[hooks]\npolicy = \"deny\"\n")).await;
+    let claimed = payload("claude-code", "PreToolUse", scene.root(), CLAIMED_FILE, "s");
+    let refused = hook(&scene.repo, "claude-code", "PreToolUse", &claimed).await;
+    assert_eq!(
+        refused.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "the same edit is refused when the input is right"
+    );
+    let outside = payload(
+        "claude-code",
+        "PreToolUse",
+        scene.root(),
+        "../outside/lexer.rs",
+        "s",
+    );
+    let mut oversized = claimed.clone();
+    oversized.insert_str(
+        1,
+        &format!("\"padding\": \"{}\", ", "x".repeat(9 * 1024 * 1024)),
+    );
+    for (what, client, event, input) in [
+        ("not JSON", "claude-code", "PreToolUse", "{\"session_id\": "),
+        ("an unknown client", "vim", "PreToolUse", claimed.as_str()),
+        (
+            "an event majordomus does not answer",
+            "claude-code",
+            "Stop",
+            claimed.as_str(),
+        ),
+        (
+            "a file outside the checkout",
+            "claude-code",
+            "PreToolUse",
+            outside.as_str(),
+        ),
+        (
+            "an input over the limit",
+            "claude-code",
+            "PreToolUse",
+            oversized.as_str(),
+        ),
+    ] {
+        hook(&scene.repo, client, event, input)
+            .await
+            .assert_silent(what);
+    }
+    hook(&scene.repo, "claude-code", "", &claimed)
+        .await
+        .assert_silent("an empty event word");
+}

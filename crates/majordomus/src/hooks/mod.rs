@@ -74,8 +74,9 @@ pub async fn run(client: &str, event: &str) {
 async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Value>, Silence> {
     let client =
         HookClient::from_word(client).ok_or_else(|| Silence::UnknownClient(client.to_owned()))?;
-    let default_budget = HooksConfig::default().budget();
-    let input = read_stdin(default_budget).await?;
+    // Which repository (and so which budget) is only known from the input: reading it is
+    // bounded by the default budget.
+    let input = read_stdin(HooksConfig::default().budget()).await?;
     let input: Value = serde_json::from_slice(&input)?;
     let event_of_input = clients::parse(client, event, &input).ok_or(Silence::NotOurs)?;
     let cwd = match &event_of_input.cwd {

@@ -117,7 +117,7 @@ fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
 }
 
 /// The file with majordomus wired in.
-pub fn installed(file: &FileParts, text: Option<&str>) -> Result<String, EditError> {
+fn installed(file: &FileParts, text: Option<&str>) -> Result<String, EditError> {
     let mut document = parse(file, text)?;
     for part in &file.parts {
         document.apply(part)?;

@@ -9,7 +9,7 @@ pub mod mcp;
 pub mod run;
 mod sessions;
 
-pub use sessions::{EDITS_CLAIM, HOOK_SESSIONS, TOLD_FACTS};
+pub use sessions::EDITS_CLAIM;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
