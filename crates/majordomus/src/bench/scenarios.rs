@@ -662,7 +662,6 @@ async fn announce_to_subscribers(
     result
 }
 
-
 /// A Claude Code `PreToolUse` event for an edit of `src/parser/lexer.rs` in `root`.
 fn pre_edit_event(root: &std::path::Path) -> Vec<u8> {
     let file = root.join("src/parser/lexer.rs");

@@ -317,10 +317,7 @@ impl Recorder {
                 Err(_) => return false,
             }
         }
-        matches!(
-            tokio::time::timeout_at(deadline, pending).await,
-            Ok(Ok(()))
-        )
+        matches!(tokio::time::timeout_at(deadline, pending).await, Ok(Ok(())))
     }
 
     /// How long an answer waits for one report.

@@ -488,7 +488,7 @@ fn bounded(lines: Vec<String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capabilities::peers::BoardView;
+    use crate::capabilities::peers::{BoardView, ListedPeer};
     use majordomus_domain::checkouts::ServerStanding;
     use majordomus_domain::peers::{Announcement, ClientInfo, Transport};
 
@@ -536,7 +536,14 @@ mod tests {
             caller: None,
             silent: 0,
             overlaps: majordomus_domain::listing::overlaps_among(&peers),
-            peers,
+            peers: peers
+                .into_iter()
+                .map(|peer| ListedPeer {
+                    qualified_id: peer.id.to_string(),
+                    bridged: false,
+                    peer,
+                })
+                .collect(),
             boards: vec![BoardView {
                 id: "x".into(),
                 worktree: ROOT.into(),
