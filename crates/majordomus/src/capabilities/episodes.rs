@@ -190,7 +190,10 @@ impl Operation for EpisodesAttach {
             call it through `majordomus mcp`.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_attach"),
-            http: Some((HttpMethod::Post, "/api/v1/episodes/attach")),
+            // Only the MCP session calling it can act: a claim belongs to a peer, an attached
+            // episode to a connection. Plain HTTP has no session, so a route could only ever
+            // refuse; what hooks do over HTTP for a session is `hooks.*`, whose input names it.
+            http: None,
             cli: None,
         },
         tags: &["episodes"],

@@ -413,7 +413,10 @@ impl Operation for PeersAnnounce {
             its literal directory prefix.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_announce"),
-            http: Some((HttpMethod::Post, "/api/v1/peers/announce")),
+            // Only the MCP session calling it can act: a claim belongs to a peer, an attached
+            // episode to a connection. Plain HTTP has no session, so a route could only ever
+            // refuse; what hooks do over HTTP for a session is `hooks.*`, whose input names it.
+            http: None,
             cli: None,
         },
         tags: &["peers", "coordination"],
