@@ -6,8 +6,8 @@
 //! for it (the session's MCP connection when it named the same id, else a peer made for the
 //! hooks) and answers about the whole repository's board.
 
-use majordomus_domain::limits;
 use majordomus_domain::peers::PeerId;
+use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -76,13 +76,19 @@ pub struct HookFiles {
     /// The client's own id of the conversation the hook fired in (Claude Code's, Codex's and
     /// Gemini CLI's `session_id`, Cursor's `conversation_id`). One line of plain text, at
     /// most 256 characters.
-    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub session_id: String,
     /// The files, relative to the root of the checkout this server serves (or absolute
     /// under it). At most 256, each at most 1,024 bytes.
     #[schemars(
         length(min = 1, max = limits::SCOPE_PATHS),
-        inner(length(min = 1, max = limits::PATH_BYTES))
+        inner(
+            length(min = 1, max = limits::PATH_BYTES),
+            regex(pattern = text::PLAIN_TEXT_PATTERN)
+        )
     )]
     pub paths: Vec<String>,
 }
@@ -117,7 +123,10 @@ pub struct NewsInput {
     /// The client whose hook asks.
     pub client: HookClient,
     /// The client's own id of the conversation, as in `hooks.guard`.
-    #[schemars(length(min = 1, max = limits::EXTERNAL_ID_CHARS))]
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub session_id: String,
     /// Which moment of the session this is.
     pub moment: NewsMoment,
