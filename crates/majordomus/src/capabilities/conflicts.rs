@@ -82,8 +82,9 @@ fn is_zero(n: &usize) -> bool {
 pub struct ConflictPrediction {
     /// The version of the git that merged.
     pub git_version: Option<String>,
-    /// Why nothing could be predicted (git too old, or not found), in words; absent when
-    /// the prediction ran.
+    /// Why the prediction is missing or partial (git too old or not found, or more pairs of
+    /// worktrees with changes than one answer merges), in words; absent when every pair was
+    /// merged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Every worktree of the repository, this one first.
@@ -95,6 +96,11 @@ pub struct ConflictPrediction {
     /// Whether every worktree was read and every pair merged.
     pub complete: bool,
 }
+
+/// The most pairs of worktrees one prediction merges. Pairs grow with the square of the
+/// worktrees with changes; this many (23 worktrees' worth) bounds a call's git work, and the
+/// answer says when pairs were left unmerged.
+pub const MAX_MERGED_PAIRS: usize = 256;
 
 /// `conflicts.predict`.
 pub struct ConflictsPredict;
@@ -130,14 +136,19 @@ impl Operation for ConflictsPredict {
     fn render(output: &ConflictPrediction) -> String {
         use majordomus_domain::text::for_terminal;
         let mut text = match &output.reason {
-            Some(reason) => format!("no prediction: {}", for_terminal(reason)),
-            None => format!(
+            Some(reason) if output.pairs == 0 => {
+                format!("no prediction: {}", for_terminal(reason))
+            }
+            _ => format!(
                 "{} worktree(s), {} pair(s) with changes merged, {} would conflict",
                 output.worktrees.len(),
                 output.pairs,
                 output.conflicts.len()
             ),
         };
+        if let Some(reason) = output.reason.as_ref().filter(|_| output.pairs > 0) {
+            text.push_str(&format!("\n  partial: {}", for_terminal(reason)));
+        }
         for conflict in &output.conflicts {
             let side = |s: &ConflictSide| match &s.branch {
                 Some(branch) => format!("{} ({})", for_terminal(&s.worktree), for_terminal(branch)),
@@ -241,25 +252,37 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
     let roots: Vec<PathBuf> = checkouts.iter().map(|c| c.root.clone()).collect();
     site.conflicts.retain(&roots);
     site.changes.retain(&roots);
-    for (at, (ours, our_commit)) in snapshots.iter().enumerate() {
-        for (theirs, their_commit) in &snapshots[at + 1..] {
-            answer.pairs += 1;
-            match site.conflicts.conflicts(here, our_commit, their_commit) {
-                Ok(found) if found.paths.is_empty() => {}
-                Ok(found) => answer.conflicts.push(PredictedConflict {
-                    ours: side(&answer.worktrees[*ours]),
-                    theirs: side(&answer.worktrees[*theirs]),
-                    paths: found.paths,
-                    more_paths: found.omitted,
-                }),
-                Err(error) => {
-                    answer.complete = false;
-                    let reason = format!(
-                        "merging it with {} failed: {error}",
-                        answer.worktrees[*theirs].worktree
-                    );
-                    answer.worktrees[*ours].reason.get_or_insert(reason);
-                }
+    let all_pairs = snapshots.len() * snapshots.len().saturating_sub(1) / 2;
+    if all_pairs > MAX_MERGED_PAIRS {
+        answer.complete = false;
+        answer.reason = Some(format!(
+            "{} worktrees have changes, {all_pairs} pairs; only the first {MAX_MERGED_PAIRS} \
+             pairs were merged",
+            snapshots.len()
+        ));
+    }
+    let pairs = snapshots
+        .iter()
+        .enumerate()
+        .flat_map(|(at, ours)| snapshots[at + 1..].iter().map(move |theirs| (ours, theirs)))
+        .take(MAX_MERGED_PAIRS);
+    for ((ours, our_commit), (theirs, their_commit)) in pairs {
+        answer.pairs += 1;
+        match site.conflicts.conflicts(here, our_commit, their_commit) {
+            Ok(found) if found.paths.is_empty() => {}
+            Ok(found) => answer.conflicts.push(PredictedConflict {
+                ours: side(&answer.worktrees[*ours]),
+                theirs: side(&answer.worktrees[*theirs]),
+                paths: found.paths,
+                more_paths: found.omitted,
+            }),
+            Err(error) => {
+                answer.complete = false;
+                let reason = format!(
+                    "merging it with {} failed: {error}",
+                    answer.worktrees[*theirs].worktree
+                );
+                answer.worktrees[*ours].reason.get_or_insert(reason);
             }
         }
     }
