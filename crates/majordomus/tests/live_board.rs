@@ -1023,8 +1023,10 @@ async fn peers_watch_redraws_on_every_change_and_ctrl_c_exits_zero() {
 
     // `script` runs the watcher in a pseudo-terminal of its own and copies the screen out;
     // what the test writes to it is typed at that terminal.
+    // `exec`: the shell `script` starts must not stay as the watcher's parent, or a shell
+    // without cooperative exit (dash) dies of the same Ctrl-C and `script` reports 130.
     let watcher_command = format!(
-        "{} peers --watch --repo {}",
+        "exec {} peers --watch --repo {}",
         bin().display(),
         repo.root().display()
     );
@@ -1037,6 +1039,7 @@ async fn peers_watch_redraws_on_every_change_and_ctrl_c_exits_zero() {
             &watcher_command,
             "/dev/null",
         ])
+        .env("SHELL", "/bin/sh")
         .env("TERM", "xterm")
         .env("COLUMNS", "200")
         .env("LINES", "50")
