@@ -333,6 +333,7 @@ async fn every_tool_declares_whether_it_reads_and_whether_it_repeats_safely() {
         ("majordomus_peers", true, true),
         ("majordomus_server", true, true),
         ("majordomus_episodes", true, true),
+        ("majordomus_conflicts", true, true),
         ("majordomus_announce", false, true),
         ("majordomus_session_attach", false, true),
         ("majordomus_session_detach", false, false),
