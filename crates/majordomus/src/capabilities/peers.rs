@@ -1071,3 +1071,135 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<Peer
     }
     (here, boards)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::conflicts::{ConflictSide, WorktreeChanges as PredictedWorktree};
+
+    fn side(name: &str) -> ConflictSide {
+        ConflictSide {
+            worktree: format!("/wt/{name}"),
+            branch: Some(name.into()),
+            checkout_id: name.into(),
+        }
+    }
+
+    fn worktree(name: &str, reason: Option<&str>) -> PredictedWorktree {
+        PredictedWorktree {
+            worktree: format!("/wt/{name}"),
+            branch: Some(name.into()),
+            checkout_id: name.into(),
+            changed: 3,
+            uncommitted: true,
+            snapshot: None,
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_conflict_summary_names_a_few_files_and_says_why_it_is_partial() {
+        let prediction = ConflictPrediction {
+            git_version: Some("2.47.3".into()),
+            reason: None,
+            worktrees: vec![
+                worktree("alpha", None),
+                worktree("beta", Some("git failed")),
+            ],
+            pairs: 1,
+            conflicts: vec![PredictedConflict {
+                ours: side("alpha"),
+                theirs: side("gamma"),
+                paths: (0..20).map(|n| format!("src/{n:02}.rs")).collect(),
+                more_paths: 5,
+            }],
+            complete: false,
+        };
+        let summary = ConflictSummary::of(prediction);
+        assert_eq!(summary.pairs, 1);
+        let conflict = &summary.conflicts[0];
+        assert_eq!(conflict.paths.len(), limits::OVERLAP_PATH_PAIRS);
+        assert_eq!(conflict.paths[0], "src/00.rs");
+        assert_eq!(conflict.more_paths, 5 + 12, "the cut files are counted");
+        assert_eq!(
+            summary.reason.as_deref(),
+            Some("not every worktree could be read and merged (/wt/beta: git failed)")
+        );
+
+        let too_old = ConflictPrediction {
+            git_version: Some("2.30.0".into()),
+            reason: Some("predicting conflicts needs git 2.38 or later".into()),
+            worktrees: vec![],
+            pairs: 0,
+            conflicts: vec![],
+            complete: false,
+        };
+        assert_eq!(
+            ConflictSummary::of(too_old).reason.as_deref(),
+            Some("predicting conflicts needs git 2.38 or later"),
+            "the prediction's own reason comes first"
+        );
+    }
+
+    #[test]
+    fn changes_beyond_the_bound_are_counted_not_listed() {
+        let paths: Vec<ChangedPath> = (0..CHANGED_PATHS + 3)
+            .map(|n| ChangedPath {
+                path: format!("gen/{n}"),
+                kinds: vec![ChangeKind::Untracked],
+            })
+            .collect();
+        let answered = WorktreeChanges {
+            paths,
+            more_paths: 10,
+            reason: None,
+            read_seconds_ago: None,
+        };
+        let held = capped(answered);
+        assert_eq!(held.paths.len(), CHANGED_PATHS);
+        assert_eq!(held.more_paths, 13);
+    }
+
+    #[test]
+    fn people_read_a_change_overlap_as_a_sentence() {
+        let beta = PeerCheckout {
+            id: "b".into(),
+            worktree: "/wt/beta".into(),
+            branch: Some("feature/beta".into()),
+            this_checkout: false,
+        };
+        let alpha = PeerCheckout {
+            id: "a".into(),
+            worktree: "/wt/alpha".into(),
+            branch: Some("alpha".into()),
+            this_checkout: true,
+        };
+        let overlap = ListedChangeOverlap {
+            overlap: ChangeOverlap {
+                kind: SideKind::Change,
+                checkout: beta,
+                paths: vec![majordomus_domain::changes::ChangeOverlapPath {
+                    yours: "src/parser".into(),
+                    theirs: "src/parser/lexer.rs".into(),
+                    kinds: vec![ChangeKind::Unstaged],
+                    your_kinds: vec![],
+                }],
+                more_paths: 0,
+            },
+            with: majordomus_domain::changes::ChangeOverlapSide {
+                kind: SideKind::Claim,
+                checkout: Some(alpha),
+                peer: Some(PeerId::nth(1)),
+                attached: Some(false),
+                left_seconds_ago: Some(240),
+                intent: Some("rewrite the parser\u{1b}[2J".into()),
+            },
+        };
+        assert_eq!(
+            change_overlap_line(&overlap),
+            "change overlap: worktree /wt/beta (branch feature/beta) has uncommitted changes to \
+             src/parser/lexer.rs (unstaged); p1 in /wt/alpha (left 4 min ago) claims src/parser \
+             (rewrite the parser\\x1b[2J)"
+        );
+    }
+}
