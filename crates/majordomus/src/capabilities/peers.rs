@@ -405,12 +405,18 @@ impl Operation for PeersList {
                 .map(|checkout| read_board(ctx, checkout, !whole_repository)),
         );
         // The worktrees nobody serves and the conflict prediction are read in the background,
-        // one reading at a time, and waited for at most half the probe timeout: a repository
-        // of a hundred worktrees costs a hundred `git status` a second there, not on every
-        // call, and never runs them all at once.
+        // one reading at a time: a repository of a hundred worktrees costs a `git status` per
+        // worktree about once a second there, not on every call, and never runs them all at
+        // once. A server waits for it at most half the probe timeout; a process that does not
+        // serve (a person's `majordomus peers`) has no later call to profit from it, and waits
+        // for it to finish.
+        let wait = match ctx.server {
+            Some(_) => site.probe_timeout() / 2,
+            None => Duration::MAX,
+        };
         let reading = async {
             if whole_repository {
-                site.readings.latest(ctx, site.probe_timeout() / 2).await
+                site.readings.latest(ctx, wait).await
             } else {
                 None
             }
