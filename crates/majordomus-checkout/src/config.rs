@@ -100,6 +100,10 @@ pub struct Timings {
     pub idle_timeout_secs: u64,
     /// How long a detached episode waits for its client to come back before it is closed.
     pub reattach_grace_secs: u64,
+    /// How long a departed peer's claims stay on the board before they are released; by
+    /// default as long as the reattach grace, so a returning client finds its claims where
+    /// it left them.
+    pub claim_grace_secs: Option<u64>,
     /// How long a silent server whose process runs is waited for before its lease is taken.
     pub busy_grace_ms: u64,
     /// How long a lease may go without a URL before its owner counts as abandoned.
@@ -153,6 +157,7 @@ impl Default for Timings {
             probe_timeout_ms: 300,
             idle_timeout_secs: 90,
             reattach_grace_secs: 900,
+            claim_grace_secs: None,
             busy_grace_ms: 2_000,
             starting_grace_ms: 10_000,
             stop_timeout_ms: 3_000,
@@ -173,6 +178,10 @@ impl Timings {
 
     pub fn reattach_grace(&self) -> Duration {
         Duration::from_secs(self.reattach_grace_secs)
+    }
+
+    pub fn claim_grace(&self) -> Duration {
+        Duration::from_secs(self.claim_grace_secs.unwrap_or(self.reattach_grace_secs))
     }
 
     pub fn busy_grace(&self) -> Duration {
@@ -298,6 +307,7 @@ mod tests {
         assert_eq!(config.timings.probe_timeout(), Duration::from_millis(300));
         assert_eq!(config.timings.idle_timeout(), Duration::from_secs(90));
         assert_eq!(config.timings.reattach_grace(), Duration::from_secs(900));
+        assert_eq!(config.timings.claim_grace(), Duration::from_secs(900));
         assert_eq!(config.timings.busy_grace(), Duration::from_secs(2));
         assert_eq!(config.timings.starting_grace(), Duration::from_secs(10));
         assert_eq!(config.timings.stop_timeout(), Duration::from_secs(3));
@@ -343,6 +353,19 @@ mod tests {
         assert_eq!(config.episodes.command.unwrap(), ["./record", "--json"]);
         assert_eq!(config.episodes.timeout_ms, 2_000);
         assert_eq!(load_text("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn the_claim_grace_follows_the_reattach_grace_unless_set() {
+        let timings = load_text("[timings]\nreattach_grace_secs = 60\n")
+            .unwrap()
+            .timings;
+        assert_eq!(timings.claim_grace(), Duration::from_secs(60));
+        let timings = load_text("[timings]\nclaim_grace_secs = 2\n")
+            .unwrap()
+            .timings;
+        assert_eq!(timings.claim_grace(), Duration::from_secs(2));
+        assert_eq!(timings.reattach_grace(), Duration::from_secs(900));
     }
 
     #[test]

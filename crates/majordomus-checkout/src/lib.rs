@@ -1,8 +1,10 @@
 //! Everything majordomus reads from git and the file system: which checkout a directory
 //! belongs to and which worktrees share its repository ([`git`]), the lease by which a
 //! checkout's server is found and won ([`lease`]), whether a lease's owner still runs
-//! ([`process`]), where a checkout's server stands ([`standing`]) and the repository's
-//! `majordomus.toml` ([`config`]).
+//! ([`process`]), where a checkout's server stands ([`standing`]), the repository's
+//! `majordomus.toml` ([`config`]), what each worktree changed ([`changes`]) and the merge
+//! conflicts between them ([`conflicts`]), and where a claimed path leads on disk
+//! ([`resolve`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
@@ -13,6 +15,7 @@ pub mod conflicts;
 pub mod git;
 pub mod lease;
 pub mod process;
+pub mod resolve;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};

@@ -23,8 +23,9 @@
 //! ```
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use crate::changes::SideKind;
 use crate::ids::rfc3339;
 use crate::index::PathIndex;
 use crate::limits;
@@ -37,8 +38,21 @@ use crate::peers::{
 use crate::text::{self, Field, TextError};
 
 /// How many departed peers (gone, but holding claims) a board keeps; beyond it the ones
-/// that left earliest are forgotten, so a long-lived server does not grow without bound.
+/// that left earliest are released early, so a long-lived server does not grow without
+/// bound however short its peers' connections.
 pub const DEPARTED_CAP: usize = 32;
+
+/// The claims of a departed peer, released from the board: its claim grace ran out (see
+/// [`PeerBoard::expire`]), or more peers left after it than the board keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleasedClaims {
+    /// The peer that held them.
+    pub peer: PeerId,
+    /// The episode the peer held when it left, if any: where the release is recorded.
+    pub episode: Option<String>,
+    /// Its claims as they were, in name order with the unnamed claim first.
+    pub claims: Vec<Announcement>,
+}
 
 /// Why an announcement was refused; the app maps each kind to its error of the same name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,6 +154,11 @@ struct Slot {
     connected_at: String,
     last_seen: SystemTime,
     attached: bool,
+    /// When its connection went, for a departed peer: its claims' grace counts from here.
+    left_at: Option<SystemTime>,
+    /// The episode it held when it left, so that the episode's return takes its claims back
+    /// and their release is recorded under it.
+    episode: Option<String>,
     /// Keyed by name; `None` (the unnamed claim) sorts first, as answers list them.
     claims: BTreeMap<Option<String>, Claim>,
 }
@@ -188,6 +207,8 @@ impl PeerBoard {
                 connected_at: rfc3339(now),
                 last_seen: now,
                 attached: true,
+                left_at: None,
+                episode: None,
                 claims: BTreeMap::new(),
             },
         );
@@ -210,37 +231,140 @@ impl PeerBoard {
     }
 
     /// The peer's connection is gone. Without claims it leaves the board; with claims it
-    /// stays, detached, because the work it announced outlives the connection. Beyond
-    /// [`DEPARTED_CAP`] departed peers, the earliest to leave are forgotten.
-    pub fn detach(&mut self, id: &PeerId) {
+    /// stays, departed since `now`, because the work it announced outlives the connection,
+    /// until [`PeerBoard::expire`] releases it. `episode` is the episode it held, if any:
+    /// when that episode is resumed its claims go with it ([`PeerBoard::adopt_episode`]).
+    ///
+    /// Beyond [`DEPARTED_CAP`] departed peers, the earliest to leave are released at once,
+    /// and returned.
+    pub fn detach(
+        &mut self,
+        id: &PeerId,
+        episode: Option<String>,
+        now: SystemTime,
+    ) -> Vec<ReleasedClaims> {
         let Some(number) = peer_number(id) else {
-            return;
+            return Vec::new();
         };
         let Some(slot) = self.peers.get_mut(&number) else {
-            return;
+            return Vec::new();
         };
         if !slot.attached {
-            return;
+            return Vec::new();
         }
         if slot.claims.is_empty() {
             self.peers.remove(&number);
-            return;
+            return Vec::new();
         }
         slot.attached = false;
+        slot.left_at = Some(now);
+        slot.episode = episode;
         self.departed.push_back(number);
+        let mut released = Vec::new();
         while self.departed.len() > DEPARTED_CAP {
             if let Some(oldest) = self.departed.pop_front() {
-                self.forget(oldest);
+                released.extend(self.forget(oldest));
             }
         }
+        released
+    }
+
+    /// Releases the claims of every peer that left at least `grace` before `now`: they
+    /// leave the board, and are returned so that their release can be recorded. A clock
+    /// that stepped back keeps them.
+    ///
+    /// Every board operation takes `now`, so the server calls this before reading or
+    /// changing the board (and on its housekeeping tick), and no claim outlives its grace
+    /// on any answer. At most [`DEPARTED_CAP`] peers are looked at.
+    pub fn expire(&mut self, now: SystemTime, grace: Duration) -> Vec<ReleasedClaims> {
+        let peers = &self.peers;
+        let expired: Vec<u64> = self
+            .departed
+            .iter()
+            .copied()
+            .filter(|number| {
+                peers[number]
+                    .left_at
+                    .and_then(|left| now.duration_since(left).ok())
+                    .is_some_and(|gone| gone >= grace)
+            })
+            .collect();
+        if expired.is_empty() {
+            return Vec::new();
+        }
+        self.departed.retain(|number| !expired.contains(number));
+        expired
+            .into_iter()
+            .filter_map(|number| self.forget(number))
+            .collect()
+    }
+
+    /// Gives `heir` (attached) the claims `former` holds and takes `former` off the board:
+    /// the worker behind `former` came back as `heir` (a bridge re-attached, an episode was
+    /// resumed), so its work is on the board under its new id at once, and its old slot is
+    /// no ghost that overlaps the worker's own claims. A claim name `heir` already holds
+    /// keeps `heir`'s claim, the newer one; named claims beyond [`limits::NAMED_CLAIMS`]
+    /// are not taken. Returns how many claims were taken.
+    pub fn adopt(&mut self, former: &PeerId, heir: &PeerId) -> usize {
+        let (Some(from), Some(to)) = (peer_number(former), peer_number(heir)) else {
+            return 0;
+        };
+        if from == to || !self.peers.get(&to).is_some_and(|slot| slot.attached) {
+            return 0;
+        }
+        let Some(old) = self.peers.remove(&from) else {
+            return 0;
+        };
+        self.departed.retain(|&number| number != from);
+        let PeerBoard { peers, index, .. } = self;
+        let slot = peers
+            .get_mut(&to)
+            .expect("the heir was found on the board above");
+        let mut taken = 0;
+        for (name, claim) in old.claims {
+            unindex(index, from, &name, &claim.paths);
+            let named = slot.claims.keys().filter(|name| name.is_some()).count();
+            if slot.claims.contains_key(&name) || (name.is_some() && named >= limits::NAMED_CLAIMS)
+            {
+                continue;
+            }
+            for (at, path) in claim.paths.iter().enumerate() {
+                let entry = ClaimRef {
+                    peer: to,
+                    name: name.clone(),
+                    path: at,
+                };
+                index.insert(path.components(), entry);
+            }
+            slot.claims.insert(name, claim);
+            taken += 1;
+        }
+        taken
+    }
+
+    /// Gives `heir` the claims of every departed peer that held the episode `external_id`
+    /// when it left: the episode was resumed, and its work with it. Returns how many claims
+    /// were taken.
+    pub fn adopt_episode(&mut self, heir: &PeerId, external_id: &str) -> usize {
+        let holders: Vec<u64> = self
+            .departed
+            .iter()
+            .copied()
+            .filter(|number| self.peers[number].episode.as_deref() == Some(external_id))
+            .collect();
+        holders
+            .into_iter()
+            .map(|number| self.adopt(&PeerId::nth(number), heir))
+            .sum()
     }
 
     /// Records a claim of an attached peer and answers with the peer as now recorded, every
-    /// other peer's claim the new one meets, and the paths a replaced claim gave up.
+    /// other peer's claim the new one meets (live peers first), and the paths a replaced
+    /// claim gave up.
     ///
-    /// The input passes [`check_announcement`]; every scope path is normalised and repeats
-    /// are dropped (the first spelling kept). An unnamed claim replaces the peer's unnamed
-    /// claim, a named one the claim of that name; a new name beyond
+    /// The input passes [`check_announcement`]; every scope path is normalised by its text
+    /// and repeats are dropped (the first spelling kept). An unnamed claim replaces the
+    /// peer's unnamed claim, a named one the claim of that name; a new name beyond
     /// [`limits::NAMED_CLAIMS`] is refused.
     pub fn announce(
         &mut self,
@@ -250,6 +374,38 @@ impl PeerBoard {
     ) -> Result<Announced, AnnounceError> {
         let number = self.attached_number(id)?;
         check_announcement(&input)?;
+        let paths = input
+            .scope
+            .iter()
+            .map(|raw| normalize(raw, &self.checkout_root))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(InvalidAnnouncement::from)?;
+        self.record(number, input, paths, now)
+    }
+
+    /// [`PeerBoard::announce`] with the scope's paths already resolved by the caller, one
+    /// per scope path in order: the app asks the file system where each path leads (a
+    /// symbolic link followed, a glob-looking name that exists), which the pure board
+    /// cannot.
+    pub fn announce_resolved(
+        &mut self,
+        id: &PeerId,
+        input: AnnounceInput,
+        paths: Vec<ClaimPath>,
+        now: SystemTime,
+    ) -> Result<Announced, AnnounceError> {
+        let number = self.attached_number(id)?;
+        check_announcement(&input)?;
+        self.record(number, input, paths, now)
+    }
+
+    fn record(
+        &mut self,
+        number: u64,
+        input: AnnounceInput,
+        paths: Vec<ClaimPath>,
+        now: SystemTime,
+    ) -> Result<Announced, AnnounceError> {
         let intent = input.intent.trim().to_owned();
         let name = input.claim.as_deref().map(|name| name.trim().to_owned());
         let slot = &self.peers[&number];
@@ -259,15 +415,9 @@ impl PeerBoard {
                 return Err(InvalidAnnouncement::TooManyNamedClaims.into());
             }
         }
-        let paths = input
-            .scope
-            .iter()
-            .map(|raw| normalize(raw, &self.checkout_root))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(InvalidAnnouncement::from)?;
         let paths = without_repeats(paths);
 
-        let overlaps = self.overlaps_with(number, &paths);
+        let overlaps = self.overlaps_with(number, &paths, now);
         let PeerBoard {
             peers,
             index,
@@ -351,14 +501,14 @@ impl PeerBoard {
     }
 
     /// Every other peer's claim that meets one of `paths` (without repeats), one entry per
-    /// claim, in attachment order and then claim order, each listing the first few path
-    /// pairs and counting the rest.
+    /// claim: attached peers first, each group in attachment order and then claim order,
+    /// each listing the first few path pairs and counting the rest.
     ///
     /// One walk of the index per path finds exactly the paths it meets, so the work is the
     /// number of meeting pairs (plus the peer's own paths, skipped): with paths unrepeated
     /// and at most [`limits::PATH_COMPONENTS`] deep, two claims of `n` and `m` paths meet
     /// on at most about `(n + m) × 64` pairs, never `n × m`.
-    fn overlaps_with(&self, number: u64, paths: &[ClaimPath]) -> Vec<Overlap> {
+    fn overlaps_with(&self, number: u64, paths: &[ClaimPath], now: SystemTime) -> Vec<Overlap> {
         let mut met: BTreeMap<(u64, &Option<String>), PairSample> = BTreeMap::new();
         for (yours, path) in paths.iter().enumerate() {
             self.index.for_each_meeting(path.components(), |hit| {
@@ -369,7 +519,8 @@ impl PeerBoard {
                 }
             });
         }
-        met.into_iter()
+        let mut overlaps: Vec<Overlap> = met
+            .into_iter()
             .map(|((peer, name), pairs)| {
                 let slot = &self.peers[&peer];
                 let claim = &slot.claims[name];
@@ -377,6 +528,8 @@ impl PeerBoard {
                 Overlap {
                     peer: PeerId::nth(peer),
                     attached: slot.attached,
+                    left_seconds_ago: left_seconds_ago(slot, now),
+                    kind: SideKind::Claim,
                     intent: claim.intent.clone(),
                     checkout: None,
                     paths: listed
@@ -389,25 +542,22 @@ impl PeerBoard {
                     more_paths,
                 }
             })
-            .collect()
+            .collect();
+        overlaps.sort_by_key(|overlap| !overlap.attached);
+        overlaps
     }
 
-    /// Removes a peer and its claims outright, attached or not: the worker behind it has come
-    /// back under a new id and will announce its claims again, so the old slot would only be
-    /// a ghost that overlaps the worker's own new claims.
-    pub fn retire(&mut self, id: &PeerId) {
-        if let Some(number) = peer_number(id) {
-            self.departed.retain(|&departed| departed != number);
-            self.forget(number);
+    /// Takes a peer and its claims off the board, returning what it held.
+    fn forget(&mut self, number: u64) -> Option<ReleasedClaims> {
+        let slot = self.peers.remove(&number)?;
+        for (name, claim) in &slot.claims {
+            unindex(&mut self.index, number, name, &claim.paths);
         }
-    }
-
-    fn forget(&mut self, number: u64) {
-        if let Some(slot) = self.peers.remove(&number) {
-            for (name, claim) in &slot.claims {
-                unindex(&mut self.index, number, name, &claim.paths);
-            }
-        }
+        Some(ReleasedClaims {
+            peer: PeerId::nth(number),
+            episode: slot.episode,
+            claims: slot.claims.iter().map(announcement).collect(),
+        })
     }
 }
 
@@ -444,8 +594,15 @@ fn peer_number(id: &PeerId) -> Option<u64> {
     (PeerId::nth(number) == *id).then_some(number)
 }
 
-fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
-    let announcement = |(name, claim): (&Option<String>, &Claim)| Announcement {
+/// A claim as answers show it: the paths as written, and where they lead on disk when
+/// that differs from what their text says.
+fn announcement((name, claim): (&Option<String>, &Claim)) -> Announcement {
+    let resolved = if claim.paths.iter().any(ClaimPath::resolved_differently) {
+        claim.paths.iter().map(ClaimPath::key).collect()
+    } else {
+        Vec::new()
+    };
+    Announcement {
         name: name.clone(),
         intent: claim.intent.clone(),
         scope: claim
@@ -454,7 +611,17 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
             .map(|p| p.as_written().to_owned())
             .collect(),
         at: claim.at.clone(),
-    };
+        resolved,
+    }
+}
+
+/// Seconds since a departed peer left; `None` while it is attached.
+fn left_seconds_ago(slot: &Slot, now: SystemTime) -> Option<u64> {
+    let left = slot.left_at.filter(|_| !slot.attached)?;
+    Some(now.duration_since(left).map_or(0, |ago| ago.as_secs()))
+}
+
+fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
     Peer {
         id: PeerId::nth(number),
         client: slot.client.clone(),
@@ -464,6 +631,7 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
             .duration_since(slot.last_seen)
             .map_or(0, |ago| ago.as_secs()),
         attached: slot.attached,
+        left_seconds_ago: left_seconds_ago(slot, now),
         claims: slot.claims.iter().map(announcement).collect(),
         announcement: slot
             .claims
@@ -525,7 +693,7 @@ mod tests {
     fn ids_count_up_and_are_never_reused() {
         let (mut board, ids) = board_with(2);
         assert_eq!(ids, [PeerId::nth(1), PeerId::nth(2)]);
-        board.detach(&ids[1]);
+        board.detach(&ids[1], None, at(10));
         let third = board.attach(Transport::Stdio, client("claude-code"), at(5));
         assert_eq!(third.as_str(), "p3");
         let listed: Vec<_> = board.peers(at(5)).into_iter().map(|p| p.id).collect();
@@ -556,34 +724,166 @@ mod tests {
         let (mut board, ids) = board_with(3);
         announce(&mut board, &ids[1], &["src"], None);
         assert_eq!((board.attached_count(), board.silent_count()), (3, 2));
-        board.detach(&ids[0]);
-        board.detach(&ids[1]);
+        board.detach(&ids[0], None, at(10));
+        board.detach(&ids[1], None, at(10));
         assert!(board.peer(&ids[0], at(11)).is_none());
         let departed = board.peer(&ids[1], at(11)).unwrap();
         assert!(!departed.attached);
         assert_eq!(departed.claims[0].scope, ["src"]);
         assert_eq!((board.attached_count(), board.silent_count()), (1, 1));
         // a second detach changes nothing
-        board.detach(&ids[1]);
+        board.detach(&ids[1], None, at(10));
         assert_eq!(board.peers(at(11)).len(), 2);
     }
 
     #[test]
-    fn a_retired_slot_leaves_no_ghost_to_overlap_with() {
+    fn a_returning_worker_takes_its_claims_back_and_leaves_no_ghost() {
         let mut board = PeerBoard::new(ROOT);
         let old = board.attach(Transport::Http, client("codex"), at(0));
         board
             .announce(&old, input("port the parser", &["src/parser"], None), at(1))
             .unwrap();
-        board.detach(&old);
-        let new = board.attach(Transport::Http, client("codex"), at(2));
-        board.retire(&old);
+        board
+            .announce(&old, input("docs", &["docs"], Some("d")), at(1))
+            .unwrap();
+        board.detach(&old, None, at(2));
+        let new = board.attach(Transport::Http, client("codex"), at(3));
+        board
+            .announce(&new, input("newer docs", &["docs/new"], Some("d")), at(3))
+            .unwrap();
+        assert_eq!(
+            board.adopt(&old, &new),
+            1,
+            "the unnamed claim; `d` is newer"
+        );
+        let peer = board.peer(&new, at(4)).unwrap();
+        let claims: Vec<(&str, Vec<String>)> = peer
+            .claims
+            .iter()
+            .map(|c| (c.intent.as_str(), c.scope.clone()))
+            .collect();
+        assert_eq!(
+            claims,
+            [
+                ("port the parser", vec!["src/parser".to_owned()]),
+                ("newer docs", vec!["docs/new".to_owned()]),
+            ]
+        );
+        assert!(board.peer(&old, at(4)).is_none());
+        assert!(board.departed.is_empty());
+        assert_eq!(board.index.len(), 2, "the old slot's paths left the index");
         let replayed = board
-            .announce(&new, input("port the parser", &["src/parser"], None), at(3))
+            .announce(&new, input("port the parser", &["src/parser"], None), at(5))
             .unwrap();
         assert!(replayed.overlaps.is_empty(), "{:?}", replayed.overlaps);
-        assert_eq!(board.peers(at(4)).len(), 1);
+        assert!(replayed.released.is_empty());
+        // nothing to take from an unknown peer, nor for a departed heir
+        assert_eq!(board.adopt(&PeerId::nth(99), &new), 0);
+        board.detach(&new, None, at(6));
+        let third = board.attach(Transport::Http, client("codex"), at(7));
+        assert_eq!(board.adopt(&third, &new), 0);
+    }
+
+    #[test]
+    fn a_resumed_episode_takes_the_claims_its_departed_peer_held() {
+        let (mut board, ids) = board_with(3);
+        announce(&mut board, &ids[0], &["src"], None);
+        announce(&mut board, &ids[1], &["docs"], None);
+        board.detach(&ids[0], Some("conv-1".into()), at(10));
+        board.detach(&ids[1], Some("conv-2".into()), at(10));
+        assert_eq!(board.adopt_episode(&ids[2], "conv-1"), 1);
+        assert_eq!(
+            board.peer(&ids[2], at(11)).unwrap().claims[0].scope,
+            ["src"]
+        );
+        assert!(board.peer(&ids[0], at(11)).is_none());
+        assert!(
+            board.peer(&ids[1], at(11)).is_some(),
+            "another episode's peer stays"
+        );
+        assert_eq!(board.adopt_episode(&ids[2], "conv-9"), 0);
+    }
+
+    #[test]
+    fn departed_claims_are_released_once_their_grace_is_over() {
+        let grace = Duration::from_secs(2);
+        let (mut board, ids) = board_with(3);
+        announce(&mut board, &ids[0], &["src/parser"], None);
+        announce(&mut board, &ids[1], &["docs"], Some("d"));
+        board.detach(&ids[0], Some("conv-1".into()), at(20));
+        board.detach(&ids[1], None, at(21));
+        let departed = board.peer(&ids[0], at(21)).unwrap();
+        assert_eq!(departed.left_seconds_ago, Some(1));
+        assert!(
+            board
+                .peer(&ids[2], at(21))
+                .unwrap()
+                .left_seconds_ago
+                .is_none()
+        );
+
+        assert!(board.expire(at(21), grace).is_empty(), "within the grace");
+        let meets = announce(&mut board, &ids[2], &["src"], None);
+        assert_eq!(meets.overlaps.len(), 1, "still on the board");
+        // a clock that stepped back releases nothing
+        assert!(board.expire(at(5), grace).is_empty());
+
+        let released = board.expire(at(22), grace);
+        assert_eq!(
+            released,
+            [ReleasedClaims {
+                peer: ids[0].clone(),
+                episode: Some("conv-1".into()),
+                claims: departed.claims,
+            }]
+        );
+        assert!(board.peer(&ids[0], at(22)).is_none());
+        let alone = board
+            .announce(&ids[2], input("work", &["src"], None), at(22))
+            .unwrap();
+        assert!(alone.overlaps.is_empty(), "released claims meet nothing");
+        let later = board.expire(at(30), grace);
+        assert_eq!(later.len(), 1);
+        assert_eq!(later[0].episode, None);
+        assert_eq!(later[0].claims[0].name.as_deref(), Some("d"));
         assert!(board.departed.is_empty());
+        assert_eq!(board.index.len(), 1);
+    }
+
+    #[test]
+    fn resolved_paths_meet_on_what_the_file_system_named() {
+        let (mut board, ids) = board_with(2);
+        announce(&mut board, &ids[0], &["src/a.rs", "app/other.ts"], None);
+        let split = |raw: &str| crate::paths::split(raw, ROOT).unwrap();
+        let alias = split("alias/a.rs");
+        let slug = split("app/[slug]/page.tsx");
+        let paths = vec![
+            ClaimPath::resolved(&alias, vec!["src".into(), "a.rs".into()]).unwrap(),
+            ClaimPath::resolved(&slug, slug.components().to_vec()).unwrap(),
+        ];
+        let answer = board
+            .announce_resolved(
+                &ids[1],
+                input("x", &["alias/a.rs", "app/[slug]/page.tsx"], None),
+                paths,
+                at(3),
+            )
+            .unwrap();
+        let pairs: Vec<(&str, &str)> = answer.overlaps[0]
+            .paths
+            .iter()
+            .map(|p| (p.yours.as_str(), p.theirs.as_str()))
+            .collect();
+        assert_eq!(pairs, [("alias/a.rs", "src/a.rs")]);
+        let claim = &answer.peer.claims[0];
+        assert_eq!(claim.scope, ["alias/a.rs", "app/[slug]/page.tsx"]);
+        assert_eq!(claim.resolved, ["src/a.rs", "app/[slug]/page.tsx"]);
+        // paths read by their text alone carry no `resolved`
+        assert!(
+            board.peer(&ids[0], at(3)).unwrap().claims[0]
+                .resolved
+                .is_empty()
+        );
     }
 
     #[test]
@@ -593,10 +893,15 @@ mod tests {
             announce(&mut board, id, &[&format!("area/{k}")], None);
         }
         // 33 depart, in reverse attachment order so "earliest departed" is not "lowest id"
+        let mut released = Vec::new();
         for id in ids[1..].iter().rev() {
-            board.detach(id);
+            released.extend(board.detach(id, Some(format!("episode of {id}")), at(10)));
         }
         let last = ids.last().unwrap();
+        assert_eq!(released.len(), 1, "{released:?}");
+        assert_eq!(released[0].peer, *last);
+        assert_eq!(released[0].episode.as_deref(), Some("episode of p34"));
+        assert_eq!(released[0].claims[0].scope, ["area/33"]);
         assert!(
             board.peer(last, at(11)).is_none(),
             "first to leave, first forgotten"
@@ -645,7 +950,7 @@ mod tests {
             matches!(unknown, Err(AnnounceError::NotFound(m)) if m.to_string().contains("`p9`"))
         );
         announce(&mut board, &ids[0], &["a"], None);
-        board.detach(&ids[0]);
+        board.detach(&ids[0], None, at(10));
         let gone = board.announce(&ids[0], input("x", &[], None), at(1));
         assert!(matches!(gone, Err(AnnounceError::NotFound(m)) if m.to_string().contains("left")));
     }
@@ -740,7 +1045,7 @@ mod tests {
         board
             .announce(&ids[0], input("old work", &["apps/cli"], None), at(1))
             .unwrap();
-        board.detach(&ids[0]);
+        board.detach(&ids[0], None, at(10));
         board
             .announce(
                 &ids[1],
@@ -781,12 +1086,6 @@ mod tests {
             summary,
             [
                 (
-                    "p1",
-                    false,
-                    "old work",
-                    vec![pair("./apps/cli", "apps/cli")]
-                ),
-                (
                     "p2",
                     true,
                     "docs",
@@ -796,9 +1095,18 @@ mod tests {
                     ]
                 ),
                 ("p2", true, "tests", vec![pair("tests/cli", "tests")]),
+                // the departed peer's claim still meets, listed after the live ones
+                (
+                    "p1",
+                    false,
+                    "old work",
+                    vec![pair("./apps/cli", "apps/cli")]
+                ),
             ]
         );
         assert!(answer.overlaps.iter().all(|o| o.checkout.is_none()));
+        assert_eq!(answer.overlaps[2].left_seconds_ago, Some(0));
+        assert_eq!(answer.overlaps[0].left_seconds_ago, None);
     }
 
     #[test]
@@ -849,7 +1157,7 @@ mod tests {
             let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
             announce(&mut board, id, &scope, None);
             if k % 10 == 0 {
-                board.detach(id);
+                board.detach(id, None, at(10));
             }
         }
         let probe = ["area3/mod4", "lib/5", "deep/1/2/301", "area50/x"];
@@ -877,6 +1185,7 @@ mod tests {
         }
         let got: Vec<_> = answer.overlaps.into_iter().map(summary).collect();
         assert!(expected.len() > 50 && expected.iter().any(|e| !e.1));
+        expected.sort_by_key(|e| !e.1);
         assert_eq!(got, expected);
     }
     #[test]
@@ -893,7 +1202,7 @@ mod tests {
                     }
                 }
                 if rng.below(4) == 0 {
-                    board.detach(id);
+                    board.detach(id, None, at(10));
                 }
             }
             let newcomer = board.attach(Transport::Http, client("cursor"), at(0));
@@ -937,6 +1246,7 @@ mod tests {
                 }
             }
             let got: Vec<Expected> = answer.overlaps.into_iter().map(summary).collect();
+            expected.sort_by_key(|e| !e.1);
             assert_eq!(got, expected, "round {round}");
 
             let mut released_before: Vec<String> = Vec::new();

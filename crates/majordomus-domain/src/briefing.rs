@@ -188,6 +188,7 @@ mod tests {
             connected_at: "2026-11-30T02:26:47Z".into(),
             last_seen_seconds_ago: 0,
             attached: true,
+            left_seconds_ago: None,
             announcement: claims.last().cloned(),
             claims,
             checkout: None,
@@ -200,6 +201,7 @@ mod tests {
             intent: intent.into(),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
             at: "2026-11-30T02:26:47Z".into(),
+            resolved: Vec::new(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! The pure domain of majordomus: claim paths and how they meet, the peer board, the
-//! repository-wide overlap listing, connection episodes and the words answers are made of,
+//! The pure domain of majordomus: claim paths and how they meet, the peer board and the
+//! lifetime of departed claims, the repository-wide overlap listing, what each worktree
+//! changed and where that meets claims, connection episodes and the words answers are made of,
 //! the limits on what a peer may put on a board, and how a peer's words are made safe for
 //! other agents and for terminals.
 //!
@@ -9,6 +10,7 @@
 
 pub mod board;
 pub mod briefing;
+pub mod changes;
 pub mod checkouts;
 pub mod episodes;
 pub mod ids;

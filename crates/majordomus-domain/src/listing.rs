@@ -10,6 +10,7 @@
 //! #         intent: format!("work in {worktree}"),
 //! #         scope: scope.iter().map(|s| s.to_string()).collect(),
 //! #         at: "2026-11-30T02:26:47Z".into(),
+//! #         resolved: vec![],
 //! #     };
 //! #     Peer {
 //! #         id: PeerId::nth(n),
@@ -18,6 +19,7 @@
 //! #         connected_at: "2026-11-30T02:26:47Z".into(),
 //! #         last_seen_seconds_ago: 0,
 //! #         attached: true,
+//! #         left_seconds_ago: None,
 //! #         announcement: Some(claim.clone()),
 //! #         claims: vec![claim],
 //! #         checkout: Some(PeerCheckout {
@@ -44,9 +46,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
+use crate::changes::SideKind;
+use crate::index::PathIndex;
 use crate::pairs::PairSample;
 use crate::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
-use crate::peers::{ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
+use crate::peers::{Announcement, ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
 
 /// Where one claimed path sits: peer and claim of that peer in the input, and path of that
 /// claim's normalised paths.
@@ -61,37 +65,24 @@ struct At {
 type ClaimAt = (usize, usize);
 
 /// Every pair of claims of different peers whose paths meet, each pair once, each listing
-/// the first few path pairs and counting the rest in `more_paths`.
+/// the first few path pairs and counting the rest in `more_paths`; pairs of live peers
+/// first, then those with one departed side, then those with two.
 ///
 /// Peers are different when their `(checkout.id, id)` differ, so the `p1` of two checkouts
-/// are two peers. Each claim's paths are normalised against its own peer's worktree (or as
-/// repository-relative when the peer has no checkout) and its repeats dropped; a path that
-/// cannot be normalised meets nothing. In each entry the peer given earlier is the
-/// top-level side and the later one is `with`; entries are ordered by the earlier side's
-/// peer and claim, then the later side's.
+/// are two peers. Each claim's paths are read by [`claim_paths`] and its repeats dropped.
+/// In each entry the peer given earlier is the top-level side and the later one is `with`;
+/// within each rank, entries are ordered by the earlier side's peer and claim, then the
+/// later side's.
 ///
-/// The work is a sort of all the paths plus one step per pair of paths that meet: sorted
-/// by components, the paths below a path follow it, so one pass that keeps the chain of
-/// ancestors of the current path visits exactly the meeting pairs, never a pair that does
-/// not meet and never one twice.
+/// The work is a sort of all the paths plus one step per pair of paths that meet (see
+/// [`for_each_meeting_pair`]).
 pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
     let normalized: Vec<Vec<Vec<ClaimPath>>> = peers
         .iter()
         .map(|peer| {
-            let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
             peer.claims
                 .iter()
-                .map(|claim| {
-                    let paths = claim
-                        .scope
-                        .iter()
-                        .filter_map(|raw| match root {
-                            Some(root) => normalize(raw, root).ok(),
-                            None => normalize_relative(raw).ok(),
-                        })
-                        .collect();
-                    without_repeats(paths)
-                })
+                .map(|claim| claim_paths(peer, claim))
                 .collect()
         })
         .collect();
@@ -122,12 +113,11 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
             }
         }
     }
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
 
     // (earlier claim, later claim) -> the pairs (earlier's path, later's path), where the
     // earlier claim's peer comes first in the input.
     let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
-    let mut meet = |one: &At, other: &At| {
+    for_each_meeting_pair(&mut entries, |one, other| {
         if identity[one.peer] == identity[other.peer] {
             return;
         }
@@ -139,7 +129,85 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
         met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
             .or_default()
             .add((earlier.path, later.path));
+    });
+
+    let mut listed: Vec<ListedOverlap> = met
+        .into_iter()
+        .map(|(((ep, ec), (lp, lc)), pairs)| {
+            let (earlier, later) = (&peers[ep], &peers[lp]);
+            let (theirs, yours) = (&earlier.claims[ec], &later.claims[lc]);
+            let (their_paths, your_paths) = (&normalized[ep][ec], &normalized[lp][lc]);
+            let (listed, more_paths) = pairs.finish();
+            ListedOverlap {
+                overlap: Overlap {
+                    peer: earlier.id.clone(),
+                    attached: earlier.attached,
+                    left_seconds_ago: earlier.left_seconds_ago,
+                    kind: SideKind::Claim,
+                    intent: theirs.intent.clone(),
+                    checkout: earlier.checkout.clone(),
+                    paths: listed
+                        .into_iter()
+                        .map(|(t, y)| OverlapPath {
+                            yours: your_paths[y].as_written().to_owned(),
+                            theirs: their_paths[t].as_written().to_owned(),
+                        })
+                        .collect(),
+                    more_paths,
+                },
+                with: OverlapSide {
+                    peer: later.id.clone(),
+                    attached: later.attached,
+                    left_seconds_ago: later.left_seconds_ago,
+                    kind: SideKind::Claim,
+                    intent: yours.intent.clone(),
+                    checkout: later.checkout.clone(),
+                },
+            }
+        })
+        .collect();
+    listed.sort_by_key(|o| u8::from(!o.overlap.attached) + u8::from(!o.with.attached));
+    listed
+}
+
+/// The paths a claim of a listed peer is compared on, without repeats: where its server
+/// resolved them on disk when it says so (`resolved`, one per scope path), else its text
+/// normalised against the peer's worktree (or as repository-relative when the peer has no
+/// checkout). A path that cannot be read either way meets nothing.
+pub(crate) fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
+    let paths = if !claim.resolved.is_empty() && claim.resolved.len() == claim.scope.len() {
+        claim
+            .scope
+            .iter()
+            .zip(&claim.resolved)
+            .filter_map(|(written, key)| ClaimPath::from_key(written, key).ok())
+            .collect()
+    } else {
+        let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
+        claim
+            .scope
+            .iter()
+            .filter_map(|raw| match root {
+                Some(root) => normalize(raw, root).ok(),
+                None => normalize_relative(raw).ok(),
+            })
+            .collect()
     };
+    without_repeats(paths)
+}
+
+/// Calls `meet` once for every pair of entries whose paths meet (equal, or one an ancestor
+/// of the other on whole components), the ancestor or the earlier of two equal ones first.
+///
+/// The work is a sort of the entries plus one step per pair that meets: sorted by
+/// components, the paths below a path follow it, so one pass that keeps the chain of
+/// ancestors of the current path visits exactly the meeting pairs, never a pair that does
+/// not meet and never one twice.
+pub(crate) fn for_each_meeting_pair<T>(
+    entries: &mut [(&[String], T)],
+    mut meet: impl FnMut(&T, &T),
+) {
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     // Runs of equal keys that are ancestors of the current key, outermost first.
     let mut ancestors: Vec<Range<usize>> = Vec::new();
     let mut start = 0;
@@ -168,37 +236,52 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
         ancestors.push(start..end);
         start = end;
     }
+}
 
-    met.into_iter()
-        .map(|(((ep, ec), (lp, lc)), pairs)| {
-            let (earlier, later) = (&peers[ep], &peers[lp]);
-            let (theirs, yours) = (&earlier.claims[ec], &later.claims[lc]);
-            let (their_paths, your_paths) = (&normalized[ep][ec], &normalized[lp][lc]);
-            let (listed, more_paths) = pairs.finish();
-            ListedOverlap {
-                overlap: Overlap {
-                    peer: earlier.id.clone(),
-                    attached: earlier.attached,
-                    intent: theirs.intent.clone(),
-                    checkout: earlier.checkout.clone(),
-                    paths: listed
-                        .into_iter()
-                        .map(|(t, y)| OverlapPath {
-                            yours: your_paths[y].as_written().to_owned(),
-                            theirs: their_paths[t].as_written().to_owned(),
-                        })
-                        .collect(),
-                    more_paths,
-                },
-                with: OverlapSide {
-                    peer: later.id.clone(),
-                    attached: later.attached,
-                    intent: yours.intent.clone(),
-                    checkout: later.checkout.clone(),
-                },
+/// Every claim of `peers` (gathered from other worktrees' boards, each stamped with its
+/// checkout) that meets one of `paths` (a claim just made, unrepeated): one entry per
+/// claim, live peers before departed ones, each listing the first few path pairs and
+/// counting the rest.
+///
+/// The new claim's paths go into a trie; each of the others' paths walks it once, so the
+/// work is their paths times their depth plus the pairs that meet, never paths × paths.
+pub fn claims_meeting(paths: &[ClaimPath], peers: &[Peer]) -> Vec<Overlap> {
+    let mut claimed = PathIndex::new();
+    for (at, path) in paths.iter().enumerate() {
+        claimed.insert(path.components(), at);
+    }
+    let mut overlaps: Vec<Overlap> = Vec::new();
+    for peer in peers {
+        for claim in &peer.claims {
+            let theirs = claim_paths(peer, claim);
+            let mut met = PairSample::default();
+            for (t, path) in theirs.iter().enumerate() {
+                claimed.for_each_meeting(path.components(), |&yours| met.add((yours, t)));
             }
-        })
-        .collect()
+            let (listed, more_paths) = met.finish();
+            if listed.is_empty() {
+                continue;
+            }
+            overlaps.push(Overlap {
+                peer: peer.id.clone(),
+                attached: peer.attached,
+                left_seconds_ago: peer.left_seconds_ago,
+                kind: SideKind::Claim,
+                intent: claim.intent.clone(),
+                checkout: peer.checkout.clone(),
+                paths: listed
+                    .into_iter()
+                    .map(|(y, t)| OverlapPath {
+                        yours: paths[y].as_written().to_owned(),
+                        theirs: theirs[t].as_written().to_owned(),
+                    })
+                    .collect(),
+                more_paths,
+            });
+        }
+    }
+    overlaps.sort_by_key(|overlap| !overlap.attached);
+    overlaps
 }
 
 /// How many of `peers` are attached and hold no claim, so that a quiet board is not read
@@ -232,6 +315,7 @@ mod tests {
             intent: intent.into(),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
             at: "2026-11-30T02:26:47Z".into(),
+            resolved: Vec::new(),
         }
     }
 
@@ -243,6 +327,7 @@ mod tests {
             connected_at: "2026-11-30T02:26:47Z".into(),
             last_seen_seconds_ago: 0,
             attached: true,
+            left_seconds_ago: None,
             announcement: claims.last().cloned(),
             claims,
             checkout: worktree.map(checkout),
@@ -388,6 +473,172 @@ mod tests {
         assert_eq!(listed.len(), 1);
         assert!(!listed[0].overlap.attached);
         assert!(listed[0].with.attached);
+    }
+
+    #[test]
+    fn live_pairs_are_listed_before_pairs_with_a_departed_side() {
+        let mut gone = peer(1, Some("/repo"), vec![claim(None, "old", &["lib"])]);
+        gone.attached = false;
+        gone.left_seconds_ago = Some(300);
+        let peers = [
+            gone,
+            peer(2, Some("/repo"), vec![claim(None, "a", &["lib/a.rs"])]),
+            peer(3, Some("/wt"), vec![claim(None, "b", &["lib/a.rs"])]),
+        ];
+        let order: Vec<(String, String, Option<u64>)> = overlaps_among(&peers)
+            .iter()
+            .map(|o| {
+                (
+                    name(&o.overlap.peer, &o.overlap.checkout),
+                    name(&o.with.peer, &o.with.checkout),
+                    o.overlap.left_seconds_ago,
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("p2@/repo".into(), "p3@/wt".into(), None),
+                ("p1@/repo".into(), "p2@/repo".into(), Some(300)),
+                ("p1@/repo".into(), "p3@/wt".into(), Some(300)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_claim_resolved_on_disk_meets_on_what_its_server_resolved() {
+        let mut through_link = claim(None, "via the link", &["alias/a.rs", "app/[slug]/page.tsx"]);
+        through_link.resolved = vec!["src/a.rs".into(), "app/[slug]/page.tsx".into()];
+        let peers = [
+            peer(1, Some("/wt"), vec![through_link]),
+            peer(
+                2,
+                Some("/repo"),
+                vec![claim(None, "direct", &["src/a.rs", "app/other.ts"])],
+            ),
+        ];
+        assert_eq!(
+            summary(&overlaps_among(&peers)),
+            [(
+                "p1@/wt".into(),
+                "p2@/repo".into(),
+                pairs(&[("alias/a.rs", "src/a.rs")])
+            )]
+        );
+        // a `resolved` that does not match the scope is not trusted: the text is read
+        let mut mismatched = claim(None, "x", &["alias/a.rs"]);
+        mismatched.resolved = vec!["src/a.rs".into(), "extra".into()];
+        let peers = [peers[1].clone(), peer(3, Some("/wt"), vec![mismatched])];
+        assert!(overlaps_among(&peers).is_empty());
+    }
+
+    /// (peer @ worktree, attached, [(yours, theirs)])
+    type Met = (String, bool, Vec<(String, String)>);
+
+    #[test]
+    fn a_new_claim_meets_other_worktrees_claims_naming_their_checkouts() {
+        let mut gone = peer(4, Some("/wt/b"), vec![claim(None, "left", &["src"])]);
+        gone.attached = false;
+        gone.left_seconds_ago = Some(61);
+        let peers = [
+            gone,
+            peer(
+                1,
+                Some("/repo"),
+                vec![
+                    claim(None, "whole src", &["src"]),
+                    claim(Some("d"), "docs", &["docs"]),
+                ],
+            ),
+            peer(2, Some("/wt/b"), vec![claim(None, "elsewhere", &["tests"])]),
+        ];
+        let mine: Vec<ClaimPath> = ["src/main.rs", "docs/x.md", "src/lib.rs"]
+            .iter()
+            .map(|p| normalize(p, "/wt/a").unwrap())
+            .collect();
+        let met = claims_meeting(&mine, &peers);
+        let got: Vec<Met> = met
+            .iter()
+            .map(|o| {
+                (
+                    name(&o.peer, &o.checkout),
+                    o.attached,
+                    o.paths
+                        .iter()
+                        .map(|p| (p.yours.clone(), p.theirs.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let pair = |y: &str, t: &str| (y.to_owned(), t.to_owned());
+        assert_eq!(
+            got,
+            [
+                (
+                    "p1@/repo".into(),
+                    true,
+                    vec![pair("src/main.rs", "src"), pair("src/lib.rs", "src")]
+                ),
+                ("p1@/repo".into(), true, vec![pair("docs/x.md", "docs")]),
+                (
+                    "p4@/wt/b".into(),
+                    false,
+                    vec![pair("src/main.rs", "src"), pair("src/lib.rs", "src")]
+                ),
+            ]
+        );
+        assert_eq!(met[2].left_seconds_ago, Some(61));
+        assert_eq!(
+            met[0].checkout.as_ref().unwrap().branch.as_deref(),
+            Some("main")
+        );
+    }
+
+    #[test]
+    fn random_claims_meeting_agrees_with_comparing_every_pair() {
+        let mut rng = Lcg(23);
+        for round in 0..60 {
+            let peers: Vec<Peer> = (0..rng.below(6))
+                .map(|n| {
+                    let claims = (0..rng.below(3))
+                        .map(|c| {
+                            let scope = rng.scope(10);
+                            let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+                            claim(Some(&format!("c{c}")), "work", &scope)
+                        })
+                        .collect();
+                    let mut peer = peer(n as u64 + 1, Some("/wt/b"), claims);
+                    peer.attached = rng.below(3) > 0;
+                    peer
+                })
+                .collect();
+            let mine = without_repeats(
+                rng.scope(12)
+                    .iter()
+                    .map(|p| normalize(p, "/wt/a").unwrap())
+                    .collect(),
+            );
+            let got: Vec<(PeerId, bool, usize)> = claims_meeting(&mine, &peers)
+                .into_iter()
+                .map(|o| (o.peer, o.attached, o.paths.len() + o.more_paths as usize))
+                .collect();
+            let mut expected = Vec::new();
+            for peer in &peers {
+                for claim in &peer.claims {
+                    let theirs = claim_paths(peer, claim);
+                    let pairs = mine
+                        .iter()
+                        .flat_map(|y| theirs.iter().map(move |t| (y, t)))
+                        .filter(|(y, t)| y.meets(t))
+                        .count();
+                    if pairs > 0 {
+                        expected.push((peer.id.clone(), peer.attached, pairs));
+                    }
+                }
+            }
+            expected.sort_by_key(|e| !e.1);
+            assert_eq!(got, expected, "round {round}");
+        }
     }
 
     #[test]

@@ -28,9 +28,98 @@ use crate::text::{RefusedChar, find_refused, for_terminal};
 pub struct ClaimPath {
     written: String,
     components: Vec<String>,
+    /// Whether the file system named it other than its text does: a symbolic link followed,
+    /// or a glob-looking name that exists and so is a literal path.
+    on_disk: bool,
+}
+
+/// A scope path checked and split into every component it names, wildcards included, before
+/// anyone decides what it means: its text alone ([`SplitPath::lexical`]) or what the file
+/// system has there ([`ClaimPath::resolved`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitPath {
+    written: String,
+    components: Vec<String>,
+}
+
+impl SplitPath {
+    /// The path as the peer wrote it, less surrounding whitespace.
+    pub fn as_written(&self) -> &str {
+        &self.written
+    }
+
+    /// Every component below the repository root, glob ones included.
+    pub fn components(&self) -> &[String] {
+        &self.components
+    }
+
+    /// The path as its text says: the components before the first one holding a glob
+    /// character.
+    pub fn lexical(self) -> ClaimPath {
+        let literal = literal_prefix(&self.components);
+        let mut components = self.components;
+        components.truncate(literal);
+        ClaimPath {
+            written: self.written,
+            components,
+            on_disk: false,
+        }
+    }
 }
 
 impl ClaimPath {
+    /// The path `split` names on disk: `components` are its place below the repository
+    /// root once symbolic links are followed, with glob-looking names that exist taken
+    /// literally. Only the file system can say that, so the caller (the checkout crate)
+    /// resolves it, once, when the claim is made; this checks the result by the same
+    /// bounds as a written path.
+    pub fn resolved(split: &SplitPath, components: Vec<String>) -> Result<ClaimPath, PathError> {
+        check_resolved(&components)?;
+        let literal = literal_prefix(&split.components);
+        let on_disk = components != split.components[..literal];
+        Ok(ClaimPath {
+            written: split.written.clone(),
+            components,
+            on_disk,
+        })
+    }
+
+    /// A path another server resolved: the text its peer wrote and the [`ClaimPath::key`]
+    /// it resolved to, taken literally (a `[slug]` in a key is a directory name, not a
+    /// glob).
+    pub fn from_key(written: &str, key: &str) -> Result<ClaimPath, PathError> {
+        check_written(key)?;
+        if key.starts_with('/') {
+            return Err(PathError::Absolute { path: excerpt(key) });
+        }
+        let components: Vec<String> = literal_components(key)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        check_resolved(&components)?;
+        Ok(ClaimPath {
+            written: written.trim().to_owned(),
+            components,
+            on_disk: true,
+        })
+    }
+
+    /// The components joined by `/`, or `.` for the whole repository: how a resolved path
+    /// travels to other servers.
+    pub fn key(&self) -> String {
+        if self.components.is_empty() {
+            ".".to_owned()
+        } else {
+            self.components.join("/")
+        }
+    }
+
+    /// Whether the file system named this path other than its text does, so that a reader
+    /// of the text alone would compare it wrongly.
+    pub fn resolved_differently(&self) -> bool {
+        self.on_disk
+    }
+
     /// The path as the peer wrote it, less surrounding whitespace: what answers echo.
     pub fn as_written(&self) -> &str {
         &self.written
@@ -176,7 +265,18 @@ pub fn check_written(raw: &str) -> Result<(), PathError> {
     Ok(())
 }
 
+/// Checks and splits a path a peer claimed in the checkout rooted at `checkout_root`
+/// (canonical, absolute), by the rules of [`normalize`] but keeping every component: what
+/// a glob or a symbolic link in it means is decided afterwards.
+pub fn split(raw: &str, checkout_root: &str) -> Result<SplitPath, PathError> {
+    split_under(raw, Some(checkout_root))
+}
+
 fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, PathError> {
+    split_under(raw, checkout_root).map(SplitPath::lexical)
+}
+
+fn split_under(raw: &str, checkout_root: Option<&str>) -> Result<SplitPath, PathError> {
     check_written(raw)?;
     let written = raw.trim();
     let mut components = literal_components(written);
@@ -206,14 +306,49 @@ fn normalize_under(raw: &str, checkout_root: Option<&str>) -> Result<ClaimPath, 
             components: components.len(),
         });
     }
-    let literal = components.iter().take_while(|c| !is_glob(c)).count();
-    Ok(ClaimPath {
+    Ok(SplitPath {
         written: written.to_owned(),
-        components: components[..literal]
-            .iter()
-            .map(|c| (*c).to_owned())
-            .collect(),
+        components: components.into_iter().map(str::to_owned).collect(),
     })
+}
+
+/// How many leading components hold no glob character.
+fn literal_prefix(components: &[String]) -> usize {
+    components.iter().take_while(|c| !is_glob(c)).count()
+}
+
+/// The bounds of a written path, applied to components the file system gave: no `..`, no
+/// refused character, at most [`limits::PATH_COMPONENTS`] of them and
+/// [`limits::PATH_BYTES`] bytes in all.
+fn check_resolved(components: &[String]) -> Result<(), PathError> {
+    let key = components.join("/");
+    if key.len() > limits::PATH_BYTES {
+        return Err(PathError::TooLong {
+            start: excerpt(&key),
+            bytes: key.len(),
+        });
+    }
+    if let Some(found) = find_refused(&key) {
+        return Err(PathError::Unprintable {
+            path: excerpt(&key),
+            found,
+        });
+    }
+    if components
+        .iter()
+        .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('/'))
+    {
+        return Err(PathError::ParentComponent {
+            path: excerpt(&key),
+        });
+    }
+    if components.len() > limits::PATH_COMPONENTS {
+        return Err(PathError::TooDeep {
+            path: excerpt(&key),
+            components: components.len(),
+        });
+    }
+    Ok(())
 }
 
 /// The paths without repeats: of paths with the same components (`src`, `./src/`), only
@@ -246,7 +381,9 @@ fn literal_components(path: &str) -> Vec<&str> {
         .collect()
 }
 
-fn is_glob(component: &str) -> bool {
+/// Whether a component holds a glob character (`*`, `?`, `[`, `{`): unless the file system
+/// has a file of that very name, it stands for many names and meets as its parent.
+pub fn is_glob(component: &str) -> bool {
     component.contains(['*', '?', '[', '{'])
 }
 
@@ -468,5 +605,80 @@ mod tests {
             without_repeats(vec![path("src/*.rs"), path("src")]).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_split_path_keeps_every_component_and_lexical_cuts_at_the_first_glob() {
+        let split = split("./app/[slug]//page.tsx", ROOT).unwrap();
+        assert_eq!(split.as_written(), "./app/[slug]//page.tsx");
+        assert_eq!(split.components(), ["app", "[slug]", "page.tsx"]);
+        let lexical = split.lexical();
+        assert_eq!(lexical.components(), ["app"]);
+        assert!(!lexical.resolved_differently());
+        assert_eq!(
+            super::split("/srv/repo/a/b", ROOT).unwrap().components(),
+            ["a", "b"]
+        );
+        assert!(super::split("a/../b", ROOT).is_err());
+        assert!(super::split("/elsewhere", ROOT).is_err());
+    }
+
+    #[test]
+    fn a_resolved_path_compares_on_what_the_file_system_named() {
+        // `alias` is a link to `src`: the claim meets `src/a.rs` and echoes what was written
+        let alias = split("alias/a.rs", ROOT).unwrap();
+        let resolved = ClaimPath::resolved(&alias, vec!["src".into(), "a.rs".into()]).unwrap();
+        assert_eq!(resolved.as_written(), "alias/a.rs");
+        assert!(resolved.meets(&path("src/a.rs")));
+        assert!(!resolved.meets(&path("alias")));
+        assert!(resolved.resolved_differently());
+        assert_eq!(resolved.key(), "src/a.rs");
+
+        // a bracketed name that exists is a literal path
+        let slug = split("app/[slug]/page.tsx", ROOT).unwrap();
+        let components: Vec<String> = slug.components().to_vec();
+        let literal = ClaimPath::resolved(&slug, components).unwrap();
+        assert!(literal.resolved_differently());
+        assert!(!literal.meets(&path("app/other.ts")));
+        assert!(literal.meets(&path("app")));
+
+        // resolved as written: nothing differs
+        let plain = split("src/x", ROOT).unwrap();
+        let same = ClaimPath::resolved(&plain, vec!["src".into(), "x".into()]).unwrap();
+        assert!(!same.resolved_differently());
+        assert_eq!(same, path("src/x"));
+
+        // the bounds hold on what the file system gave
+        let deep = vec!["d".to_owned(); limits::PATH_COMPONENTS + 1];
+        assert!(matches!(
+            ClaimPath::resolved(&plain, deep),
+            Err(PathError::TooDeep { .. })
+        ));
+        let hostile = vec!["src".to_owned(), "x\x1b[2J".to_owned()];
+        assert!(matches!(
+            ClaimPath::resolved(&plain, hostile),
+            Err(PathError::Unprintable { .. })
+        ));
+        let whole = ClaimPath::resolved(&split(".", ROOT).unwrap(), Vec::new()).unwrap();
+        assert_eq!(whole.key(), ".");
+    }
+
+    #[test]
+    fn a_key_travels_and_is_read_back_literally() {
+        let slug = split("app/[slug]/page.tsx", ROOT).unwrap();
+        let components: Vec<String> = slug.components().to_vec();
+        let sent = ClaimPath::resolved(&slug, components).unwrap();
+        let read = ClaimPath::from_key(sent.as_written(), &sent.key()).unwrap();
+        assert_eq!(read.components(), sent.components());
+        assert_eq!(read.as_written(), "app/[slug]/page.tsx");
+        assert!(
+            ClaimPath::from_key("x", ".")
+                .unwrap()
+                .components()
+                .is_empty()
+        );
+        for bad in ["../up", "a/../b", "/abs", "", "a\nb"] {
+            assert!(ClaimPath::from_key("x", bad).is_err(), "{bad:?}");
+        }
     }
 }

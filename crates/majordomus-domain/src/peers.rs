@@ -19,6 +19,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::changes::SideKind;
 use crate::{limits, text};
 
 /// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
@@ -127,6 +128,12 @@ pub struct Announcement {
     pub scope: Vec<String>,
     /// When it was announced, RFC 3339 in UTC.
     pub at: String,
+    /// Where each path of `scope` is on disk, in the same order, repository-relative (`.`
+    /// for the whole repository) with symbolic links followed: what overlaps are found on.
+    /// Present only when one of them differs from what its text says: a link followed, or
+    /// a glob-looking name (`app/[slug]`) that exists and so is a literal path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<String>,
 }
 
 /// Which checkout of the repository a peer is attached to. Peer ids restart at `p1` on
@@ -159,8 +166,12 @@ pub struct Peer {
     /// Seconds since its last message.
     pub last_seen_seconds_ago: u64,
     /// Whether its connection is still open. A peer that leaves holding claims stays on the
-    /// board with `false`: the work it announced outlives the connection.
+    /// board with `false`: the work it announced outlives the connection, for the claim
+    /// grace, and then its claims are released.
     pub attached: bool,
+    /// For a departed peer, seconds since its connection went; absent while attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_seconds_ago: Option<u64>,
     /// Every claim it holds, in name order with the unnamed claim first; empty if it has
     /// announced nothing.
     #[serde(default)]
@@ -190,8 +201,15 @@ pub struct Overlap {
     /// The other peer.
     pub peer: PeerId,
     /// Whether the other peer is still attached; an overlap with a departed peer is a
-    /// weaker warning than one with a live session.
+    /// weaker warning than one with a live session, and is listed after those.
     pub attached: bool,
+    /// For a departed other peer, seconds since it left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_seconds_ago: Option<u64>,
+    /// What the other side is: always `claim`, another peer's claim (what a worktree
+    /// changed is listed in `change_overlaps`).
+    #[serde(default)]
+    pub kind: SideKind,
     /// What the other peer said that claim is for.
     pub intent: String,
     /// The checkout the other peer is attached to, when the answer knows it.
@@ -245,15 +263,16 @@ pub struct AnnounceInput {
     pub claim: Option<String>,
 }
 
-/// The answer of `peers.announce`: you as the board now records you, whose claims meet
-/// yours, and which paths your update stopped claiming.
+/// What the board answers an announcement with: you as the board now records you, whose
+/// claims on this board meet yours, and which paths your update stopped claiming.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Announced {
     /// The announcing peer, flattened into the answer.
     #[serde(flatten)]
     pub peer: Peer,
-    /// Every claim of another peer on this board that meets the one just made, departed
-    /// peers included. Empty is the ordinary case.
+    /// Every claim of another peer that meets the one just made, in every worktree of the
+    /// repository whose board could be read, departed peers included (after the live
+    /// ones). Empty is the ordinary case.
     pub overlaps: Vec<Overlap>,
     /// Paths the replaced claim of the same name held that no path of the new one meets:
     /// ground you just stopped warning others off. Empty is the ordinary case.
@@ -267,6 +286,12 @@ pub struct OverlapSide {
     pub peer: PeerId,
     /// Whether that peer is still attached.
     pub attached: bool,
+    /// For a departed peer, seconds since it left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_seconds_ago: Option<u64>,
+    /// What this side is: always `claim`, a peer's claim.
+    #[serde(default)]
+    pub kind: SideKind,
     /// What that peer said its claim is for.
     pub intent: String,
     /// The checkout that peer is attached to, when the answer knows it.
@@ -303,6 +328,7 @@ mod tests {
             connected_at: "2026-11-30T02:26:47Z".into(),
             last_seen_seconds_ago: 4,
             attached: true,
+            left_seconds_ago: None,
             claims: vec![],
             announcement: None,
             checkout: None,
@@ -424,6 +450,8 @@ mod tests {
             overlap: Overlap {
                 peer: PeerId::nth(1),
                 attached: false,
+                left_seconds_ago: Some(240),
+                kind: SideKind::Claim,
                 intent: "refactor".into(),
                 checkout: None,
                 paths: vec![OverlapPath {
@@ -435,6 +463,8 @@ mod tests {
             with: OverlapSide {
                 peer: PeerId::nth(2),
                 attached: true,
+                left_seconds_ago: None,
+                kind: SideKind::Claim,
                 intent: "fix".into(),
                 checkout: None,
             },
@@ -442,6 +472,12 @@ mod tests {
         let v = serde_json::to_value(&listed).unwrap();
         assert_eq!(v["peer"], "p1");
         assert_eq!(v["with"]["peer"], "p2");
+        assert_eq!(
+            (&v["kind"], &v["with"]["kind"]),
+            (&json!("claim"), &json!("claim"))
+        );
+        assert_eq!(v["left_seconds_ago"], 240);
+        assert!(v["with"].get("left_seconds_ago").is_none(), "{v}");
         assert_eq!(v["paths"][0]["theirs"], "src");
         assert_eq!(serde_json::from_value::<ListedOverlap>(v).unwrap(), listed);
 

@@ -10,6 +10,7 @@ use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::peers::PeerId;
 
+use crate::capabilities::peers::RepositoryReadings;
 use crate::server::ServerState;
 
 /// The checkout this process is about, and how to reach other checkouts' servers.
@@ -24,6 +25,9 @@ pub struct Site {
     pub changes: ChangesCache,
     /// Worktree snapshots and merge results kept between conflict predictions.
     pub conflicts: ConflictPredictor,
+    /// The latest background reading of every worktree's changes and of the conflicts
+    /// between them, for the boards of worktrees without a server and for `peers.list`.
+    pub readings: RepositoryReadings,
     git_version: std::sync::OnceLock<Result<GitVersion, String>>,
 }
 
@@ -45,6 +49,7 @@ impl Site {
             http,
             changes: ChangesCache::new(CHANGES_INTERVAL),
             conflicts: ConflictPredictor::new(),
+            readings: RepositoryReadings::default(),
             git_version: std::sync::OnceLock::new(),
         }
     }

@@ -49,6 +49,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 ///     intent: "port the parser".into(),
 ///     scope: vec!["src/parser".into(), "tests".into()],
 ///     at: "2026-11-30T02:26:47Z".into(),
+///     resolved: vec![],
 /// };
 /// assert_eq!(majordomus::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
 /// ```
@@ -63,6 +64,82 @@ pub fn claim(claim: &majordomus_domain::peers::Announcement) -> String {
         "{name}{} ({})",
         for_terminal(&claim.intent),
         scope.join(", ")
+    )
+}
+
+/// How long ago a departed peer left, in the words people read a board in.
+///
+/// ```
+/// use majordomus::render::left_ago;
+/// assert_eq!(left_ago(12), "left 12 s ago");
+/// assert_eq!(left_ago(4 * 60 + 59), "left 4 min ago");
+/// assert_eq!(left_ago(3 * 3600), "left 3 h ago");
+/// assert_eq!(left_ago(2 * 86_400 + 5), "left 2 d ago");
+/// ```
+pub fn left_ago(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("left {seconds} s ago"),
+        60..3_600 => format!("left {} min ago", seconds / 60),
+        3_600..86_400 => format!("left {} h ago", seconds / 3_600),
+        _ => format!("left {} d ago", seconds / 86_400),
+    }
+}
+
+/// A checkout as people read it: where it is, and its branch when known, escaped.
+///
+/// ```
+/// use majordomus_domain::peers::PeerCheckout;
+/// let beta = PeerCheckout {
+///     id: "b".into(),
+///     worktree: "/src/beta".into(),
+///     branch: Some("feature/beta".into()),
+///     this_checkout: false,
+/// };
+/// assert_eq!(majordomus::render::checkout(&beta), "worktree /src/beta (branch feature/beta)");
+/// ```
+pub fn checkout(checkout: &majordomus_domain::peers::PeerCheckout) -> String {
+    match &checkout.branch {
+        Some(branch) => format!(
+            "worktree {} (branch {})",
+            for_terminal(&checkout.worktree),
+            for_terminal(branch)
+        ),
+        None => format!("worktree {}", for_terminal(&checkout.worktree)),
+    }
+}
+
+/// What a worktree did to some paths, in words: `uncommitted changes` while any of it is
+/// not committed, `committed changes` otherwise, each path with the ways it was changed.
+///
+/// ```
+/// use majordomus_domain::changes::ChangeKind::{Committed, Unstaged};
+/// use majordomus::render::changes_to;
+/// assert_eq!(
+///     changes_to(&[("src/a.rs", &[Committed, Unstaged]), ("src/b.rs", &[Committed])]),
+///     "uncommitted changes to src/a.rs (committed, unstaged), src/b.rs (committed)"
+/// );
+/// assert_eq!(changes_to(&[("b", &[Committed])]), "committed changes to b (committed)");
+/// ```
+pub fn changes_to(paths: &[(&str, &[majordomus_domain::changes::ChangeKind])]) -> String {
+    use majordomus_domain::changes::ChangeKind;
+    let uncommitted = paths
+        .iter()
+        .any(|(_, kinds)| kinds.iter().any(|kind| *kind != ChangeKind::Committed));
+    let listed: Vec<String> = paths
+        .iter()
+        .map(|(path, kinds)| {
+            let ways: Vec<&str> = kinds.iter().map(|kind| kind.as_str()).collect();
+            format!("{} ({})", for_terminal(path), ways.join(", "))
+        })
+        .collect();
+    format!(
+        "{} changes to {}",
+        if uncommitted {
+            "uncommitted"
+        } else {
+            "committed"
+        },
+        listed.join(", ")
     )
 }
 
@@ -83,6 +160,7 @@ mod tests {
             intent: "fix\u{7}".into(),
             scope: vec!["src/\u{0}x".into(), "docs".into()],
             at: "2026-11-30T02:26:47Z".into(),
+            resolved: vec![],
         };
         assert_eq!(
             super::claim(&claim),

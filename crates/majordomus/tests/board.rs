@@ -76,11 +76,15 @@ impl Scene {
             )
             .await;
         assert_eq!(beta_announced["id"], "p1", "every board counts from p1");
+        let across = beta_announced["overlaps"].as_array().unwrap();
         assert_eq!(
-            beta_announced["overlaps"],
-            json!([]),
-            "an announce reports the overlaps of its own board: {beta_announced:#}"
+            across.len(),
+            1,
+            "an announce meets the claims of every worktree: {beta_announced:#}"
         );
+        assert_eq!(across[0]["peer"], "p1");
+        assert_eq!(across[0]["intent"], "rewrite the parser");
+        assert_eq!(across[0]["checkout"]["worktree"], display(&alpha));
 
         Scene {
             repo,

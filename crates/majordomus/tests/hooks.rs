@@ -453,8 +453,22 @@ async fn an_edit_lands_on_the_board_and_an_announce_meets_it() {
             json!({"intent": "tidy the sources", "scope": ["src"]}),
         )
         .await;
-    let overlaps = announced["overlaps"].as_array().unwrap();
+    // The beta worktree's agent claims `src/parser`, and an announce sees every worktree.
+    let overlaps: Vec<&Value> = announced["overlaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|overlap| overlap["checkout"]["this_checkout"] == true)
+        .collect();
     assert_eq!(overlaps.len(), 1, "{announced:#}");
+    assert!(
+        announced["overlaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|overlap| overlap["checkout"]["branch"] == "beta"),
+        "{announced:#}"
+    );
     assert_eq!(overlaps[0]["peer"], editors[0]["id"]);
     assert_eq!(overlaps[0]["intent"], "files this session edited");
     let theirs: Vec<&str> = overlaps[0]["paths"]

@@ -75,10 +75,12 @@ async fn scopes_of_repeats_and_of_nested_paths_answer_and_the_server_stays_small
     let answer = second
         .answer(ANNOUNCE, json!({"intent": "repeats too", "scope": repeats}))
         .await;
+    let checkout = &answer["overlaps"][0]["checkout"];
+    assert_eq!(checkout["worktree"], repo.root().display().to_string());
     assert_eq!(
         answer["overlaps"],
-        json!([{"peer": "p1", "attached": true, "intent": "repeats",
-                "paths": [{"yours": "a", "theirs": "a"}]}]),
+        json!([{"peer": "p1", "attached": true, "kind": "claim", "intent": "repeats",
+                "checkout": checkout, "paths": [{"yours": "a", "theirs": "a"}]}]),
         "one claim met on one pair of paths: {answer:#}"
     );
 

@@ -1,22 +1,40 @@
-//! `peers.list` and `peers.announce`: the board, repository-wide.
+//! `peers.list` and `peers.announce`: the board, repository-wide — every worktree's peers
+//! and their claims, what each worktree actually changed, and where any of them meet.
 
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
+use majordomus_checkout::changes::{ChangeKind as GitChangeKind, Changes};
+use majordomus_checkout::git::Checkout;
+use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::board::check_announcement;
+use majordomus_domain::changes::{
+    CHANGED_PATHS, ChangeKind, ChangeOverlap, ChangedPath, ListedChangeOverlap, SideKind,
+    WorktreeChanges, change_overlaps_among, changes_meeting,
+};
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
-use majordomus_domain::listing::{overlaps_among, silent};
+use majordomus_domain::limits;
+use majordomus_domain::listing::{claims_meeting, overlaps_among, silent};
+use majordomus_domain::paths::{ClaimPath, without_repeats};
 use majordomus_domain::peers::{
     AnnounceInput, Announced, ListedOverlap, Peer, PeerCheckout, PeerId,
 };
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
-use crate::context::Context;
+use crate::capabilities::conflicts::{
+    ConflictPrediction, ConflictsInput, ConflictsPredict, PredictedConflict,
+};
+use crate::context::{CHANGES_INTERVAL, Context, Site};
 use crate::registry::{
     BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
     Stability,
 };
+use crate::render;
 use crate::survey;
 
 /// What to ask of `peers.list`: how wide the board is.
@@ -69,6 +87,94 @@ pub struct BoardView {
     pub attached: usize,
     /// Why this board is missing from the answer; absent when it was read.
     pub reason: Option<String>,
+    /// What the worktree has changed, as git knows it — committed on its branch since the
+    /// merge base with the default branch, staged, unstaged, untracked — whether or not
+    /// anybody announced it. Read by the worktree's own server when it answers, else here.
+    /// Absent for a checkout outside git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorktreeChanges>,
+}
+
+impl BoardView {
+    /// A board that could not be read, and why.
+    fn unread(id: String, worktree: String, branch: Option<String>, reason: String) -> Self {
+        BoardView {
+            id,
+            worktree,
+            branch,
+            this_checkout: false,
+            standing: ServerStanding::Absent,
+            url: None,
+            attached: 0,
+            reason: Some(reason),
+            changes: None,
+        }
+    }
+
+    /// The checkout, as overlaps name it.
+    fn stamp(&self) -> PeerCheckout {
+        PeerCheckout {
+            id: self.id.clone(),
+            worktree: self.worktree.clone(),
+            branch: self.branch.clone(),
+            this_checkout: self.this_checkout,
+        }
+    }
+}
+
+/// The merge conflicts `conflicts.predict` finds, in short.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictSummary {
+    /// How many pairs of worktrees with changes were merged.
+    pub pairs: usize,
+    /// The pairs of worktrees that would conflict if merged now, uncommitted work included,
+    /// each naming at most 8 files and counting the rest. Empty is the ordinary case.
+    pub conflicts: Vec<PredictedConflict>,
+    /// Why the prediction is missing or partial (git too old, a worktree unreadable);
+    /// absent when every pair was merged. `conflicts.predict` tells more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How many seconds ago the worktrees were read for this prediction: it is made in the
+    /// background, at most about once a second, so a listing never waits for it long.
+    #[serde(default)]
+    pub predicted_seconds_ago: u64,
+}
+
+impl ConflictSummary {
+    fn of(prediction: ConflictPrediction) -> ConflictSummary {
+        let unread: Vec<String> = prediction
+            .worktrees
+            .iter()
+            .filter_map(|w| Some(format!("{}: {}", w.worktree, w.reason.as_deref()?)))
+            .collect();
+        let reason = prediction.reason.or_else(|| {
+            (!prediction.complete).then(|| {
+                format!(
+                    "not every worktree could be read and merged ({})",
+                    unread.join("; ")
+                )
+            })
+        });
+        let conflicts = prediction
+            .conflicts
+            .into_iter()
+            .map(|mut conflict| {
+                let beyond = conflict
+                    .paths
+                    .len()
+                    .saturating_sub(limits::OVERLAP_PATH_PAIRS);
+                conflict.paths.truncate(limits::OVERLAP_PATH_PAIRS);
+                conflict.more_paths += beyond;
+                conflict
+            })
+            .collect();
+        ConflictSummary {
+            pairs: prediction.pairs,
+            conflicts,
+            reason,
+            predicted_seconds_ago: 0,
+        }
+    }
 }
 
 /// One peer as a listing reports it: its board's record, whether a bridge carries its client,
@@ -103,13 +209,24 @@ pub struct PeerList {
     /// stamped with its checkout (and a `qualified_id`) because every board has its own `p1`.
     pub peers: Vec<ListedPeer>,
     /// Every pair of claims of different peers that meet, each pair once, across checkouts
-    /// too. Empty is the ordinary case.
+    /// too; pairs of live peers first, those with a departed side after. Empty is the
+    /// ordinary case.
     pub overlaps: Vec<ListedOverlap>,
     /// One entry per checkout covered, read or not.
     pub boards: Vec<BoardView>,
     /// Whether every board covered was read; when false a board's `reason` says why, so
     /// "nobody else is here" is never said when the truth is "I could not ask".
     pub complete: bool,
+    /// Every place where a worktree's changes meet a claim of a peer of another worktree,
+    /// or another worktree's changes: each pair once, live peers first, every side named
+    /// with its kind (`claim` or `change`). A worktree's changes never meet the claims of
+    /// its own peers: they are that worktree's own work. Empty is the ordinary case.
+    #[serde(default)]
+    pub change_overlaps: Vec<ListedChangeOverlap>,
+    /// The merge conflicts predicted between worktrees, in short, for a listing of the
+    /// repository; absent for `checkouts: this`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<ConflictSummary>,
 }
 
 /// `peers.list`.
@@ -123,13 +240,16 @@ impl Operation for PeersList {
         kind: Kind::Query,
         title: "Peers of this repository",
         description: "Every worker on this repository: its client and version, transport, when \
-            it connected and was last seen, what it claims and in which checkout. Each \
-            checkout's server holds its own board; this gathers them (this checkout's from \
-            memory, every other from the server its lease names, asked about its own board \
-            only). `boards` says which checkouts were covered and `complete` whether each was \
-            read, so a short board is never mistaken for an empty repository. `overlaps` lists \
-            every pair of claims that meet. `checkouts: this` reads one board and contacts \
-            nothing else.",
+            it connected and was last seen (or left), what it claims and in which checkout, and \
+            what each worktree actually changed as git knows it (committed on its branch, \
+            staged, unstaged, untracked). Each checkout's server holds its own board; this \
+            gathers them (this checkout's from memory, every other from the server its lease \
+            names, asked about its own board only). `boards` says which checkouts were covered \
+            and `complete` whether each was read, so a short board is never mistaken for an \
+            empty repository. `overlaps` lists every pair of claims that meet, \
+            `change_overlaps` where changes meet claims of other worktrees or each other, and \
+            `conflicts` the merges that would conflict now. `checkouts: this` reads one board \
+            and contacts nothing else.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_peers"),
             http: Some((HttpMethod::Get, "/api/v1/peers")),
@@ -149,6 +269,11 @@ impl Operation for PeersList {
                 detail: "Each agent read a board that held only itself; the gather reads every \
                     worktree's board and names the overlap with both checkouts.",
             },
+            Moment {
+                headline: "an agent that never announced had already edited the files",
+                detail: "Its worktree's changes are on the board as git sees them, and meet the \
+                    claims of every other worktree.",
+            },
         ],
     };
 
@@ -159,7 +284,7 @@ impl Operation for PeersList {
             .map(|listed| {
                 let peer = &listed.peer;
                 let checkout = peer.checkout.as_ref();
-                let claims: Vec<String> = peer.claims.iter().map(crate::render::claim).collect();
+                let claims: Vec<String> = peer.claims.iter().map(render::claim).collect();
                 vec![
                     checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
                     checkout
@@ -167,11 +292,7 @@ impl Operation for PeersList {
                         .unwrap_or_else(|| "-".into()),
                     peer.id.to_string(),
                     format!("{} {}", peer.client.name, peer.client.version),
-                    if peer.attached {
-                        "yes".into()
-                    } else {
-                        "left".into()
-                    },
+                    attachment(peer.attached, peer.left_seconds_ago),
                     format!("{}s ago", peer.last_seen_seconds_ago),
                     if claims.is_empty() {
                         "(silent)".into()
@@ -184,7 +305,7 @@ impl Operation for PeersList {
         let mut text = if rows.is_empty() {
             "nobody is on the board".to_string()
         } else {
-            crate::render::table(
+            render::table(
                 &[
                     "WORKTREE",
                     "BRANCH",
@@ -198,16 +319,13 @@ impl Operation for PeersList {
             )
         };
         text.push_str(&format!(
-            "\n{} attached, {} silent, {} overlap(s)",
+            "\n{} attached, {} silent, {} overlap(s), {} with changes",
             output.count,
             output.silent,
-            output.overlaps.len()
+            output.overlaps.len(),
+            output.change_overlaps.len()
         ));
         for overlap in &output.overlaps {
-            let side = |peer: &PeerId, checkout: &Option<PeerCheckout>| match checkout {
-                Some(c) => format!("{peer} in {}", c.worktree),
-                None => peer.to_string(),
-            };
             let mut paths: Vec<String> = overlap
                 .overlap
                 .paths
@@ -217,14 +335,70 @@ impl Operation for PeersList {
             if overlap.overlap.more_paths > 0 {
                 paths.push(format!("{} more", overlap.overlap.more_paths));
             }
+            let side = &overlap.overlap;
+            let with = &overlap.with;
             text.push_str(&format!(
                 "\n  overlap: {} ({}) and {} ({}) on {}",
-                side(&overlap.overlap.peer, &overlap.overlap.checkout),
-                for_terminal(&overlap.overlap.intent),
-                side(&overlap.with.peer, &overlap.with.checkout),
-                for_terminal(&overlap.with.intent),
+                peer_side(
+                    &side.peer,
+                    &side.checkout,
+                    side.attached,
+                    side.left_seconds_ago
+                ),
+                for_terminal(&side.intent),
+                peer_side(
+                    &with.peer,
+                    &with.checkout,
+                    with.attached,
+                    with.left_seconds_ago
+                ),
+                for_terminal(&with.intent),
                 paths.join(", ")
             ));
+        }
+        for overlap in &output.change_overlaps {
+            text.push_str(&format!("\n  {}", change_overlap_line(overlap)));
+        }
+        for board in &output.boards {
+            if let Some(changes) = board.changes.as_ref().filter(|c| !c.is_empty()) {
+                text.push_str(&format!(
+                    "\n  changed in {}: {}",
+                    render::checkout(&board.stamp()),
+                    changed_paths_line(changes)
+                ));
+            }
+        }
+        if let Some(conflicts) = &output.conflicts {
+            for conflict in &conflicts.conflicts {
+                let side = |s: &crate::capabilities::conflicts::ConflictSide| {
+                    render::checkout(&PeerCheckout {
+                        id: s.checkout_id.clone(),
+                        worktree: s.worktree.clone(),
+                        branch: s.branch.clone(),
+                        this_checkout: false,
+                    })
+                };
+                let mut paths: Vec<String> = conflict
+                    .paths
+                    .iter()
+                    .map(|p| for_terminal(p).into_owned())
+                    .collect();
+                if conflict.more_paths > 0 {
+                    paths.push(format!("{} more", conflict.more_paths));
+                }
+                text.push_str(&format!(
+                    "\n  merge conflict predicted: {} and {} on {}",
+                    side(&conflict.ours),
+                    side(&conflict.theirs),
+                    paths.join(", ")
+                ));
+            }
+            if let Some(reason) = &conflicts.reason {
+                text.push_str(&format!(
+                    "\n  no full conflict prediction: {}",
+                    for_terminal(reason)
+                ));
+            }
         }
         if !output.complete {
             text.push_str("\nINCOMPLETE: some boards could not be read:");
@@ -242,12 +416,38 @@ impl Operation for PeersList {
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
         let site = &ctx.site;
         let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
+        let whole_repository =
+            input.checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
         let boards = futures::future::join_all(
             checkouts
                 .into_iter()
-                .map(|checkout| read_board(ctx, checkout)),
-        )
-        .await;
+                .map(|checkout| read_board(ctx, checkout, !whole_repository)),
+        );
+        // The worktrees nobody serves and the conflict prediction are read in the background,
+        // one reading at a time: a repository of a hundred worktrees costs a `git status` per
+        // worktree about once a second there, not on every call, and never runs them all at
+        // once. A server waits for it at most half the probe timeout; a process that does not
+        // serve (a person's `majordomus peers`) has no later call to profit from it, and waits
+        // for it to finish.
+        let wait = match ctx.server {
+            Some(_) => site.probe_timeout() / 2,
+            None => Duration::MAX,
+        };
+        let reading = async {
+            if whole_repository {
+                site.readings.latest(ctx, wait).await
+            } else {
+                None
+            }
+        };
+        let (mut boards, reading) = tokio::join!(boards, reading);
+        for (view, _) in &mut boards {
+            if whole_repository && view.changes.is_none() {
+                view.changes = Some(RepositoryReading::changes_of(reading.as_deref(), view));
+            }
+        }
+        let conflicts =
+            whole_repository.then(|| RepositoryReading::conflicts_of(reading.as_deref()));
         let mut listed = Vec::new();
         let mut views = Vec::new();
         for (view, board_peers) in boards {
@@ -259,7 +459,12 @@ impl Operation for PeersList {
             .into_iter()
             .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
             .unzip();
+        let changes: Vec<(PeerCheckout, WorktreeChanges)> = views
+            .iter()
+            .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
+            .collect();
         let overlaps = overlaps_among(&peers);
+        let change_overlaps = change_overlaps_among(&peers, &changes);
         let silent = silent(&peers);
         let peers = peers
             .into_iter()
@@ -279,7 +484,9 @@ impl Operation for PeersList {
             caller: ctx.caller.clone(),
             silent,
             overlaps,
+            change_overlaps,
             complete: views.iter().all(|view| view.reason.is_none()),
+            conflicts,
             peers,
             boards: views,
         })
@@ -289,19 +496,128 @@ impl Operation for PeersList {
 /// How many digits of the checkout id qualify a peer id in a listing.
 const QUALIFIER_DIGITS: usize = 8;
 
-/// Reads one checkout's board: from memory when this process serves it, otherwise from the
-/// server its lease names.
-async fn read_board(
-    ctx: &Context,
-    checkout: majordomus_checkout::git::Checkout,
-) -> (BoardView, Vec<ListedPeer>) {
-    let this_checkout = checkout.id == ctx.site.checkout.id;
-    let stamp = PeerCheckout {
+/// Whether a peer is attached, for people: `yes`, or how long ago it left.
+fn attachment(attached: bool, left_seconds_ago: Option<u64>) -> String {
+    match (attached, left_seconds_ago) {
+        (true, _) => "yes".into(),
+        (false, Some(seconds)) => render::left_ago(seconds),
+        (false, None) => "left".into(),
+    }
+}
+
+/// One side of an overlap for people: the peer, its worktree, and when it left if it did.
+fn peer_side(
+    peer: &PeerId,
+    checkout: &Option<PeerCheckout>,
+    attached: bool,
+    left_seconds_ago: Option<u64>,
+) -> String {
+    let mut side = match checkout {
+        Some(c) => format!("{peer} in {}", for_terminal(&c.worktree)),
+        None => peer.to_string(),
+    };
+    if !attached {
+        side.push_str(&format!(" ({})", attachment(attached, left_seconds_ago)));
+    }
+    side
+}
+
+/// A worktree's changes meeting a claim or other changes, as a sentence: "worktree
+/// `/wt/beta` (branch `beta`) has uncommitted changes to `src/parser/lexer.rs` (unstaged);
+/// p1 in `/wt/alpha` claims `src/parser` (rewrite the parser)".
+fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
+    let pairs = &overlap.overlap.paths;
+    let mut theirs: Vec<(&str, &[ChangeKind])> = Vec::new();
+    let mut yours: Vec<(&str, &[ChangeKind])> = Vec::new();
+    for pair in pairs {
+        if !theirs.iter().any(|(path, _)| *path == pair.theirs) {
+            theirs.push((&pair.theirs, &pair.kinds));
+        }
+        if !yours.iter().any(|(path, _)| *path == pair.yours) {
+            yours.push((&pair.yours, &pair.your_kinds));
+        }
+    }
+    let with = &overlap.with;
+    let other = match (with.kind, &with.peer) {
+        (SideKind::Claim, Some(peer)) => {
+            let claimed: Vec<String> = yours
+                .iter()
+                .map(|(path, _)| for_terminal(path).into_owned())
+                .collect();
+            format!(
+                "{} claims {} ({})",
+                peer_side(
+                    peer,
+                    &with.checkout,
+                    with.attached.unwrap_or(true),
+                    with.left_seconds_ago
+                ),
+                claimed.join(", "),
+                for_terminal(with.intent.as_deref().unwrap_or_default())
+            )
+        }
+        _ => format!(
+            "{} has {}",
+            with.checkout
+                .as_ref()
+                .map_or_else(|| "another worktree".into(), render::checkout),
+            render::changes_to(&yours)
+        ),
+    };
+    let more = if overlap.overlap.more_paths > 0 {
+        format!(" ({} more pair(s) of paths)", overlap.overlap.more_paths)
+    } else {
+        String::new()
+    };
+    format!(
+        "change overlap: {} has {}; {other}{more}",
+        render::checkout(&overlap.overlap.checkout),
+        render::changes_to(&theirs)
+    )
+}
+
+/// How many paths a worktree changed, and the first few with how, for people.
+fn changed_paths_line(changes: &WorktreeChanges) -> String {
+    /// How many changed paths one line names.
+    const SHOWN: usize = 5;
+    let total = changes.paths.len() + changes.more_paths;
+    let shown: Vec<String> = changes
+        .paths
+        .iter()
+        .take(SHOWN)
+        .map(|changed| {
+            let kinds: Vec<&str> = changed.kinds.iter().map(|k| k.as_str()).collect();
+            format!("{} ({})", for_terminal(&changed.path), kinds.join(", "))
+        })
+        .collect();
+    let mut line = format!("{total} path(s): {}", shown.join(", "));
+    if total > shown.len() {
+        line.push_str(&format!(" and {} more", total - shown.len()));
+    }
+    line
+}
+
+/// A checkout as answers name it.
+fn stamp(checkout: &Checkout, this_checkout: bool) -> PeerCheckout {
+    PeerCheckout {
         id: checkout.id.clone(),
         worktree: checkout.root.display().to_string(),
         branch: checkout.branch.clone(),
         this_checkout,
-    };
+    }
+}
+
+/// Reads one checkout's board: from memory when this process serves it, otherwise from the
+/// server its lease names; and what the worktree changed, from that server's answer, read
+/// here for this process's own board, or, when `read_here`, for a board without a server.
+/// Otherwise `changes` is left for the repository reading to fill.
+async fn read_board(
+    ctx: &Context,
+    checkout: Checkout,
+    read_here: bool,
+) -> (BoardView, Vec<ListedPeer>) {
+    let this_checkout = checkout.id == ctx.site.checkout.id;
+    let stamp = stamp(&checkout, this_checkout);
     let mut view = BoardView {
         id: checkout.id.clone(),
         worktree: stamp.worktree.clone(),
@@ -311,10 +627,14 @@ async fn read_board(
         url: None,
         attached: 0,
         reason: None,
+        changes: None,
     };
+    let mut reported_changes = None;
+    let mut read_here = read_here;
     let peers = if this_checkout && let Some(server) = &ctx.server {
         view.standing = server.own_standing();
         view.url = server.url();
+        read_here = true;
         let bridged = server.bridged_peers();
         server
             .board_peers(SystemTime::now())
@@ -326,7 +646,7 @@ async fn read_board(
             })
             .collect()
     } else {
-        let found = survey::survey(&ctx.site, checkout).await;
+        let found = survey::survey(&ctx.site, checkout.clone()).await;
         view.standing = found.standing.standing;
         view.url = found.url().map(str::to_string);
         if found.answers() {
@@ -335,7 +655,10 @@ async fn read_board(
                 .as_ref()
                 .expect("an answering server has a lease");
             match survey::ask::<PeerList>(&ctx.site, lease, "/api/v1/peers?checkouts=this").await {
-                Ok(answer) => answer.peers,
+                Ok(answer) => {
+                    reported_changes = answer.boards.into_iter().next().and_then(|b| b.changes);
+                    answer.peers
+                }
                 Err(reason) => {
                     view.reason = Some(reason);
                     Vec::new()
@@ -350,6 +673,11 @@ async fn read_board(
             Vec::new()
         }
     };
+    view.changes = match reported_changes {
+        Some(changes) => Some(capped(changes)),
+        None if read_here => read_changes(&ctx.site, &checkout).await,
+        None => None,
+    };
     let short_checkout: String = stamp.id.chars().take(QUALIFIER_DIGITS).collect();
     let peers: Vec<ListedPeer> = peers
         .into_iter()
@@ -361,6 +689,201 @@ async fn read_board(
         .collect();
     view.attached = peers.iter().filter(|listed| listed.peer.attached).count();
     (view, peers)
+}
+
+/// What a worktree changed, read here by git on a blocking thread (through the site's cache,
+/// so at most about once a second per worktree); `None` outside git.
+///
+/// The read gets half the probe timeout: a board asked by a sibling must answer within the
+/// whole of it, and in a large repository `git status` can take longer. A read that runs
+/// over is reported as such and left to finish, so the next call finds it in the cache.
+async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeChanges> {
+    checkout.common_dir.as_ref()?;
+    let reader = site.clone();
+    let root = checkout.root.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let default_branch = reader.config.changes.default_branch.as_deref();
+        reader.changes.changes(&root, default_branch)
+    });
+    let budget = site.probe_timeout() / 2;
+    Some(match tokio::time::timeout(budget, read).await {
+        Ok(Ok(Ok(changes))) => board_changes(changes),
+        Ok(Ok(Err(error))) => WorktreeChanges::unreadable(error),
+        Ok(Err(error)) => WorktreeChanges::unreadable(format!("reading them failed: {error}")),
+        Err(_) => WorktreeChanges::unreadable(format!(
+            "git did not finish reading them within {} ms; a later call will have them",
+            budget.as_millis()
+        )),
+    })
+}
+
+/// A worktree's changes as git read them, as a board carries them.
+fn board_changes(changes: Changes) -> WorktreeChanges {
+    let kind = |kind: GitChangeKind| match kind {
+        GitChangeKind::Committed => ChangeKind::Committed,
+        GitChangeKind::Staged => ChangeKind::Staged,
+        GitChangeKind::Unstaged => ChangeKind::Unstaged,
+        GitChangeKind::Untracked => ChangeKind::Untracked,
+    };
+    capped(WorktreeChanges {
+        paths: changes
+            .paths
+            .into_iter()
+            .map(|changed| ChangedPath {
+                path: changed.path,
+                kinds: changed.kinds.into_iter().map(kind).collect(),
+            })
+            .collect(),
+        more_paths: changes.omitted,
+        reason: None,
+        read_seconds_ago: None,
+    })
+}
+
+/// At most [`CHANGED_PATHS`] listed, the rest counted: a sibling's answer is held to the
+/// same bound as a reading here.
+fn capped(mut changes: WorktreeChanges) -> WorktreeChanges {
+    let beyond = changes.paths.len().saturating_sub(CHANGED_PATHS);
+    changes.paths.truncate(CHANGED_PATHS);
+    changes.more_paths = changes.more_paths.saturating_add(beyond);
+    changes
+}
+
+/// What every worktree of the repository changed, as read here, and the merge conflicts
+/// predicted between them, read together by one background task at a time. The boards
+/// whose worktree has no server take their changes from it, and `conflicts` its prediction.
+#[derive(Default)]
+pub struct RepositoryReadings {
+    latest: watch::Sender<Option<Arc<RepositoryReading>>>,
+    /// Whether a reading is under way; only one ever is.
+    running: AtomicBool,
+}
+
+/// One reading of the whole repository.
+pub struct RepositoryReading {
+    started: Instant,
+    /// How long it took: whether the next one is worth waiting for.
+    took: Duration,
+    /// Each worktree's changes, by where it is.
+    changes: HashMap<String, WorktreeChanges>,
+    conflicts: ConflictSummary,
+}
+
+impl RepositoryReadings {
+    /// The latest reading. One older than [`CHANGES_INTERVAL`] (or none) starts a new one,
+    /// unless one is under way. The new one is waited for, at most `wait`, when there is
+    /// none yet or the last one took less than that; otherwise, and when it is not done in
+    /// time, the previous reading is the answer (its age is stated where it is used).
+    async fn latest(&self, ctx: &Context, wait: Duration) -> Option<Arc<RepositoryReading>> {
+        let mut news = self.latest.subscribe();
+        let current = news.borrow_and_update().clone();
+        if current
+            .as_ref()
+            .is_some_and(|reading| reading.started.elapsed() < CHANGES_INTERVAL)
+        {
+            return current;
+        }
+        if !self.running.swap(true, Ordering::AcqRel) {
+            tokio::spawn(read_repository(ctx.clone()));
+        }
+        if current.as_ref().is_some_and(|reading| reading.took >= wait) {
+            return current;
+        }
+        match tokio::time::timeout(wait, news.changed()).await {
+            Ok(Ok(())) => news.borrow().clone(),
+            _ => current,
+        }
+    }
+}
+
+impl RepositoryReading {
+    /// A board's changes from `reading`, with their age; or why there are none yet.
+    fn changes_of(reading: Option<&RepositoryReading>, view: &BoardView) -> WorktreeChanges {
+        let found = reading.and_then(|reading| {
+            let mut changes = reading.changes.get(&view.worktree)?.clone();
+            changes.read_seconds_ago = Some(reading.started.elapsed().as_secs());
+            Some(changes)
+        });
+        found.unwrap_or_else(|| {
+            WorktreeChanges::unreadable(
+                "not read yet: git is still reading this worktree; a later call will have it",
+            )
+        })
+    }
+
+    /// The conflict summary from `reading`, with its age; or why there is none yet.
+    fn conflicts_of(reading: Option<&RepositoryReading>) -> ConflictSummary {
+        match reading {
+            Some(reading) => ConflictSummary {
+                predicted_seconds_ago: reading.started.elapsed().as_secs(),
+                ..reading.conflicts.clone()
+            },
+            None => ConflictSummary {
+                pairs: 0,
+                conflicts: Vec::new(),
+                reason: Some(
+                    "not predicted yet: the worktrees are still being read; a later call will \
+                     have it"
+                        .into(),
+                ),
+                predicted_seconds_ago: 0,
+            },
+        }
+    }
+}
+
+/// Reads every worktree's changes (one after the other, on one blocking thread) and then
+/// predicts the conflicts between them from the same, now cached, reading; publishes the
+/// result as the site's latest reading.
+async fn read_repository(ctx: Context) {
+    /// Clears the site's `running` flag however the reading ends.
+    struct Running(Arc<Site>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.readings.running.store(false, Ordering::Release);
+        }
+    }
+    let running = Running(ctx.site.clone());
+    let started = Instant::now();
+    let checkouts = survey::covered_checkouts(&ctx.site, Checkouts::Repository)
+        .await
+        .unwrap_or_default();
+    let reader = ctx.site.clone();
+    let changes = tokio::task::spawn_blocking(move || {
+        let default_branch = reader.config.changes.default_branch.as_deref();
+        checkouts
+            .iter()
+            .map(|checkout| {
+                let changes = match reader.changes.changes(&checkout.root, default_branch) {
+                    Ok(changes) => board_changes(changes),
+                    Err(error) => WorktreeChanges::unreadable(error),
+                };
+                (checkout.root.display().to_string(), changes)
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_default();
+    let conflicts = match ConflictsPredict::run(&ctx, ConflictsInput {}).await {
+        Ok(prediction) => ConflictSummary::of(prediction),
+        Err(error) => ConflictSummary {
+            pairs: 0,
+            conflicts: Vec::new(),
+            reason: Some(error.message),
+            predicted_seconds_ago: 0,
+        },
+    };
+    let reading = RepositoryReading {
+        started,
+        took: started.elapsed(),
+        changes,
+        conflicts,
+    };
+    running
+        .0
+        .readings
+        .latest
+        .send_replace(Some(Arc::new(reading)));
 }
 
 /// `peers.announce`.
@@ -389,6 +912,38 @@ impl BenchCases for AnnounceInput {
     }
 }
 
+/// Another worktree's board that an announcement could not read in time.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct UnreadBoard {
+    /// Where the worktree is.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Why its board could not be read.
+    pub reason: String,
+}
+
+/// The answer of `peers.announce`: you as the board now records you, every claim and every
+/// change in the repository that meets the one you made, and which boards could not be
+/// asked.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AnnounceAnswer {
+    /// You, the claims that meet yours and the paths you stopped claiming.
+    #[serde(flatten)]
+    pub announced: Announced,
+    /// Other worktrees' changes, as git knows them (committed on their branch, staged,
+    /// unstaged, untracked), that meet the claim just made: work already done there,
+    /// announced or not. Your own worktree's changes are your own work and never listed.
+    /// Empty is the ordinary case.
+    pub change_overlaps: Vec<ChangeOverlap>,
+    /// The other worktrees whose boards could not be read within the probe timeout, and
+    /// why: their claims are missing from `overlaps`. Empty is the ordinary case.
+    pub boards_unread: Vec<UnreadBoard>,
+    /// Whether every worktree's board was read, so that `overlaps` covers the repository.
+    pub complete: bool,
+}
+
 /// What a refusal of a call without a connection says: the claim must belong to a peer.
 pub(crate) fn needs_a_session(tool: &str) -> CapabilityError {
     CapabilityError::refused(format!(
@@ -400,17 +955,23 @@ pub(crate) fn needs_a_session(tool: &str) -> CapabilityError {
 
 impl Operation for PeersAnnounce {
     type Input = AnnounceInput;
-    type Output = Announced;
+    type Output = AnnounceAnswer;
     const DECLARATION: Declaration = Declaration {
         id: "peers.announce",
         kind: Kind::Command,
         title: "Announce what you are working on",
         description: "Say in one line what this session is doing and which repository paths it \
-            expects to touch. The answer lists every other peer whose claim meets yours, at the \
-            moment the collision is created. Name a claim to hold several side by side; announce \
-            under the same name to replace it (`released` lists the paths you stopped claiming). \
-            Paths are repository-relative; `.` claims the whole repository and a glob counts as \
-            its literal directory prefix.",
+            expects to touch. The answer lists, at the moment the collision is created, every \
+            other peer in any worktree of the repository whose claim meets yours (`overlaps`, \
+            live peers first, departed ones marked) and every other worktree's actual changes \
+            that meet it (`change_overlaps`); `boards_unread` names the worktrees whose board \
+            could not be asked in time. Name a claim to hold several side by side; announce \
+            under the same name to replace it (`released` lists the paths you stopped \
+            claiming). Paths are repository-relative and compared as the file system has them: \
+            a path through a symbolic link meets its target, a glob-looking name that exists \
+            is that file, a link leading out of the repository is refused; `.` claims the \
+            whole repository and a glob counts as its literal directory prefix. A departed \
+            peer's claims are released after the claim grace.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_announce"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached
@@ -433,10 +994,15 @@ impl Operation for PeersAnnounce {
                 detail: "Without names every announcement replaced the last; named claims stand \
                     side by side.",
             },
+            Moment {
+                headline: "told `overlaps: []` while a peer in another worktree held the ground",
+                detail: "The announce reads every worktree's board within the probe timeout, and \
+                    says which ones it could not read.",
+            },
         ],
     };
 
-    async fn run(ctx: &Context, input: AnnounceInput) -> Result<Announced, CapabilityError> {
+    async fn run(ctx: &Context, input: AnnounceInput) -> Result<AnnounceAnswer, CapabilityError> {
         let tool = Self::DECLARATION
             .exposure
             .mcp_tool
@@ -448,6 +1014,255 @@ impl Operation for PeersAnnounce {
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };
-        server.announce(caller, input, SystemTime::now())
+        let paths = resolve(&ctx.site, &input.scope).await?;
+        let mine = without_repeats(paths.clone());
+        let mut announced = server.announce_resolved(caller, input, paths, SystemTime::now())?;
+        let (here, siblings) = read_siblings(ctx).await;
+        for overlap in &mut announced.overlaps {
+            overlap.checkout = Some(here.clone());
+        }
+        let mut boards_unread = Vec::new();
+        let mut peers = Vec::new();
+        let mut changes = Vec::new();
+        for (view, board_peers) in siblings {
+            if let Some(reason) = &view.reason {
+                boards_unread.push(UnreadBoard {
+                    worktree: view.worktree.clone(),
+                    branch: view.branch.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            if let Some(worktree_changes) = view.changes.clone() {
+                changes.push((view.stamp(), worktree_changes));
+            }
+            peers.extend(board_peers.into_iter().map(|listed| listed.peer));
+        }
+        announced.overlaps.extend(claims_meeting(&mine, &peers));
+        announced.overlaps.sort_by_key(|overlap| !overlap.attached);
+        Ok(AnnounceAnswer {
+            announced,
+            change_overlaps: changes_meeting(&mine, &changes),
+            complete: boards_unread.is_empty(),
+            boards_unread,
+        })
+    }
+}
+
+/// Where each scope path leads on disk, asked on a blocking thread; a path leading out of
+/// the checkout is bad input.
+async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
+    let root = site.checkout.root.clone();
+    let scope = scope.to_vec();
+    tokio::task::spawn_blocking(move || resolve_scope(&root, &scope))
+        .await
+        .map_err(|error| {
+            CapabilityError::internal(format!("the scope could not be resolved: {error}"))
+        })?
+        .map_err(|error| CapabilityError::invalid_input(error.to_string()))
+}
+
+/// This checkout as answers name it, and every other worktree's board, each read as
+/// `peers.list` reads it, all within one probe timeout: an announce is never held up by a
+/// sibling that is slow or hung, and says which boards it could not read.
+async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<ListedPeer>)>) {
+    let site = &ctx.site;
+    let timeout = site.probe_timeout();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let too_slow = format!("it did not answer within {} ms", timeout.as_millis());
+    let listed = tokio::time::timeout_at(
+        deadline,
+        survey::covered_checkouts(site, Checkouts::Repository),
+    )
+    .await;
+    let checkouts = match listed {
+        Ok(Ok(checkouts)) => checkouts,
+        failed => {
+            let reason = match failed {
+                Ok(Err(error)) => error.message,
+                _ => format!(
+                    "the worktrees could not be listed within {} ms",
+                    timeout.as_millis()
+                ),
+            };
+            let mut here = site.checkout.clone();
+            here.branch = here.current_branch();
+            let repository = site.checkout.common_dir.as_ref().map_or_else(
+                || here.root.display().to_string(),
+                |dir| dir.display().to_string(),
+            );
+            let unread = BoardView::unread(
+                String::new(),
+                repository,
+                None,
+                format!("the other worktrees' boards were not read: {reason}"),
+            );
+            return (stamp(&here, true), vec![(unread, Vec::new())]);
+        }
+    };
+    let here = stamp(&checkouts[0], true);
+    let any_sibling = checkouts.len() > 1;
+    let siblings = checkouts.into_iter().skip(1).map(|checkout| {
+        let too_slow = too_slow.clone();
+        async move {
+            let unread = BoardView::unread(
+                checkout.id.clone(),
+                checkout.root.display().to_string(),
+                checkout.branch.clone(),
+                too_slow,
+            );
+            tokio::time::timeout_at(deadline, read_board(ctx, checkout, false))
+                .await
+                .unwrap_or((unread, Vec::new()))
+        }
+    });
+    // What the worktrees without a server changed comes from the repository reading, waited
+    // for within the same deadline.
+    let reading = async {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match any_sibling {
+            true => site.readings.latest(ctx, left).await,
+            false => None,
+        }
+    };
+    let (mut boards, reading) = tokio::join!(futures::future::join_all(siblings), reading);
+    for (view, _) in &mut boards {
+        if view.changes.is_none()
+            && let Some(reading) = &reading
+        {
+            view.changes = reading.changes.get(&view.worktree).cloned();
+        }
+    }
+    (here, boards)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::conflicts::{ConflictSide, WorktreeChanges as PredictedWorktree};
+
+    fn side(name: &str) -> ConflictSide {
+        ConflictSide {
+            worktree: format!("/wt/{name}"),
+            branch: Some(name.into()),
+            checkout_id: name.into(),
+        }
+    }
+
+    fn worktree(name: &str, reason: Option<&str>) -> PredictedWorktree {
+        PredictedWorktree {
+            worktree: format!("/wt/{name}"),
+            branch: Some(name.into()),
+            checkout_id: name.into(),
+            changed: 3,
+            uncommitted: true,
+            snapshot: None,
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_conflict_summary_names_a_few_files_and_says_why_it_is_partial() {
+        let prediction = ConflictPrediction {
+            git_version: Some("2.47.3".into()),
+            reason: None,
+            worktrees: vec![
+                worktree("alpha", None),
+                worktree("beta", Some("git failed")),
+            ],
+            pairs: 1,
+            conflicts: vec![PredictedConflict {
+                ours: side("alpha"),
+                theirs: side("gamma"),
+                paths: (0..20).map(|n| format!("src/{n:02}.rs")).collect(),
+                more_paths: 5,
+            }],
+            complete: false,
+        };
+        let summary = ConflictSummary::of(prediction);
+        assert_eq!(summary.pairs, 1);
+        let conflict = &summary.conflicts[0];
+        assert_eq!(conflict.paths.len(), limits::OVERLAP_PATH_PAIRS);
+        assert_eq!(conflict.paths[0], "src/00.rs");
+        assert_eq!(conflict.more_paths, 5 + 12, "the cut files are counted");
+        assert_eq!(
+            summary.reason.as_deref(),
+            Some("not every worktree could be read and merged (/wt/beta: git failed)")
+        );
+
+        let too_old = ConflictPrediction {
+            git_version: Some("2.30.0".into()),
+            reason: Some("predicting conflicts needs git 2.38 or later".into()),
+            worktrees: vec![],
+            pairs: 0,
+            conflicts: vec![],
+            complete: false,
+        };
+        assert_eq!(
+            ConflictSummary::of(too_old).reason.as_deref(),
+            Some("predicting conflicts needs git 2.38 or later"),
+            "the prediction's own reason comes first"
+        );
+    }
+
+    #[test]
+    fn changes_beyond_the_bound_are_counted_not_listed() {
+        let paths: Vec<ChangedPath> = (0..CHANGED_PATHS + 3)
+            .map(|n| ChangedPath {
+                path: format!("gen/{n}"),
+                kinds: vec![ChangeKind::Untracked],
+            })
+            .collect();
+        let answered = WorktreeChanges {
+            paths,
+            more_paths: 10,
+            reason: None,
+            read_seconds_ago: None,
+        };
+        let held = capped(answered);
+        assert_eq!(held.paths.len(), CHANGED_PATHS);
+        assert_eq!(held.more_paths, 13);
+    }
+
+    #[test]
+    fn people_read_a_change_overlap_as_a_sentence() {
+        let beta = PeerCheckout {
+            id: "b".into(),
+            worktree: "/wt/beta".into(),
+            branch: Some("feature/beta".into()),
+            this_checkout: false,
+        };
+        let alpha = PeerCheckout {
+            id: "a".into(),
+            worktree: "/wt/alpha".into(),
+            branch: Some("alpha".into()),
+            this_checkout: true,
+        };
+        let overlap = ListedChangeOverlap {
+            overlap: ChangeOverlap {
+                kind: SideKind::Change,
+                checkout: beta,
+                paths: vec![majordomus_domain::changes::ChangeOverlapPath {
+                    yours: "src/parser".into(),
+                    theirs: "src/parser/lexer.rs".into(),
+                    kinds: vec![ChangeKind::Unstaged],
+                    your_kinds: vec![],
+                }],
+                more_paths: 0,
+            },
+            with: majordomus_domain::changes::ChangeOverlapSide {
+                kind: SideKind::Claim,
+                checkout: Some(alpha),
+                peer: Some(PeerId::nth(1)),
+                attached: Some(false),
+                left_seconds_ago: Some(240),
+                intent: Some("rewrite the parser\u{1b}[2J".into()),
+            },
+        };
+        assert_eq!(
+            change_overlap_line(&overlap),
+            "change overlap: worktree /wt/beta (branch feature/beta) has uncommitted changes to \
+             src/parser/lexer.rs (unstaged); p1 in /wt/alpha (left 4 min ago) claims src/parser \
+             (rewrite the parser\\x1b[2J)"
+        );
     }
 }

@@ -16,6 +16,9 @@ pub enum EventKind {
     Resumed,
     /// The connection holding it announced a claim (journal only).
     Announced,
+    /// The claims its peer held were released from the board: the peer left and did not
+    /// come back within the claim grace (journal only; `claims` lists them).
+    Released,
     /// Its connection went away; it waits for its client.
     Detached,
     /// It ended; `reason` says how.
@@ -28,6 +31,7 @@ impl EventKind {
             EventKind::Opened => "opened",
             EventKind::Resumed => "resumed",
             EventKind::Announced => "announced",
+            EventKind::Released => "released",
             EventKind::Detached => "detached",
             EventKind::Closed => "closed",
         }
@@ -123,7 +127,7 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The claims announced during the episode on this server so far (for `announced`, the
-    /// one just made).
+    /// one just made; for `released`, those released).
     #[serde(default)]
     pub claims: Vec<Announcement>,
 }

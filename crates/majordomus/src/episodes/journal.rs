@@ -113,6 +113,8 @@ impl Index {
             EventKind::Closed => {
                 self.open.remove(&event.external_id);
             }
+            // A release says nothing about whether the episode is open.
+            EventKind::Released => {}
             EventKind::Resumed | EventKind::Detached | EventKind::Announced => {
                 let entry = self
                     .open

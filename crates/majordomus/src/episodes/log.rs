@@ -66,6 +66,10 @@ pub struct LoggedEpisode {
     pub branch: Option<String>,
     /// Every distinct claim announced during it, in the order they were made.
     pub claims: Vec<Announcement>,
+    /// The claims released from the board after its peer left and did not come back within
+    /// the claim grace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub released: Vec<Announcement>,
     /// The journal's numbers of its records.
     pub records: Vec<u64>,
     /// When its last record was written.
@@ -100,6 +104,7 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
                     worktree: event.worktree.clone(),
                     branch: event.branch.clone(),
                     claims: Vec::new(),
+                    released: Vec::new(),
                     records: Vec::new(),
                     last_at: event.at.clone(),
                     last_server: event.server,
@@ -114,6 +119,15 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
         episode.records.push(record.seq);
         episode.last_at = event.at.clone();
         episode.last_server = event.server;
+        if event.event == EventKind::Released {
+            // Claims leaving the board say nothing of where the episode stands.
+            for claim in &event.claims {
+                if !episode.released.contains(claim) {
+                    episode.released.push(claim.clone());
+                }
+            }
+            continue;
+        }
         episode.last_event = Some(event.event);
         episode.attachments = episode.attachments.max(event.attachments);
         episode.worktree = event.worktree.clone();
@@ -255,13 +269,19 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
         let listed: Vec<String> = episode.claims.iter().map(crate::render::claim).collect();
         format!("claims: {}", listed.join("; "))
     };
+    let released = if episode.released.is_empty() {
+        String::new()
+    } else {
+        let listed: Vec<String> = episode.released.iter().map(crate::render::claim).collect();
+        format!("  released after its peer left: {}", listed.join("; "))
+    };
     let notes = if notes.is_empty() {
         String::new()
     } else {
         format!("  ({})", notes.join(", "))
     };
     format!(
-        "{}  {client} ({})  {} → {end}{notes}  {}{branch}  {claims}",
+        "{}  {client} ({})  {} → {end}{notes}  {}{branch}  {claims}{released}",
         for_terminal(&episode.external_id),
         episode.provider,
         episode.started,
@@ -360,7 +380,45 @@ mod tests {
             intent: intent.into(),
             scope: vec![path.into()],
             at: "2026-05-01T10:01:00Z".into(),
+            resolved: vec![],
         }
+    }
+
+    #[test]
+    fn released_claims_are_shown_apart_and_leave_the_state_alone() {
+        let mut announced = record(2, EventKind::Announced, "a", "2026-05-01T10:01:00Z");
+        announced.event.claims = vec![claim("fix the parser", "src/parser")];
+        let detached = record(3, EventKind::Detached, "a", "2026-05-01T10:02:00Z");
+        let mut released = record(4, EventKind::Released, "a", "2026-05-01T10:17:00Z");
+        released.event.claims = vec![claim("fix the parser", "src/parser")];
+        let records = vec![
+            record(1, EventKind::Opened, "a", "2026-05-01T10:00:00Z"),
+            announced,
+            detached,
+            released.clone(),
+            released,
+        ];
+        let episodes = episodes_of(&records);
+        assert_eq!(episodes.len(), 1);
+        let episode = &episodes[0];
+        assert_eq!(episode.records, [1, 2, 3, 4, 4]);
+        assert_eq!(episode.claims.len(), 1, "a release is not a new claim");
+        assert_eq!(episode.released.len(), 1, "a repeated release counts once");
+        assert_eq!(
+            episode.state,
+            LoggedState::Detached,
+            "still kept for its client by the server that runs"
+        );
+        let line = render_line(episode);
+        assert!(
+            line.ends_with(
+                "claims: fix the parser (src/parser)  released after its peer left: fix the \
+                 parser (src/parser)"
+            ),
+            "{line}"
+        );
+        let json = serde_json::to_value(episode).unwrap();
+        assert_eq!(json["released"][0]["scope"][0], "src/parser");
     }
 
     #[test]

@@ -64,6 +64,11 @@ enum Job {
         announcement: Announcement,
         at: SystemTime,
     },
+    Released {
+        episode: ConnectionEpisode,
+        claims: Vec<Announcement>,
+        at: SystemTime,
+    },
     Detached {
         episode: ConnectionEpisode,
         at: SystemTime,
@@ -83,6 +88,7 @@ impl Job {
         match self {
             Job::Attached { episode, .. }
             | Job::Announced { episode, .. }
+            | Job::Released { episode, .. }
             | Job::Detached { episode, .. }
             | Job::Closed { episode, .. } => Some(&episode.external_id),
             Job::Flush(_) => None,
@@ -259,6 +265,15 @@ impl Recorder {
         });
     }
 
+    /// The claims the peer holding `episode` left behind were released from the board.
+    pub fn released(&self, episode: &ConnectionEpisode, claims: Vec<Announcement>, at: SystemTime) {
+        self.send(Job::Released {
+            episode: episode.clone(),
+            claims,
+            at,
+        });
+    }
+
     /// `episode` lost its connection and waits for its client.
     pub fn detached(&self, episode: &ConnectionEpisode, at: SystemTime) {
         self.send(Job::Detached {
@@ -372,6 +387,11 @@ impl Worker {
                     announcement,
                     at,
                 } => self.announced(&episode, announcement, at),
+                Job::Released {
+                    episode,
+                    claims,
+                    at,
+                } => self.released(&episode, claims, at),
                 Job::Detached { episode, at } => {
                     let text = self.record(EventKind::Detached, &episode, None, None, at);
                     self.set_repository(&episode.external_id, &text);
@@ -507,6 +527,16 @@ impl Worker {
         }
     }
 
+    /// Records in the journal which claims left the board with the episode's peer; a
+    /// command, told of an episode's life rather than of its claims, is not run.
+    fn released(&mut self, episode: &ConnectionEpisode, claims: Vec<Announcement>, at: SystemTime) {
+        if let Driver::Journal(_) = self.driver {
+            let mut event = self.event(EventKind::Released, episode, None, None, at);
+            event.claims = claims;
+            let _ = self.write(&event);
+        }
+    }
+
     fn event(
         &self,
         kind: EventKind,
@@ -596,6 +626,9 @@ impl Worker {
                         event.reason.map_or("closed", CloseReason::as_str)
                     ),
                     EventKind::Announced => format!("claim recorded in the journal as #{seq}"),
+                    EventKind::Released => {
+                        format!("released claims recorded in the journal as #{seq}")
+                    }
                 })
             }
         }
@@ -672,6 +705,7 @@ mod tests {
                 intent: "x".into(),
                 scope: vec![],
                 at: rfc3339(now),
+                resolved: vec![],
             };
             let mut queued = 0;
             while recorder
@@ -740,6 +774,7 @@ mod tests {
                 intent: "fix the parser".into(),
                 scope: vec!["src/parser".into()],
                 at: rfc3339(now),
+                resolved: vec![],
             };
             recorder.announced(&on_board, announcement.clone(), now);
             let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();

@@ -511,6 +511,7 @@ mod tests {
                 intent: (*intent).into(),
                 scope: scope.iter().map(|s| (*s).to_string()).collect(),
                 at: "2026-11-30T02:26:47Z".into(),
+                resolved: Vec::new(),
             })
             .collect();
         Peer {
@@ -524,6 +525,7 @@ mod tests {
             connected_at: "2026-11-30T02:26:47Z".into(),
             last_seen_seconds_ago: 0,
             attached: true,
+            left_seconds_ago: None,
             announcement: claims.last().cloned(),
             claims,
             checkout: Some(checkout(worktree, worktree == ROOT)),
@@ -553,7 +555,10 @@ mod tests {
                 url: None,
                 attached: 0,
                 reason: None,
+                changes: None,
             }],
+            change_overlaps: Vec::new(),
+            conflicts: None,
             complete: true,
         }
     }

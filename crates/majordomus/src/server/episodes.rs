@@ -30,6 +30,10 @@ impl ServerState {
             let mut board = self.episode_board();
             let refresh = board.held_by(caller).as_deref() == Some(external_id);
             let outcome = board.attach(caller, external_id, GENERIC, now);
+            if outcome.resumed {
+                // The work of the episode comes back with it: the claims its departed peer held.
+                self.board().adopt_episode(caller, external_id);
+            }
             if let Some(previous) = &outcome.released_previous {
                 self.recorder.detached(previous, now);
             }
@@ -122,10 +126,12 @@ impl ServerState {
         }
     }
 
-    /// Closes the episodes whose client did not come back within the grace (reason
-    /// `expired`). The housekeeping calls it every second.
+    /// Releases the claims whose departed peer did not come back within the claim grace,
+    /// then closes the episodes whose client did not come back within the reattach grace
+    /// (reason `expired`). The housekeeping calls it every second.
     pub(crate) fn reap_episodes(&self) {
         let now = SystemTime::now();
+        self.expire_claims(now);
         let mut board = self.episode_board();
         for episode in board.reap(now) {
             tracing::info!(external_id = %episode.external_id, "episode expired");

@@ -27,7 +27,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
-use majordomus_domain::board::PeerBoard;
+use majordomus_domain::board::{PeerBoard, ReleasedClaims};
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::limits;
 use majordomus_domain::peers::{
@@ -270,26 +270,11 @@ impl EventBus {
         );
     }
 
-    /// A worker came back as `by`: its former slot `former` was retired with its claims.
+    /// A worker came back as `by`: its former slot `former` left the board, its claims
+    /// taken over by `by`, which announces them again right after.
     pub(crate) fn retired(&self, former: &PeerId, by: &PeerId) {
         let mut inner = self.inner();
-        let ended = inner.overlaps.remove_peer(former);
-        self.publish_local(
-            &mut inner,
-            Change::Removed {
-                peer: former,
-                reason: format!("its worker came back as {by}"),
-            },
-        );
-        for partner in &ended {
-            self.publish_local(
-                &mut inner,
-                Change::OverlapEnded {
-                    peer: former,
-                    with: partner,
-                },
-            );
-        }
+        self.remove(&mut inner, former, &format!("its worker came back as {by}"));
     }
 
     /// A peer's connection went away; the caller holds the board's lock, on which the peer
@@ -305,24 +290,45 @@ impl EventBus {
             .overlaps
             .forgotten(|id| board.peer(id, SystemTime::now()).is_some())
         {
-            let ended = inner.overlaps.remove_peer(&forgotten);
-            self.publish_local(
+            self.remove(
                 &mut inner,
-                Change::Removed {
-                    peer: &forgotten,
-                    reason: "it left the longest ago of the departed peers the board keeps"
-                        .to_string(),
+                &forgotten,
+                "it left the longest ago of the departed peers the board keeps",
+            );
+        }
+    }
+
+    /// Departed peers' claims outlived their grace and were released: the peers left the
+    /// board. The caller holds the board's lock.
+    pub(crate) fn expired(&self, released: &[ReleasedClaims]) {
+        let mut inner = self.inner();
+        for release in released {
+            self.remove(
+                &mut inner,
+                &release.peer,
+                "its claims outlived the claim grace after it left",
+            );
+        }
+    }
+
+    /// Publishes that `peer` left the board for `reason`, and the overlaps that ended with it.
+    fn remove(&self, inner: &mut Inner, peer: &PeerId, reason: &str) {
+        let ended = inner.overlaps.remove_peer(peer);
+        self.publish_local(
+            inner,
+            Change::Removed {
+                peer,
+                reason: reason.to_string(),
+            },
+        );
+        for partner in &ended {
+            self.publish_local(
+                inner,
+                Change::OverlapEnded {
+                    peer,
+                    with: partner,
                 },
             );
-            for partner in &ended {
-                self.publish_local(
-                    &mut inner,
-                    Change::OverlapEnded {
-                        peer: &forgotten,
-                        with: partner,
-                    },
-                );
-            }
         }
     }
 

@@ -17,9 +17,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
-use majordomus_domain::board::PeerBoard;
+use majordomus_domain::board::{PeerBoard, ReleasedClaims};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::EpisodeBoard;
+use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport};
 use tokio_util::sync::CancellationToken;
 
@@ -204,13 +205,46 @@ impl ServerState {
     }
 
     pub fn board_peers(&self, now: SystemTime) -> Vec<Peer> {
+        self.expire_claims(now);
         self.board().peers(now)
     }
 
+    /// Releases the claims of peers that left longer than the claim grace ago, recording
+    /// each release under the episode the peer held. The episode board is locked first,
+    /// as everywhere both are, so the journal hears of it in the boards' order.
+    pub(crate) fn expire_claims(&self, now: SystemTime) {
+        let episodes = self.episode_board();
+        let mut board = self.board();
+        let released = board.expire(now, self.site.config.timings.claim_grace());
+        if released.is_empty() {
+            return;
+        }
+        self.events.expired(&released);
+        drop(board);
+        self.record_released(&episodes, released, now);
+    }
+
+    /// Records released claims in the journal of the episode their peer held, while that
+    /// episode is still kept (a closed one's record already ended it).
+    fn record_released(
+        &self,
+        episodes: &majordomus_domain::episodes::EpisodeBoard,
+        released: Vec<ReleasedClaims>,
+        now: SystemTime,
+    ) {
+        for release in released {
+            tracing::info!(peer = %release.peer, claims = release.claims.len(), "claims released");
+            if let Some(episode) = release.episode.and_then(|id| episodes.episode(&id, now)) {
+                self.recorder.released(&episode, release.claims, now);
+            }
+        }
+    }
+
     /// A new connection joins the board. A worker that comes back (after its session was lost
-    /// or its server replaced) retires its former slot, so it is never listed twice nor told
-    /// that it overlaps itself; it announces its claims again right after. A bridged worker
-    /// is held to pinging: silent for the bridge silence, it is let go.
+    /// or its server replaced) takes over its former slot's claims and the slot goes, so it
+    /// is never listed twice nor told that it overlaps itself; it announces its claims again
+    /// right after, which replaces them. A bridged worker is held to pinging: silent for the
+    /// bridge silence, it is let go.
     pub(crate) fn attach(
         &self,
         transport: Transport,
@@ -230,10 +264,10 @@ impl ServerState {
                 .by_identity
                 .insert(worker.identity.to_string(), slot)
             {
-                board.retire(&former.peer);
+                let claims = board.adopt(&former.peer, &id);
                 self.events.retired(&former.peer, &id);
                 workers.heard.remove(&former.peer);
-                tracing::info!(peer = %id, former = %former.peer, "a worker came back; its former slot is retired");
+                tracing::info!(peer = %id, former = %former.peer, claims, "a worker came back and took its claims over");
             }
             if worker.bridged {
                 workers.heard.insert(id.clone(), Instant::now());
@@ -263,10 +297,16 @@ impl ServerState {
     /// its episode waits for its client to come back.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
         self.workers().heard.remove(peer);
-        let mut board = self.board();
-        board.detach(peer);
-        self.events.left(&board, peer);
-        drop(board);
+        let now = SystemTime::now();
+        {
+            let episodes = self.episode_board();
+            let held = episodes.held_by(peer);
+            let mut board = self.board();
+            let released = board.detach(peer, held, now);
+            self.events.left(&board, peer);
+            drop(board);
+            self.record_released(&episodes, released, now);
+        }
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
@@ -341,16 +381,38 @@ impl ServerState {
             .collect()
     }
 
+    /// Records a claim with its paths read by their text alone, as the benchmark's crowded
+    /// board is made; a peer's announcement goes through [`ServerState::announce_resolved`].
     pub(crate) fn announce(
         &self,
         caller: &PeerId,
         input: AnnounceInput,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
+        let root = self.site.checkout.root.display().to_string();
+        let paths = input
+            .scope
+            .iter()
+            .map(|raw| majordomus_domain::paths::normalize(raw, &root))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
+        self.announce_resolved(caller, input, paths, now)
+    }
+
+    /// Records a claim whose paths were resolved on disk, one per scope path, after
+    /// releasing the claims whose grace ran out, so the answer never meets one of those.
+    pub(crate) fn announce_resolved(
+        &self,
+        caller: &PeerId,
+        input: AnnounceInput,
+        paths: Vec<ClaimPath>,
+        now: SystemTime,
+    ) -> Result<Announced, CapabilityError> {
         use majordomus_domain::board::AnnounceError;
+        self.expire_claims(now);
         let mut board = self.board();
         let announced = board
-            .announce(caller, input, now)
+            .announce_resolved(caller, input, paths, now)
             .map_err(|error| match error {
                 AnnounceError::InvalidInput(error) => {
                     CapabilityError::invalid_input(error.to_string())

@@ -125,26 +125,6 @@ impl HookSessions {
     }
 }
 
-/// Moves every claim of `from` to `to` and takes `from` off the board: the same worker
-/// speaks through a new peer now. `from`'s claims go first, so they never overlap the
-/// copies made of them.
-fn carry_claims(board: &mut PeerBoard, from: &PeerId, to: &PeerId, now: SystemTime) {
-    let Some(former) = board.peer(from, now) else {
-        return;
-    };
-    board.retire(from);
-    for claim in former.claims {
-        let input = AnnounceInput {
-            intent: claim.intent,
-            scope: claim.scope,
-            claim: claim.name,
-        };
-        if let Err(error) = board.announce(to, input, now) {
-            tracing::debug!(%error, %from, %to, "a claim could not be carried over");
-        }
-    }
-}
-
 /// Whether `peer` is on the board and attached.
 fn is_attached(board: &PeerBoard, peer: &PeerId, now: SystemTime) -> bool {
     board.peer(peer, now).is_some_and(|peer| peer.attached)
@@ -203,8 +183,9 @@ impl ServerState {
                         title: Some(HOOK_PEER_TITLE.to_owned()),
                     };
                     let peer = board.attach(Transport::Http, introduction, now);
+                    self.events.attached(&board, &peer);
                     if let Some(former) = former {
-                        carry_claims(&mut board, &former, &peer, now);
+                        self.carry_claims(&mut board, &former, &peer);
                     }
                     session.peer = Some(peer.clone());
                     session.made_for_hooks = true;
@@ -213,8 +194,7 @@ impl ServerState {
             }
         };
         if let Some(evicted) = evicted {
-            self.board().detach(&evicted);
-            self.episode_connection_lost(&evicted);
+            self.connection_lost(&evicted);
         }
         if made {
             tracing::info!(%peer, %client, "a session seen through its hooks joined the board");
@@ -224,6 +204,14 @@ impl ServerState {
             self.touch_episode(&peer, now);
         }
         peer
+    }
+
+    /// Gives `to` every claim of `from` and takes `from` off the board: the same worker
+    /// speaks through a new peer now. The caller holds the board's lock.
+    fn carry_claims(&self, board: &mut PeerBoard, from: &PeerId, to: &PeerId) {
+        let claims = board.adopt(from, to);
+        self.events.retired(from, to);
+        tracing::debug!(%from, %to, claims, "a session's claims were carried over");
     }
 
     /// An MCP connection named the client session it carries: its peer now speaks for the
@@ -244,14 +232,13 @@ impl ServerState {
             if let Some(former) = former.filter(|former| former != peer) {
                 let mut board = self.board();
                 if made_for_hooks || !is_attached(&board, &former, now) {
-                    carry_claims(&mut board, &former, peer, now);
+                    self.carry_claims(&mut board, &former, peer);
                 }
             }
             evicted
         };
         if let Some(evicted) = evicted {
-            self.board().detach(&evicted);
-            self.episode_connection_lost(&evicted);
+            self.connection_lost(&evicted);
         }
         tracing::info!(%peer, "an MCP connection named its client session");
         self.peers_changed.notify_waiters();
@@ -332,28 +319,19 @@ impl ServerState {
         let now = SystemTime::now();
         let quiet: Vec<PeerId> = {
             let sessions = self.sessions();
-            let mut board = self.board();
-            let mut quiet = Vec::new();
-            for session in sessions.sessions.values() {
-                if let Some(peer) = &session.peer
-                    && session.made_for_hooks
-                    && session.heard.elapsed() >= idle
-                    && is_attached(&board, peer, now)
-                {
-                    board.detach(peer);
-                    quiet.push(peer.clone());
-                }
-            }
-            quiet
+            let board = self.board();
+            sessions
+                .sessions
+                .values()
+                .filter(|session| session.made_for_hooks && session.heard.elapsed() >= idle)
+                .filter_map(|session| session.peer.clone())
+                .filter(|peer| is_attached(&board, peer, now))
+                .collect()
         };
-        if quiet.is_empty() {
-            return;
-        }
         for peer in &quiet {
-            tracing::info!(%peer, "a session seen through its hooks went quiet and left the board");
-            self.episode_connection_lost(peer);
+            tracing::info!(%peer, "a session seen through its hooks went quiet and leaves the board");
+            self.connection_lost(peer);
         }
-        self.peers_changed.notify_waiters();
     }
 }
 
@@ -409,24 +387,5 @@ mod tests {
         assert_eq!(sessions.sessions.len(), HOOK_SESSIONS);
         assert!(sessions.sessions.contains_key("s0"));
         assert!(!sessions.sessions.contains_key("s1"));
-    }
-
-    #[test]
-    fn carried_claims_leave_no_ghost_behind() {
-        let now = SystemTime::now();
-        let mut board = PeerBoard::new("/w/repo");
-        let hooks = board.attach(Transport::Http, ClientInfo::uninitialized(), now);
-        let input = AnnounceInput {
-            intent: EDITS_INTENT.into(),
-            scope: vec!["src/lexer.rs".into()],
-            claim: Some(EDITS_CLAIM.into()),
-        };
-        board.announce(&hooks, input, now).unwrap();
-        let mcp = board.attach(Transport::Stdio, ClientInfo::uninitialized(), now);
-        carry_claims(&mut board, &hooks, &mcp, now);
-        assert!(board.peer(&hooks, now).is_none());
-        let carried = board.peer(&mcp, now).unwrap();
-        assert_eq!(carried.claims[0].name.as_deref(), Some(EDITS_CLAIM));
-        assert_eq!(carried.claims[0].scope, ["src/lexer.rs"]);
     }
 }
