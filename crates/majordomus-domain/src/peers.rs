@@ -142,6 +142,10 @@ pub struct PeerCheckout {
     pub branch: Option<String>,
     /// Whether this is the checkout of the server that answered.
     pub this_checkout: bool,
+    /// The machine the checkout is on, in a listing that reaches other machines
+    /// (`checkouts: everywhere`); absent in a listing of this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// One peer as its board records it.
