@@ -113,7 +113,11 @@ mod tests {
 
     #[test]
     fn checkouts_words_round_trip_through_serde_and_from_str() {
-        for choice in [Checkouts::Repository, Checkouts::This, Checkouts::Everywhere] {
+        for choice in [
+            Checkouts::Repository,
+            Checkouts::This,
+            Checkouts::Everywhere,
+        ] {
             let json = serde_json::to_value(choice).unwrap();
             assert_eq!(json, choice.as_str());
             assert_eq!(choice.as_str().parse::<Checkouts>().unwrap(), choice);

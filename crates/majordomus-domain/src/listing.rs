@@ -395,8 +395,14 @@ mod tests {
         let listed = overlaps_among(&[on("laptop", &["src"]), on("sandbox", &["src/a"])]);
         assert_eq!(listed.len(), 1);
         let machine = |side: &Option<PeerCheckout>| side.as_ref().unwrap().machine.clone();
-        assert_eq!(machine(&listed[0].overlap.checkout).as_deref(), Some("laptop"));
-        assert_eq!(machine(&listed[0].with.checkout).as_deref(), Some("sandbox"));
+        assert_eq!(
+            machine(&listed[0].overlap.checkout).as_deref(),
+            Some("laptop")
+        );
+        assert_eq!(
+            machine(&listed[0].with.checkout).as_deref(),
+            Some("sandbox")
+        );
     }
 
     #[test]

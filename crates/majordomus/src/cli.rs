@@ -260,7 +260,13 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(command: &str) {
-    let default = if command == "serve" { "info" } else { "warn" };
+    // The NATS client logs every failed reconnection attempt; the federation reports its
+    // state itself, once per change.
+    let default = if command == "serve" {
+        "info,async_nats=off"
+    } else {
+        "warn,async_nats=off"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod context;
 pub mod docs;
 pub mod episodes;
+pub mod federation;
 pub mod openapi;
 pub mod registry;
 pub mod render;

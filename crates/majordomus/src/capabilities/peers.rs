@@ -13,6 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
+use crate::federation::merge::{merge_everywhere, remote_overlaps};
+use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
     BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
     Stability,
@@ -25,7 +27,8 @@ use crate::survey;
 pub struct PeerListInput {
     /// `repository` (the default) gathers every checkout's board; `this` reads the board of the
     /// checkout the call reached and asks nobody else — it is what a sibling is asked, so a
-    /// gather can never ask back.
+    /// gather can never ask back. `everywhere` adds the boards other machines publish to the
+    /// federation (`[federation]` in `majordomus.toml`), each marked with its machine.
     #[serde(default)]
     pub checkouts: Checkouts,
 }
@@ -43,6 +46,12 @@ impl BenchCases for PeerListInput {
                 "repository",
                 PeerListInput {
                     checkouts: Checkouts::Repository,
+                },
+            ),
+            (
+                "everywhere",
+                PeerListInput {
+                    checkouts: Checkouts::Everywhere,
                 },
             ),
         ]
@@ -69,6 +78,13 @@ pub struct BoardView {
     pub attached: usize,
     /// Why this board is missing from the answer; absent when it was read.
     pub reason: Option<String>,
+    /// The machine the checkout is on, in a listing across machines (`checkouts:
+    /// everywhere`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// For another machine's board: how many seconds ago it was published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<u64>,
 }
 
 /// The answer of `peers.list`: every worker of the repository, from every checkout's board.
@@ -89,9 +105,14 @@ pub struct PeerList {
     pub overlaps: Vec<ListedOverlap>,
     /// One entry per checkout covered, read or not.
     pub boards: Vec<BoardView>,
-    /// Whether every board covered was read; when false a board's `reason` says why, so
-    /// "nobody else is here" is never said when the truth is "I could not ask".
+    /// Whether every board covered was read; when false a board's `reason` (or the
+    /// federation's) says why, so "nobody else is here" is never said when the truth is "I
+    /// could not ask".
     pub complete: bool,
+    /// With `checkouts: everywhere`: where the federation stands, and why other machines'
+    /// boards may be missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<FederationStatus>,
 }
 
 /// `peers.list`.
@@ -111,7 +132,8 @@ impl Operation for PeersList {
             only). `boards` says which checkouts were covered and `complete` whether each was \
             read, so a short board is never mistaken for an empty repository. `overlaps` lists \
             every pair of claims that meet. `checkouts: this` reads one board and contacts \
-            nothing else.",
+            nothing else; `checkouts: everywhere` adds the boards of this repository that other \
+            machines publish to the federation, each marked with its machine.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_peers"),
             http: Some((HttpMethod::Get, "/api/v1/peers")),
@@ -142,7 +164,13 @@ impl Operation for PeersList {
                 let checkout = peer.checkout.as_ref();
                 let claims: Vec<String> = peer.claims.iter().map(crate::render::claim).collect();
                 vec![
-                    checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
+                    checkout.map_or_else(
+                        || "-".into(),
+                        |c| match &c.machine {
+                            Some(machine) => format!("{}:{}", for_terminal(machine), c.worktree),
+                            None => c.worktree.clone(),
+                        },
+                    ),
                     checkout
                         .and_then(|c| c.branch.clone())
                         .unwrap_or_else(|| "-".into()),
@@ -186,7 +214,12 @@ impl Operation for PeersList {
         ));
         for overlap in &output.overlaps {
             let side = |peer: &PeerId, checkout: &Option<PeerCheckout>| match checkout {
-                Some(c) => format!("{peer} in {}", c.worktree),
+                Some(c) => match &c.machine {
+                    Some(machine) => {
+                        format!("{peer} in {} on {}", c.worktree, for_terminal(machine))
+                    }
+                    None => format!("{peer} in {}", c.worktree),
+                },
                 None => peer.to_string(),
             };
             let mut paths: Vec<String> = overlap
@@ -207,8 +240,20 @@ impl Operation for PeersList {
                 paths.join(", ")
             ));
         }
+        if let Some(federation) = &output.federation {
+            text.push_str(&format!(
+                "\nfederation: {}",
+                for_terminal(&federation.summary)
+            ));
+            for ignored in &federation.ignored {
+                text.push_str(&format!("\n  ignored {}: {}", ignored.key, ignored.reason));
+            }
+        }
         if !output.complete {
             text.push_str("\nINCOMPLETE: some boards could not be read:");
+        }
+        if let Some(reason) = output.federation.as_ref().and_then(|f| f.reason.as_ref()) {
+            text.push_str(&format!("\n  {}", for_terminal(reason)));
         }
         for board in output.boards.iter().filter(|b| b.reason.is_some()) {
             text.push_str(&format!(
@@ -221,34 +266,104 @@ impl Operation for PeersList {
     }
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
-        let site = &ctx.site;
-        let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
-        let boards = futures::future::join_all(
-            checkouts
-                .into_iter()
-                .map(|checkout| read_board(ctx, checkout)),
-        )
-        .await;
-        let mut peers = Vec::new();
-        let mut views = Vec::new();
-        for (view, board_peers) in boards {
-            peers.extend(board_peers);
-            views.push(view);
+        if input.checkouts == Checkouts::Everywhere {
+            return everywhere(ctx).await;
         }
-        Ok(PeerList {
-            count: views
-                .iter()
-                .filter(|view| view.reason.is_none())
-                .map(|view| view.attached)
-                .sum(),
-            caller: ctx.caller.clone(),
-            silent: silent(&peers),
-            overlaps: overlaps_among(&peers),
-            complete: views.iter().all(|view| view.reason.is_none()),
-            peers,
-            boards: views,
-        })
+        gather(ctx, input.checkouts).await
     }
+}
+
+/// `checkouts: everywhere`: the repository's listing with the boards other machines
+/// publish. Only a serving process follows the federation; a process that does not serve
+/// asks this checkout's server, and without one answers the repository with the reason.
+async fn everywhere(ctx: &Context) -> Result<PeerList, CapabilityError> {
+    let listing = gather(ctx, Checkouts::Repository).await?;
+    match &ctx.server {
+        Some(server) => {
+            let federation = &server.federation;
+            if !federation.is_on() {
+                return Ok(merge_everywhere(
+                    listing,
+                    None,
+                    &[],
+                    FederationStatus::off(),
+                ));
+            }
+            Ok(merge_everywhere(
+                listing,
+                federation.machine(),
+                &federation.remote_boards(),
+                federation.status(),
+            ))
+        }
+        None => {
+            let config = &ctx.site.config.federation;
+            if config.url.is_some()
+                && let Some(answer) = ask_own_server(ctx).await
+            {
+                return Ok(answer);
+            }
+            let status = Federation::status_without_server(config);
+            Ok(merge_everywhere(listing, None, &[], status))
+        }
+    }
+}
+
+/// This checkout's server's `everywhere` listing, when it serves and answers. It gathers the
+/// siblings itself, so it gets the time of a gather and a little more.
+async fn ask_own_server(ctx: &Context) -> Option<PeerList> {
+    let found = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;
+    let lease = found.lease.as_ref().filter(|_| found.answers())?;
+    let url = lease.url.as_deref()?;
+    let patience = ctx.site.probe_timeout() * 2 + std::time::Duration::from_secs(1);
+    let response = ctx
+        .site
+        .http
+        .get(format!(
+            "{}/api/v1/peers?checkouts=everywhere",
+            url.trim_end_matches('/')
+        ))
+        .bearer_auth(&lease.token)
+        .timeout(patience)
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// The listing of `checkouts` on this machine.
+async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, CapabilityError> {
+    let site = &ctx.site;
+    let checkouts = survey::covered_checkouts(site, checkouts).await?;
+    let boards = futures::future::join_all(
+        checkouts
+            .into_iter()
+            .map(|checkout| read_board(ctx, checkout)),
+    )
+    .await;
+    let mut peers = Vec::new();
+    let mut views = Vec::new();
+    for (view, board_peers) in boards {
+        peers.extend(board_peers);
+        views.push(view);
+    }
+    Ok(PeerList {
+        count: views
+            .iter()
+            .filter(|view| view.reason.is_none())
+            .map(|view| view.attached)
+            .sum(),
+        caller: ctx.caller.clone(),
+        silent: silent(&peers),
+        overlaps: overlaps_among(&peers),
+        complete: views.iter().all(|view| view.reason.is_none()),
+        peers,
+        boards: views,
+        federation: None,
+    })
 }
 
 /// Reads one checkout's board: from memory when this process serves it, otherwise from the
@@ -263,6 +378,7 @@ async fn read_board(
         worktree: checkout.root.display().to_string(),
         branch: checkout.branch.clone(),
         this_checkout,
+        machine: None,
     };
     let mut view = BoardView {
         id: checkout.id.clone(),
@@ -273,6 +389,8 @@ async fn read_board(
         url: None,
         attached: 0,
         reason: None,
+        machine: None,
+        age_seconds: None,
     };
     let peers = if this_checkout && let Some(server) = &ctx.server {
         view.standing = server.own_standing();
@@ -396,6 +514,14 @@ impl Operation for PeersAnnounce {
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };
-        server.announce(caller, input, SystemTime::now())
+        let mut announced = server.announce(caller, input, SystemTime::now())?;
+        let remote = server.federation.remote_boards();
+        if !remote.is_empty() {
+            let worktree = server.site.checkout.root.display().to_string();
+            announced
+                .overlaps
+                .extend(remote_overlaps(&announced, &worktree, &remote));
+        }
+        Ok(announced)
     }
 }

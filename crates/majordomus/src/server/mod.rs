@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Site;
 use crate::episodes::Recorder;
+use crate::federation::Federation;
 use crate::registry::CapabilityError;
 
 /// Everything one serving process holds in memory.
@@ -38,6 +39,8 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
+    /// This server's link to other machines' boards; off unless configured.
+    pub federation: Federation,
 }
 
 impl ServerState {
@@ -46,6 +49,8 @@ impl ServerState {
         let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
+        let shutdown = run::stop_requested().child_token();
+        let federation = Federation::new(&site.config.federation, shutdown.child_token());
         Arc::new(ServerState {
             board: Mutex::new(PeerBoard::new(root)),
             episodes,
@@ -56,8 +61,9 @@ impl ServerState {
             lease: Mutex::new(Some(lease)),
             url: OnceLock::new(),
             leaseholder: AtomicBool::new(true),
-            shutdown: run::stop_requested().child_token(),
+            shutdown,
             peers_changed: tokio::sync::Notify::new(),
+            federation,
             site,
         })
     }
@@ -179,6 +185,7 @@ impl ServerState {
         drop(board);
         tracing::info!(peer = %id, ?transport, "peer attached");
         self.peers_changed.notify_waiters();
+        self.federation.board_changed();
         id
     }
 
@@ -196,6 +203,7 @@ impl ServerState {
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.peers_changed.notify_waiters();
+        self.federation.board_changed();
     }
 
     pub(crate) fn announce(
@@ -215,6 +223,7 @@ impl ServerState {
                 AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
         self.note_claims(caller, &announced);
+        self.federation.board_changed();
         Ok(announced)
     }
 

@@ -103,6 +103,8 @@ pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
 pub struct Running {
     pub state: Arc<ServerState>,
     task: JoinHandle<()>,
+    /// The federation's task, when one is configured.
+    federation: Option<JoinHandle<()>>,
 }
 
 /// Binds the listener on an ephemeral loopback port, starts answering, and only then writes the
@@ -125,7 +127,12 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
     spawn_housekeeping(state.clone());
-    Ok(Running { state, task })
+    let federation = crate::federation::Federation::start(&state);
+    Ok(Running {
+        state,
+        task,
+        federation,
+    })
 }
 
 /// The periodic chores of a serving process: notice a taken-over lease, reap episodes whose
@@ -180,9 +187,19 @@ impl Running {
         } else if !state.recorder.flush(state.recorder.patience()).await {
             tracing::warn!("not every episode record was written before the stop");
         }
+        let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
+        // Other machines see this board go at once rather than when it expires.
+        state.federation.stop();
+        if let Some(federation) = self.federation
+            && tokio::time::timeout(bound, federation).await.is_err()
+        {
+            tracing::warn!(
+                "the federation did not stop within {} ms",
+                bound.as_millis()
+            );
+        }
         state.release_lease();
         state.shutdown.cancel();
-        let bound = Duration::from_millis(state.site.config.timings.stop_timeout_ms);
         if tokio::time::timeout(bound, self.task).await.is_err() {
             tracing::warn!(
                 "sessions did not end within {} ms; stopping anyway",
