@@ -387,29 +387,40 @@ async fn publish(
     }
 }
 
-/// The bucket, created when it is missing.
+/// The bucket, created when it is missing. It is made as the stream a key-value bucket is
+/// (`KV_<bucket>` on `$KV.<bucket>.>`, one value per key, rollups, direct reads) rather than
+/// through the client's `create_key_value`, which first asks for the account's details in a
+/// form the NATS 2.9 servers of Debian's stable release do not answer.
 async fn bucket(context: &jetstream::Context, ttl: Duration) -> Result<kv::Store, String> {
     if let Ok(store) = context.get_key_value(BUCKET).await {
         return Ok(store);
     }
-    let config = kv::Config {
-        bucket: BUCKET.into(),
-        description: "majordomus: the boards of agents, one key per checkout".into(),
-        history: 1,
+    let stream = jetstream::stream::Config {
+        name: format!("KV_{BUCKET}"),
+        description: Some("majordomus: the boards of agents, one key per checkout".into()),
+        subjects: vec![format!("$KV.{BUCKET}.>")],
+        max_messages_per_subject: 1,
         max_age: ttl,
-        max_value_size: i32::try_from(BOARD_BYTES).unwrap_or(i32::MAX),
+        max_message_size: i32::try_from(BOARD_BYTES).unwrap_or(i32::MAX),
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        num_replicas: 1,
+        discard: jetstream::stream::DiscardPolicy::New,
         ..Default::default()
     };
-    match context.create_key_value(config).await {
-        Ok(store) => Ok(store),
-        // Another server may have created it meanwhile.
-        Err(error) => context.get_key_value(BUCKET).await.map_err(|_| {
-            format!(
-                "the bucket {BUCKET} cannot be made ({error}); the NATS server needs JetStream \
-                 on (`nats-server -js`)"
-            )
-        }),
-    }
+    let created = context.create_stream(stream).await;
+    // Another server may have created it meanwhile; either way it is read as a bucket now.
+    context
+        .get_key_value(BUCKET)
+        .await
+        .map_err(|error| match created {
+            Err(created) => format!(
+                "the bucket {BUCKET} cannot be made ({created}); the NATS server needs JetStream \
+             on (`nats-server -js`)"
+            ),
+            Ok(_) => format!("the bucket {BUCKET} cannot be read ({error})"),
+        })
 }
 
 #[cfg(test)]
