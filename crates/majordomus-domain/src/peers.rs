@@ -142,8 +142,9 @@ pub struct PeerCheckout {
     pub branch: Option<String>,
     /// Whether this is the checkout of the server that answered.
     pub this_checkout: bool,
-    /// The machine the checkout is on, in a listing that reaches other machines
-    /// (`checkouts: everywhere`); absent in a listing of this machine alone.
+    /// The machine the checkout is on, in an answer that reaches other machines (a listing
+    /// with `checkouts: everywhere`, an announce meeting another machine's claim); absent
+    /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
 }

@@ -112,7 +112,7 @@ pub fn command() -> Command {
                     Arg::new("scenarios")
                         .long("scenarios")
                         .action(ArgAction::SetTrue)
-                        .help("Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions"),
+                        .help("Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions, boards federated across machines (needs nats-server)"),
                 )
                 .arg(
                     Arg::new("iterations")

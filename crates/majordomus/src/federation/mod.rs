@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::ServerState;
 use document::BoardKey;
+pub use link::REPUBLISH_INTERVAL;
 use view::{HeldBoard, RemoteView};
 
 /// The JetStream key-value bucket every repository's boards are published in, created with
@@ -157,7 +158,7 @@ impl Federation {
     }
 
     /// This server's board changed: it is published again (at once when quiet, at most
-    /// every [`link::REPUBLISH_INTERVAL`] when busy).
+    /// every [`REPUBLISH_INTERVAL`] when busy).
     pub fn board_changed(&self) {
         if self.is_on() {
             self.board_changed.notify_one();
@@ -296,7 +297,8 @@ impl Federation {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if *state == next {
+        // Once stopping, what the client reports is the stop's own doing: not worth a line.
+        if *state == next || (self.stop.is_cancelled() && next != LinkState::Stopped) {
             return;
         }
         let url = self.url.as_deref().unwrap_or("");
