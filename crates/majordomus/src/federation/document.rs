@@ -493,7 +493,7 @@ mod tests {
 
         let mut value: serde_json::Value =
             serde_json::from_slice(&published(vec![peer(1, "x", &["src"])])).unwrap();
-        let mut with = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let with = |edit: &dyn Fn(&mut serde_json::Value)| {
             let mut changed = value.clone();
             edit(&mut changed);
             refused(&serde_json::to_vec(&changed).unwrap())

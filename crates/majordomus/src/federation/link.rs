@@ -22,6 +22,10 @@ pub const REPUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 /// How long one connection attempt, and one request to JetStream, may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Entries the watch may hold before this server has read them: beyond, the client drops
+/// them and the watch starts over, so a flood of publications costs bounded memory.
+const WATCH_BACKLOG: usize = 1_024;
+
 /// How long the ordered stop waits for this board's deletion to be acknowledged.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -199,6 +203,7 @@ async fn options(
     Ok(options
         .name(format!("majordomus {}", env!("CARGO_PKG_VERSION")))
         .connection_timeout(REQUEST_TIMEOUT)
+        .subscription_capacity(WATCH_BACKLOG)
         .request_timeout(Some(REQUEST_TIMEOUT))
         .reconnect_delay_callback(backoff)
         .event_callback(move |event| {
