@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs beyond Rust: Debian's `chromium`, which the dashboard's
-# end-to-end test drives headless. Does nothing when /usr/bin/chromium is already there, so it
+# Installs what the test suite needs beyond Rust, from Debian's packages: `chromium`, which the
+# dashboard's end-to-end test drives headless, and `nats-server`, which the federation tests
+# and benchmarks start on a loopback port of their own. Installs only what is missing, so it
 # is safe to run before every test run. Needs root (or sudo) on Debian or Ubuntu.
 set -euo pipefail
 
-if [ -x /usr/bin/chromium ]; then
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
@@ -13,11 +17,10 @@ if [ "$(id -u)" -eq 0 ]; then
 elif command -v sudo >/dev/null; then
   as_root=(sudo)
 else
-  echo "install-test-deps: /usr/bin/chromium is missing and installing it needs root (or sudo)" >&2
+  echo "install-test-deps: ${missing[*]} missing, and installing needs root (or sudo)" >&2
   exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
-"${as_root[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
-/usr/bin/chromium --version
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

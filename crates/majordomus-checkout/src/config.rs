@@ -2,6 +2,7 @@
 //! setting has a default, so no file is needed; a file with a typo is an error rather than a
 //! setting silently ignored.
 
+use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ pub struct Config {
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
     pub hooks: HooksConfig,
+    pub federation: FederationConfig,
 }
 
 /// `[hooks]`: what the client hooks (`majordomus hook`) do for this repository.
@@ -225,6 +227,189 @@ impl EpisodesConfig {
     }
 }
 
+/// The user's own configuration file, below `$XDG_CONFIG_HOME` (or `~/.config`), read beside
+/// the repository's: what is personal, such as a federation's credentials, belongs there and
+/// not in a file the team commits.
+pub const USER_CONFIG_FILE: &str = "majordomus/config.toml";
+
+/// How long a published board lives without a refresh, by default.
+pub const DEFAULT_FEDERATION_TTL_SECS: u64 = 30;
+
+/// The shortest and longest board lifetimes accepted: a refresh every second at most, and a
+/// dead machine gone within the hour at most.
+pub const FEDERATION_TTL_SECS: std::ops::RangeInclusive<u64> = 3..=3_600;
+
+/// Characters in a configured machine or repository name.
+pub const FEDERATION_NAME_CHARS: usize = 128;
+
+/// `[federation]`: sharing this repository's boards with other machines through a NATS
+/// server with JetStream. Off unless `url` is set: nothing leaves the machine otherwise.
+/// The user's own file may hold the same section; each setting of the repository's file
+/// wins over the user's.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FederationConfig {
+    /// The NATS server: `nats://host:port`, or `tls://host:port` for TLS.
+    pub url: Option<String>,
+    /// A token the NATS server expects.
+    pub token: Option<String>,
+    /// A user name the NATS server expects, with `password`.
+    pub user: Option<String>,
+    /// The password of `user`.
+    pub password: Option<String>,
+    /// A NATS credentials file (a user JWT and its NKey seed).
+    pub creds_file: Option<PathBuf>,
+    /// PEM certificates of the authorities the server's certificate is checked against,
+    /// beside the system's.
+    pub ca_file: Option<PathBuf>,
+    /// A PEM client certificate, for a server that asks for one; with `key_file`.
+    pub cert_file: Option<PathBuf>,
+    /// The PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// What this machine is called on other machines' boards. By default: its host name.
+    pub machine: Option<String>,
+    /// What the repository is called in the federation, the same on every machine. By
+    /// default: the id of its root commit, which every clone of it shares.
+    pub repository: Option<String>,
+    /// How many seconds a published board lives unless refreshed; it is refreshed three
+    /// times as often. Default 30.
+    pub ttl_secs: Option<u64>,
+}
+
+impl fmt::Debug for FederationConfig {
+    /// Everything but the secrets, which are only said to be set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secret = |value: &Option<String>| value.as_ref().map(|_| "(set)");
+        f.debug_struct("FederationConfig")
+            .field("url", &self.url)
+            .field("token", &secret(&self.token))
+            .field("user", &self.user)
+            .field("password", &secret(&self.password))
+            .field("creds_file", &self.creds_file)
+            .field("ca_file", &self.ca_file)
+            .field("cert_file", &self.cert_file)
+            .field("key_file", &self.key_file)
+            .field("machine", &self.machine)
+            .field("repository", &self.repository)
+            .field("ttl_secs", &self.ttl_secs)
+            .finish()
+    }
+}
+
+impl FederationConfig {
+    /// How long a published board lives unless refreshed.
+    pub fn ttl(&self) -> Duration {
+        Duration::from_secs(self.ttl_secs.unwrap_or(DEFAULT_FEDERATION_TTL_SECS))
+    }
+
+    /// Each setting of `self`, else the one of `fallback`.
+    fn or(self, fallback: FederationConfig) -> FederationConfig {
+        FederationConfig {
+            url: self.url.or(fallback.url),
+            token: self.token.or(fallback.token),
+            user: self.user.or(fallback.user),
+            password: self.password.or(fallback.password),
+            creds_file: self.creds_file.or(fallback.creds_file),
+            ca_file: self.ca_file.or(fallback.ca_file),
+            cert_file: self.cert_file.or(fallback.cert_file),
+            key_file: self.key_file.or(fallback.key_file),
+            machine: self.machine.or(fallback.machine),
+            repository: self.repository.or(fallback.repository),
+            ttl_secs: self.ttl_secs.or(fallback.ttl_secs),
+        }
+    }
+
+    /// The files it names, made absolute against the directory of the file that named them.
+    fn anchored(mut self, dir: &Path) -> FederationConfig {
+        for file in [
+            &mut self.creds_file,
+            &mut self.ca_file,
+            &mut self.cert_file,
+            &mut self.key_file,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *file = dir.join(&*file);
+        }
+        self
+    }
+
+    /// What is wrong with the settings, if anything, in words naming the setting.
+    fn problem(&self) -> Option<String> {
+        if let Some(url) = &self.url
+            && !(url.starts_with("nats://") || url.starts_with("tls://"))
+        {
+            return Some(format!(
+                "federation.url `{}` is not a NATS server's address: write nats://host:port, \
+                 or tls://host:port for TLS",
+                majordomus_domain::text::for_terminal(url)
+            ));
+        }
+        if let Some(ttl) = self.ttl_secs
+            && !FEDERATION_TTL_SECS.contains(&ttl)
+        {
+            return Some(format!(
+                "federation.ttl_secs is {ttl}: a board's lifetime is between {} and {} seconds",
+                FEDERATION_TTL_SECS.start(),
+                FEDERATION_TTL_SECS.end()
+            ));
+        }
+        let kinds = [
+            self.token.is_some(),
+            self.user.is_some() || self.password.is_some(),
+            self.creds_file.is_some(),
+        ];
+        if kinds.iter().filter(|set| **set).count() > 1 {
+            return Some(
+                "federation sets more than one kind of credentials: keep one of token, user \
+                 and password, or creds_file"
+                    .into(),
+            );
+        }
+        if self.user.is_some() != self.password.is_some() {
+            return Some("federation.user and federation.password go together".into());
+        }
+        if self.cert_file.is_some() != self.key_file.is_some() {
+            return Some("federation.cert_file and federation.key_file go together".into());
+        }
+        for (setting, value) in [("machine", &self.machine), ("repository", &self.repository)] {
+            let Some(value) = value else { continue };
+            if value.trim().is_empty()
+                || value.chars().count() > FEDERATION_NAME_CHARS
+                || majordomus_domain::text::find_refused(value).is_some()
+            {
+                return Some(format!(
+                    "federation.{setting} `{}` is not a name: one line of plain text of at most \
+                     {FEDERATION_NAME_CHARS} characters, or remove it for the default",
+                    majordomus_domain::text::for_terminal(value)
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The user's configuration file: only a `[federation]` section for now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct UserConfig {
+    federation: FederationConfig,
+}
+
+/// Where the user's configuration file is: below `$XDG_CONFIG_HOME`, else `~/.config`.
+pub fn user_config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(base.join(USER_CONFIG_FILE))
+}
+
 /// A `majordomus.toml` that exists but cannot be used: which file, and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {problem}", path.display())]
@@ -233,19 +418,41 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-/// Reads `majordomus.toml` in `root`; defaults when there is none.
+/// Reads `majordomus.toml` in `root`, and the user's configuration file for what it leaves
+/// unset; defaults when there is neither.
 pub fn load(root: &Path) -> Result<Config, ConfigError> {
+    load_with_user_file(root, user_config_path().as_deref())
+}
+
+/// [`load`], with the user's configuration file at `user_file` (none: no such file).
+pub fn load_with_user_file(root: &Path, user_file: Option<&Path>) -> Result<Config, ConfigError> {
     let path = root.join(CONFIG_FILE);
     let problem = |problem: String| ConfigError {
         path: path.clone(),
         problem,
     };
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Config::default()),
-        Err(error) => return Err(problem(format!("cannot be read ({error})"))),
-    };
-    let config: Config = toml::from_str(&text).map_err(|error| problem(error.to_string()))?;
+    let mut config: Config = read_toml(&path)?.unwrap_or_default();
+    if let Some(wrong) = config.federation.problem() {
+        return Err(problem(wrong));
+    }
+    if let Some(user_file) = user_file
+        && let Some(user) = read_toml::<UserConfig>(user_file)?
+    {
+        let user_problem = |wrong: String| ConfigError {
+            path: user_file.to_path_buf(),
+            problem: wrong,
+        };
+        if let Some(wrong) = user.federation.problem() {
+            return Err(user_problem(wrong));
+        }
+        config.federation = config.federation.or(user.federation);
+        if let Some(wrong) = config.federation.problem() {
+            return Err(user_problem(format!(
+                "{wrong}, once its settings join those of {}",
+                path.display()
+            )));
+        }
+    }
     if config
         .episodes
         .command
@@ -289,6 +496,46 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
 /// must have time to travel.
 pub const MIN_BRIDGE_SILENCE_MS: u64 = 300;
 
+/// Reads a TOML file: `None` when it does not exist; an error naming it when it cannot be
+/// read or parsed. Relative file names of a `[federation]` section are made absolute against
+/// the file's directory.
+fn read_toml<T: serde::de::DeserializeOwned + Anchored>(
+    path: &Path,
+) -> Result<Option<T>, ConfigError> {
+    let problem = |problem: String| ConfigError {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(problem(format!("cannot be read ({error})"))),
+    };
+    let parsed: T = toml::from_str(&text).map_err(|error| problem(error.to_string()))?;
+    Ok(Some(
+        parsed.anchored(path.parent().unwrap_or(Path::new("/"))),
+    ))
+}
+
+/// A configuration whose relative file names are relative to its own file.
+trait Anchored {
+    fn anchored(self, dir: &Path) -> Self;
+}
+
+impl Anchored for Config {
+    fn anchored(mut self, dir: &Path) -> Config {
+        self.federation = self.federation.anchored(dir);
+        self
+    }
+}
+
+impl Anchored for UserConfig {
+    fn anchored(mut self, dir: &Path) -> UserConfig {
+        self.federation = self.federation.anchored(dir);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,14 +543,16 @@ mod tests {
     fn load_text(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
-        load(dir.path())
+        load_with_user_file(dir.path(), None)
     }
 
     #[test]
     fn no_file_means_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let config = load(dir.path()).unwrap();
+        let config = load_with_user_file(dir.path(), None).unwrap();
         assert_eq!(config, Config::default());
+        assert_eq!(config.federation.url, None);
+        assert_eq!(config.federation.ttl(), Duration::from_secs(30));
         assert_eq!(config.timings.probe_timeout(), Duration::from_millis(300));
         assert_eq!(config.timings.idle_timeout(), Duration::from_secs(90));
         assert_eq!(config.timings.reattach_grace(), Duration::from_secs(900));
@@ -406,5 +655,100 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("bridge_silence_ms is 10"), "{message}");
+    }
+
+    #[test]
+    fn the_repository_file_wins_over_the_users_setting_by_setting() {
+        let repository = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        fs::write(
+            repository.path().join(CONFIG_FILE),
+            "[federation]\nurl = \"nats://team.example:4222\"\nmachine = \"ci\"\nca_file = \"certs/ca.pem\"\n",
+        )
+        .unwrap();
+        let user_file = home.path().join("config.toml");
+        fs::write(
+            &user_file,
+            "[federation]\nurl = \"nats://elsewhere:4222\"\ntoken = \"s3cret\"\nmachine = \"laptop\"\nttl_secs = 9\n",
+        )
+        .unwrap();
+        let federation = load_with_user_file(repository.path(), Some(&user_file))
+            .unwrap()
+            .federation;
+        assert_eq!(federation.url.as_deref(), Some("nats://team.example:4222"));
+        assert_eq!(federation.machine.as_deref(), Some("ci"));
+        assert_eq!(federation.token.as_deref(), Some("s3cret"));
+        assert_eq!(federation.ttl(), Duration::from_secs(9));
+        assert_eq!(
+            federation.ca_file.unwrap(),
+            repository.path().join("certs/ca.pem")
+        );
+        let shown = format!(
+            "{:?}",
+            load_with_user_file(repository.path(), Some(&user_file))
+        );
+        assert!(!shown.contains("s3cret"), "{shown}");
+
+        let without_user = load_with_user_file(repository.path(), None).unwrap();
+        assert_eq!(without_user.federation.token, None);
+    }
+
+    #[test]
+    fn a_federation_that_cannot_work_is_an_error_naming_the_setting() {
+        let cases = [
+            (
+                "url = \"http://nats:4222\"",
+                "is not a NATS server's address",
+            ),
+            (
+                "url = \"nats://n:4222\"\nttl_secs = 1",
+                "federation.ttl_secs is 1",
+            ),
+            (
+                "token = \"a\"\nuser = \"b\"\npassword = \"c\"",
+                "more than one kind",
+            ),
+            ("user = \"b\"", "user and federation.password go together"),
+            (
+                "cert_file = \"c.pem\"",
+                "cert_file and federation.key_file go together",
+            ),
+            ("machine = \"  \"", "federation.machine"),
+            (
+                "repository = \"a\\u001b[2Jb\"",
+                "federation.repository `a\\x1b[2Jb`",
+            ),
+            ("urls = \"nats://n\"", "urls"),
+        ];
+        for (section, expected) in cases {
+            let message = load_text(&format!("[federation]\n{section}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains(expected), "{section}: {message}");
+            assert!(message.contains(CONFIG_FILE), "{message}");
+        }
+
+        let repository = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        fs::write(
+            repository.path().join(CONFIG_FILE),
+            "[federation]\ntoken = \"t\"\n",
+        )
+        .unwrap();
+        let user_file = home.path().join("config.toml");
+        fs::write(&user_file, "[federation]\ncreds_file = \"me.creds\"\n").unwrap();
+        let message = load_with_user_file(repository.path(), Some(&user_file))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(&user_file.display().to_string()),
+            "{message}"
+        );
+        assert!(message.contains("more than one kind"), "{message}");
+        fs::write(&user_file, "[timings]\n").unwrap();
+        let message = load_with_user_file(repository.path(), Some(&user_file))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("timings"), "{message}");
     }
 }

@@ -146,6 +146,33 @@ impl Checkout {
         head_branch(git_dir, &self.root).ok().flatten()
     }
 
+    /// The id of the repository's root commit, the oldest by commit time (then by id) when
+    /// history has several: what every clone of the repository agrees on without being told.
+    /// `None` outside git and before the first commit.
+    pub fn root_commit(&self) -> Result<Option<String>, CheckoutError> {
+        if self.git_dir.is_none() {
+            return Ok(None);
+        }
+        let has_head = ["rev-parse", "--verify", "--quiet", "HEAD"];
+        if !run_git(&self.root, &has_head)?.status.success() {
+            return Ok(None);
+        }
+        let roots = ["log", "--max-parents=0", "--format=%ct %H", "HEAD"];
+        let output = run_git(&self.root, &roots)?;
+        if !output.status.success() {
+            return Err(git_failed(&self.root, &roots, &output));
+        }
+        let listed = String::from_utf8_lossy(&output.stdout);
+        Ok(listed
+            .lines()
+            .filter_map(|line| {
+                let (time, id) = line.split_once(' ')?;
+                Some((time.parse::<i64>().ok()?, id.to_owned()))
+            })
+            .min()
+            .map(|(_, id)| id))
+    }
+
     fn outside_git(root: PathBuf) -> Checkout {
         Checkout {
             id: path_digest(&root),
@@ -437,6 +464,71 @@ mod tests {
         let link = repo.root().with_file_name("link");
         std::os::unix::fs::symlink(repo.root(), &link).unwrap();
         assert_eq!(Checkout::discover(&link).unwrap(), checkout);
+    }
+
+    #[test]
+    fn the_root_commit_is_the_oldest_and_every_clone_shares_it() {
+        let repo = Repository::new();
+        let checkout = Checkout::discover(&repo.root()).unwrap();
+        let first = git(&repo.root(), &["rev-parse", "HEAD"]).trim().to_owned();
+        assert_eq!(checkout.root_commit().unwrap(), Some(first.clone()));
+
+        let clone = repo.root().with_file_name("clone");
+        git(
+            &repo.root(),
+            &["clone", "--quiet", ".", clone.to_str().unwrap()],
+        );
+        let cloned = Checkout::discover(&clone).unwrap();
+        git(
+            &clone,
+            &["commit", "--quiet", "--allow-empty", "-m", "second"],
+        );
+        assert_eq!(cloned.root_commit().unwrap(), Some(first.clone()));
+
+        // A second root, committed later and merged in, is younger: the first stays the answer.
+        git(&repo.root(), &["checkout", "--quiet", "--orphan", "other"]);
+        let later = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo.root())
+            .args([
+                "-c",
+                "user.name=Test",
+                "-c",
+                "user.email=test@example.invalid",
+            ])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "--quiet",
+                "-m",
+                "another root",
+            ])
+            .env("GIT_COMMITTER_DATE", "4000000000 +0000")
+            .status()
+            .unwrap();
+        assert!(later.success());
+        git(&repo.root(), &["checkout", "--quiet", "main"]);
+        git(
+            &repo.root(),
+            &[
+                "merge",
+                "--quiet",
+                "--allow-unrelated-histories",
+                "-m",
+                "join",
+                "other",
+            ],
+        );
+        assert_eq!(checkout.root_commit().unwrap(), Some(first));
+
+        let empty = repo.root().with_file_name("empty");
+        fs::create_dir_all(&empty).unwrap();
+        git(&empty, &["init", "--quiet"]);
+        assert_eq!(
+            Checkout::discover(&empty).unwrap().root_commit().unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //!     worktree: "/repo-wt/beta".into(),
 //!     branch: Some("feature/beta".into()),
 //!     this_checkout: false,
+//!     machine: None,
 //! };
 //! let changes = WorktreeChanges {
 //!     paths: vec![ChangedPath { path: "src/parser/lexer.rs".into(), kinds: vec![ChangeKind::Unstaged] }],
@@ -480,6 +481,7 @@ mod tests {
             worktree: format!("/wt/{name}"),
             branch: Some(name.to_owned()),
             this_checkout: name == "alpha",
+            machine: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! assert_eq!(Checkouts::default(), Checkouts::Repository);
 //! assert_eq!("this".parse::<Checkouts>().unwrap(), Checkouts::This);
 //! assert_eq!(serde_json::to_value(Checkouts::This).unwrap(), "this");
+//! assert_eq!("everywhere".parse::<Checkouts>().unwrap(), Checkouts::Everywhere);
 //! let err = "everything".parse::<Checkouts>().unwrap_err();
 //! assert!(err.contains("`repository` or `this`"));
 //!
@@ -29,6 +30,10 @@ pub enum Checkouts {
     Repository,
     /// Only the checkout whose server was asked; nothing else is enumerated or probed.
     This,
+    /// Every checkout of the repository, plus the boards of the same repository that other
+    /// machines publish to the federation this checkout's server follows, each marked with
+    /// its machine. Without a federation configured it covers what `repository` covers.
+    Everywhere,
 }
 
 impl Checkouts {
@@ -37,6 +42,7 @@ impl Checkouts {
         match self {
             Checkouts::Repository => "repository",
             Checkouts::This => "this",
+            Checkouts::Everywhere => "everywhere",
         }
     }
 }
@@ -56,8 +62,10 @@ impl FromStr for Checkouts {
         match word {
             "repository" => Ok(Checkouts::Repository),
             "this" => Ok(Checkouts::This),
+            "everywhere" => Ok(Checkouts::Everywhere),
             other => Err(format!(
-                "unknown checkouts `{other}`: say `repository` or `this`"
+                "unknown checkouts `{other}`: say `repository` or `this`, or `everywhere` \
+                 for other machines too"
             )),
         }
     }
@@ -105,7 +113,11 @@ mod tests {
 
     #[test]
     fn checkouts_words_round_trip_through_serde_and_from_str() {
-        for choice in [Checkouts::Repository, Checkouts::This] {
+        for choice in [
+            Checkouts::Repository,
+            Checkouts::This,
+            Checkouts::Everywhere,
+        ] {
             let json = serde_json::to_value(choice).unwrap();
             assert_eq!(json, choice.as_str());
             assert_eq!(choice.as_str().parse::<Checkouts>().unwrap(), choice);
@@ -117,7 +129,8 @@ mod tests {
     fn an_unknown_checkouts_word_names_the_accepted_ones() {
         assert_eq!(
             "everything".parse::<Checkouts>().unwrap_err(),
-            "unknown checkouts `everything`: say `repository` or `this`"
+            "unknown checkouts `everything`: say `repository` or `this`, or `everywhere` for \
+             other machines too"
         );
         assert!("Repository".parse::<Checkouts>().is_err());
         assert!(serde_json::from_str::<Checkouts>("\"all\"").is_err());

@@ -27,6 +27,7 @@
 //! #             worktree: worktree.into(),
 //! #             branch: None,
 //! #             this_checkout: false,
+//! #             machine: None,
 //! #         }),
 //! #     }
 //! # }
@@ -68,11 +69,11 @@ type ClaimAt = (usize, usize);
 /// the first few path pairs and counting the rest in `more_paths`; pairs of live peers
 /// first, then those with one departed side, then those with two.
 ///
-/// Peers are different when their `(checkout.id, id)` differ, so the `p1` of two checkouts
-/// are two peers. Each claim's paths are read by [`claim_paths`] and its repeats dropped.
-/// In each entry the peer given earlier is the top-level side and the later one is `with`;
-/// within each rank, entries are ordered by the earlier side's peer and claim, then the
-/// later side's.
+/// Peers are different when their `(checkout.machine, checkout.id, id)` differ, so the `p1`
+/// of two checkouts are two peers, and so are those of two machines' checkouts at one path.
+/// Each claim's paths are read by [`claim_paths`] and its repeats dropped. In each entry the
+/// peer given earlier is the top-level side and the later one is `with`; within each rank,
+/// entries are ordered by the earlier side's peer and claim, then the later side's.
 ///
 /// The work is a sort of all the paths plus one step per pair of paths that meet (see
 /// [`for_each_meeting_pair`]).
@@ -86,13 +87,17 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
                 .collect()
         })
         .collect();
-    // The same peer may be listed more than once; one number per (checkout, id) tells.
-    let mut identities: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+    // The same peer may be listed more than once; one number per (machine, checkout, id)
+    // tells. Two machines may hold checkouts at the same path, hence with the same id.
+    type Identity<'a> = (Option<(Option<&'a str>, &'a str)>, &'a str);
+    let mut identities: HashMap<Identity, usize> = HashMap::new();
     let identity: Vec<usize> = peers
         .iter()
         .map(|peer| {
             let key = (
-                peer.checkout.as_ref().map(|c| c.id.as_str()),
+                peer.checkout
+                    .as_ref()
+                    .map(|c| (c.machine.as_deref(), c.id.as_str())),
                 peer.id.as_str(),
             );
             let next = identities.len();
@@ -306,6 +311,7 @@ mod tests {
             worktree: worktree.into(),
             branch: Some("main".into()),
             this_checkout: worktree == "/repo",
+            machine: None,
         }
     }
 
@@ -462,6 +468,26 @@ mod tests {
         assert!(overlaps_among(std::slice::from_ref(&me)).is_empty());
         // the same peer listed twice is still one peer
         assert!(overlaps_among(&[me.clone(), me]).is_empty());
+    }
+
+    #[test]
+    fn checkouts_at_one_path_on_two_machines_hold_different_peers() {
+        let on = |machine: &str, scope: &[&str]| {
+            let mut one = peer(1, Some("/workspace"), vec![claim(None, machine, scope)]);
+            one.checkout.as_mut().unwrap().machine = Some(machine.into());
+            one
+        };
+        let listed = overlaps_among(&[on("laptop", &["src"]), on("sandbox", &["src/a"])]);
+        assert_eq!(listed.len(), 1);
+        let machine = |side: &Option<PeerCheckout>| side.as_ref().unwrap().machine.clone();
+        assert_eq!(
+            machine(&listed[0].overlap.checkout).as_deref(),
+            Some("laptop")
+        );
+        assert_eq!(
+            machine(&listed[0].with.checkout).as_deref(),
+            Some("sandbox")
+        );
     }
 
     #[test]

@@ -150,6 +150,11 @@ pub struct PeerCheckout {
     pub branch: Option<String>,
     /// Whether this is the checkout of the server that answered.
     pub this_checkout: bool,
+    /// The machine the checkout is on, in an answer that reaches other machines (a listing
+    /// with `checkouts: everywhere`, an announce meeting another machine's claim); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// One peer as its board records it.

@@ -163,7 +163,7 @@ pub fn command() -> Command {
                     Arg::new("scenarios")
                         .long("scenarios")
                         .action(ArgAction::SetTrue)
-                        .help("Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions"),
+                        .help("Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions, boards federated across machines (needs nats-server)"),
                 )
                 .arg(
                     Arg::new("iterations")
@@ -415,8 +415,10 @@ impl StopSignals {
 /// Logging when `RUST_LOG` does not say otherwise: warnings and errors of majordomus, nothing
 /// of rmcp, whose own warnings and errors are about what majordomus expects and handles (a
 /// session gone with its server, a client's unknown tool). Expected events — failovers,
-/// sessions coming and going — are logged at `info` and below.
-const DEFAULT_LOG_FILTER: &str = "warn,rmcp=off";
+/// sessions coming and going — are logged at `info` and below. Nothing of the NATS client
+/// either, which logs every failed reconnection; the federation reports its state itself,
+/// in `serve status`.
+const DEFAULT_LOG_FILTER: &str = "warn,rmcp=off,async_nats=off";
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -435,6 +437,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
     if words == ["peers"] && leaf.get_flag("watch") {
         let checkouts = match leaf.get_one::<String>("checkouts").map(String::as_str) {
             Some("this") => Checkouts::This,
+            Some("everywhere") => Checkouts::Everywhere,
             _ => Checkouts::Repository,
         };
         return exit_code(crate::watch::peers(site_dir(leaf), checkouts).await);

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod context;
 pub mod docs;
 pub mod episodes;
+pub mod federation;
 pub mod hooks;
 pub mod install;
 pub mod openapi;

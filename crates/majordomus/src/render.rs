@@ -94,6 +94,7 @@ pub fn left_ago(seconds: u64) -> String {
 ///     worktree: "/src/beta".into(),
 ///     branch: Some("feature/beta".into()),
 ///     this_checkout: false,
+///     machine: None,
 /// };
 /// assert_eq!(majordomus::render::checkout(&beta), "worktree /src/beta (branch feature/beta)");
 /// ```

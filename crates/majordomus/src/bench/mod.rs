@@ -1,6 +1,6 @@
 //! `majordomus bench`: every capability, on every transport it is exposed on, once per case its
 //! input type declares — plus the scenarios a reader of the numbers asks about (cold starts, a gather over many
-//! worktrees, a crowded board, memory with many sessions).
+//! worktrees, a crowded board, memory with many sessions, boards federated across machines).
 //!
 //! The set of rows is a pure function of the registry ([`planned_rows`]); the runner measures
 //! exactly that set (or the part of it a `--filter` selects), and the reference pages list the
@@ -9,6 +9,7 @@
 
 mod clients;
 mod machine;
+mod nats;
 mod report;
 mod runner;
 mod scenarios;
@@ -228,7 +229,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 13] = [
+pub const SCENARIOS: [Scenario; 15] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -307,6 +308,18 @@ pub const SCENARIOS: [Scenario; 13] = [
         title: "`majordomus hook claude-code PreToolUse` spawned to its silent exit, in a checkout with no server",
         target: ScenarioTarget::MillisBelow(5.0),
     },
+    Scenario {
+        id: ScenarioId::FederationVisible,
+        name: "scenario/federation/announce-to-remote-view",
+        title: "an announce on one machine until the claim is in another machine's view, through nats-server (JetStream key-value)",
+        target: ScenarioTarget::MillisBelow(20.0),
+    },
+    Scenario {
+        id: ScenarioId::FederationEverywhere,
+        name: "scenario/federation/everywhere-10x10",
+        title: "`peers.list` (checkouts: everywhere) joining 10 other machines' boards of 10 peers each",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -325,6 +338,8 @@ pub enum ScenarioId {
     EventsAnnounceTo50,
     HookGuard,
     HookFailOpen,
+    FederationVisible,
+    FederationEverywhere,
 }
 
 /// A measured situation beyond the capability matrix.

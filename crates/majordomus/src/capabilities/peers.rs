@@ -30,6 +30,8 @@ use crate::capabilities::conflicts::{
     ConflictPrediction, ConflictsInput, ConflictsPredict, PredictedConflict,
 };
 use crate::context::{CHANGES_INTERVAL, Context, Site};
+use crate::federation::merge::{merge_everywhere, remote_overlaps};
+use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
     BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
     Stability,
@@ -43,7 +45,8 @@ use crate::survey;
 pub struct PeerListInput {
     /// `repository` (the default) gathers every checkout's board; `this` reads the board of the
     /// checkout the call reached and asks nobody else — it is what a sibling is asked, so a
-    /// gather can never ask back.
+    /// gather can never ask back. `everywhere` adds the boards other machines publish to the
+    /// federation (`[federation]` in `majordomus.toml`), each marked with its machine.
     #[serde(default)]
     pub checkouts: Checkouts,
 }
@@ -61,6 +64,12 @@ impl BenchCases for PeerListInput {
                 "repository",
                 PeerListInput {
                     checkouts: Checkouts::Repository,
+                },
+            ),
+            (
+                "everywhere",
+                PeerListInput {
+                    checkouts: Checkouts::Everywhere,
                 },
             ),
         ]
@@ -93,6 +102,13 @@ pub struct BoardView {
     /// Absent for a checkout outside git.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorktreeChanges>,
+    /// The machine the checkout is on, in a listing across machines (`checkouts:
+    /// everywhere`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// For another machine's board: how many seconds ago it was published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<u64>,
 }
 
 impl BoardView {
@@ -108,6 +124,8 @@ impl BoardView {
             attached: 0,
             reason: Some(reason),
             changes: None,
+            machine: None,
+            age_seconds: None,
         }
     }
 
@@ -118,6 +136,7 @@ impl BoardView {
             worktree: self.worktree.clone(),
             branch: self.branch.clone(),
             this_checkout: self.this_checkout,
+            machine: self.machine.clone(),
         }
     }
 }
@@ -214,9 +233,14 @@ pub struct PeerList {
     pub overlaps: Vec<ListedOverlap>,
     /// One entry per checkout covered, read or not.
     pub boards: Vec<BoardView>,
-    /// Whether every board covered was read; when false a board's `reason` says why, so
-    /// "nobody else is here" is never said when the truth is "I could not ask".
+    /// Whether every board covered was read; when false a board's `reason` (or the
+    /// federation's) says why, so "nobody else is here" is never said when the truth is "I
+    /// could not ask".
     pub complete: bool,
+    /// With `checkouts: everywhere`: where the federation stands, and why other machines'
+    /// boards may be missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<FederationStatus>,
     /// Every place where a worktree's changes meet a claim of a peer of another worktree,
     /// or another worktree's changes: each pair once, live peers first, every side named
     /// with its kind (`claim` or `change`). A worktree's changes never meet the claims of
@@ -249,7 +273,9 @@ impl Operation for PeersList {
             empty repository. `overlaps` lists every pair of claims that meet, \
             `change_overlaps` where changes meet claims of other worktrees or each other, and \
             `conflicts` the merges that would conflict now. `checkouts: this` reads one board \
-            and contacts nothing else.",
+            and contacts nothing else; `checkouts: everywhere` adds the boards of this \
+            repository that other machines publish to the federation, each marked with its \
+            machine.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_peers"),
             http: Some((HttpMethod::Get, "/api/v1/peers")),
@@ -286,7 +312,13 @@ impl Operation for PeersList {
                 let checkout = peer.checkout.as_ref();
                 let claims: Vec<String> = peer.claims.iter().map(render::claim).collect();
                 vec![
-                    checkout.map_or_else(|| "-".into(), |c| c.worktree.clone()),
+                    checkout.map_or_else(
+                        || "-".into(),
+                        |c| match &c.machine {
+                            Some(machine) => format!("{}:{}", for_terminal(machine), c.worktree),
+                            None => c.worktree.clone(),
+                        },
+                    ),
                     checkout
                         .and_then(|c| c.branch.clone())
                         .unwrap_or_else(|| "-".into()),
@@ -376,6 +408,7 @@ impl Operation for PeersList {
                         worktree: s.worktree.clone(),
                         branch: s.branch.clone(),
                         this_checkout: false,
+                        machine: None,
                     })
                 };
                 let mut paths: Vec<String> = conflict
@@ -400,8 +433,20 @@ impl Operation for PeersList {
                 ));
             }
         }
+        if let Some(federation) = &output.federation {
+            text.push_str(&format!(
+                "\nfederation: {}",
+                for_terminal(&federation.summary)
+            ));
+            for ignored in &federation.ignored {
+                text.push_str(&format!("\n  ignored {}: {}", ignored.key, ignored.reason));
+            }
+        }
         if !output.complete {
             text.push_str("\nINCOMPLETE: some boards could not be read:");
+        }
+        if let Some(reason) = output.federation.as_ref().and_then(|f| f.reason.as_ref()) {
+            text.push_str(&format!("\n  {}", for_terminal(reason)));
         }
         for board in output.boards.iter().filter(|b| b.reason.is_some()) {
             text.push_str(&format!(
@@ -414,83 +459,151 @@ impl Operation for PeersList {
     }
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
-        let site = &ctx.site;
-        let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
-        let whole_repository =
-            input.checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
-        let boards = futures::future::join_all(
-            checkouts
-                .into_iter()
-                .map(|checkout| read_board(ctx, checkout, !whole_repository)),
-        );
-        // The worktrees nobody serves and the conflict prediction are read in the background,
-        // one reading at a time: a repository of a hundred worktrees costs a `git status` per
-        // worktree about once a second there, not on every call, and never runs them all at
-        // once. A server waits for it at most half the probe timeout; a process that does not
-        // serve (a person's `majordomus peers`) has no later call to profit from it, and waits
-        // for it to finish.
-        let wait = match ctx.server {
-            Some(_) => site.probe_timeout() / 2,
-            None => Duration::MAX,
-        };
-        let reading = async {
-            if whole_repository {
-                site.readings.latest(ctx, wait).await
-            } else {
-                None
-            }
-        };
-        let (mut boards, reading) = tokio::join!(boards, reading);
-        for (view, _) in &mut boards {
-            if whole_repository && view.changes.is_none() {
-                view.changes = Some(RepositoryReading::changes_of(reading.as_deref(), view));
-            }
+        if input.checkouts == Checkouts::Everywhere {
+            return everywhere(ctx).await;
         }
-        let conflicts =
-            whole_repository.then(|| RepositoryReading::conflicts_of(reading.as_deref()));
-        let mut listed = Vec::new();
-        let mut views = Vec::new();
-        for (view, board_peers) in boards {
-            listed.extend(board_peers);
-            views.push(view);
-        }
-        // The overlaps are read off the boards' records; the listing's own fields ride along.
-        let (peers, listing): (Vec<Peer>, Vec<(bool, String)>) = listed
-            .into_iter()
-            .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
-            .unzip();
-        let changes: Vec<(PeerCheckout, WorktreeChanges)> = views
-            .iter()
-            .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
-            .collect();
-        let overlaps = overlaps_among(&peers);
-        let change_overlaps = change_overlaps_among(&peers, &changes);
-        let silent = silent(&peers);
-        let peers = peers
-            .into_iter()
-            .zip(listing)
-            .map(|(peer, (bridged, qualified_id))| ListedPeer {
-                peer,
-                bridged,
-                qualified_id,
-            })
-            .collect();
-        Ok(PeerList {
-            count: views
-                .iter()
-                .filter(|view| view.reason.is_none())
-                .map(|view| view.attached)
-                .sum(),
-            caller: ctx.caller.clone(),
-            silent,
-            overlaps,
-            change_overlaps,
-            complete: views.iter().all(|view| view.reason.is_none()),
-            conflicts,
-            peers,
-            boards: views,
-        })
+        gather(ctx, input.checkouts).await
     }
+}
+
+/// `checkouts: everywhere`: the repository's listing with the boards other machines
+/// publish. Only a serving process follows the federation; a process that does not serve
+/// asks this checkout's server, and without one answers the repository with the reason.
+async fn everywhere(ctx: &Context) -> Result<PeerList, CapabilityError> {
+    let listing = gather(ctx, Checkouts::Repository).await?;
+    match &ctx.server {
+        Some(server) => {
+            let federation = &server.federation;
+            if !federation.is_on() {
+                return Ok(merge_everywhere(
+                    listing,
+                    None,
+                    &[],
+                    FederationStatus::off(),
+                ));
+            }
+            Ok(merge_everywhere(
+                listing,
+                federation.machine(),
+                &federation.remote_boards(),
+                federation.status(),
+            ))
+        }
+        None => {
+            let config = &ctx.site.config.federation;
+            if config.url.is_some()
+                && let Some(answer) = ask_own_server(ctx).await
+            {
+                return Ok(answer);
+            }
+            let status = Federation::status_without_server(config);
+            Ok(merge_everywhere(listing, None, &[], status))
+        }
+    }
+}
+
+/// This checkout's server's `everywhere` listing, when it serves and answers. It gathers the
+/// siblings itself, so it gets the time of a gather and a little more.
+async fn ask_own_server(ctx: &Context) -> Option<PeerList> {
+    let found = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;
+    let lease = found.lease.as_ref().filter(|_| found.answers())?;
+    let url = lease.url.as_deref()?;
+    let patience = ctx.site.probe_timeout() * 2 + Duration::from_secs(1);
+    let response = ctx
+        .site
+        .http
+        .get(format!(
+            "{}/api/v1/peers?checkouts=everywhere",
+            url.trim_end_matches('/')
+        ))
+        .bearer_auth(&lease.token)
+        .timeout(patience)
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// The listing of `checkouts` on this machine.
+async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, CapabilityError> {
+    let site = &ctx.site;
+    let whole_repository = checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
+    let covered = survey::covered_checkouts(site, checkouts).await?;
+    let boards = futures::future::join_all(
+        covered
+            .into_iter()
+            .map(|checkout| read_board(ctx, checkout, !whole_repository)),
+    );
+    // The worktrees nobody serves and the conflict prediction are read in the background,
+    // one reading at a time: a repository of a hundred worktrees costs a `git status` per
+    // worktree about once a second there, not on every call, and never runs them all at
+    // once. A server waits for it at most half the probe timeout; a process that does not
+    // serve (a person's `majordomus peers`) has no later call to profit from it, and waits
+    // for it to finish.
+    let wait = match ctx.server {
+        Some(_) => site.probe_timeout() / 2,
+        None => Duration::MAX,
+    };
+    let reading = async {
+        if whole_repository {
+            site.readings.latest(ctx, wait).await
+        } else {
+            None
+        }
+    };
+    let (mut boards, reading) = tokio::join!(boards, reading);
+    for (view, _) in &mut boards {
+        if whole_repository && view.changes.is_none() {
+            view.changes = Some(RepositoryReading::changes_of(reading.as_deref(), view));
+        }
+    }
+    let conflicts = whole_repository.then(|| RepositoryReading::conflicts_of(reading.as_deref()));
+    let mut listed = Vec::new();
+    let mut views = Vec::new();
+    for (view, board_peers) in boards {
+        listed.extend(board_peers);
+        views.push(view);
+    }
+    // The overlaps are read off the boards' records; the listing's own fields ride along.
+    let (peers, listing): (Vec<Peer>, Vec<(bool, String)>) = listed
+        .into_iter()
+        .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
+        .unzip();
+    let changes: Vec<(PeerCheckout, WorktreeChanges)> = views
+        .iter()
+        .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
+        .collect();
+    let overlaps = overlaps_among(&peers);
+    let change_overlaps = change_overlaps_among(&peers, &changes);
+    let silent = silent(&peers);
+    let peers = peers
+        .into_iter()
+        .zip(listing)
+        .map(|(peer, (bridged, qualified_id))| ListedPeer {
+            peer,
+            bridged,
+            qualified_id,
+        })
+        .collect();
+    Ok(PeerList {
+        count: views
+            .iter()
+            .filter(|view| view.reason.is_none())
+            .map(|view| view.attached)
+            .sum(),
+        caller: ctx.caller.clone(),
+        silent,
+        overlaps,
+        change_overlaps,
+        complete: views.iter().all(|view| view.reason.is_none()),
+        conflicts,
+        peers,
+        boards: views,
+        federation: None,
+    })
 }
 
 /// How many digits of the checkout id qualify a peer id in a listing.
@@ -513,7 +626,14 @@ fn peer_side(
     left_seconds_ago: Option<u64>,
 ) -> String {
     let mut side = match checkout {
-        Some(c) => format!("{peer} in {}", for_terminal(&c.worktree)),
+        Some(c) => match &c.machine {
+            Some(machine) => format!(
+                "{peer} in {} on {}",
+                for_terminal(&c.worktree),
+                for_terminal(machine)
+            ),
+            None => format!("{peer} in {}", for_terminal(&c.worktree)),
+        },
         None => peer.to_string(),
     };
     if !attached {
@@ -604,6 +724,7 @@ fn stamp(checkout: &Checkout, this_checkout: bool) -> PeerCheckout {
         worktree: checkout.root.display().to_string(),
         branch: checkout.branch.clone(),
         this_checkout,
+        machine: None,
     }
 }
 
@@ -628,6 +749,8 @@ async fn read_board(
         attached: 0,
         reason: None,
         changes: None,
+        machine: None,
+        age_seconds: None,
     };
     let mut reported_changes = None;
     let mut read_here = read_here;
@@ -1038,6 +1161,13 @@ impl Operation for PeersAnnounce {
             peers.extend(board_peers.into_iter().map(|listed| listed.peer));
         }
         announced.overlaps.extend(claims_meeting(&mine, &peers));
+        let remote = server.federation.remote_boards();
+        if !remote.is_empty() {
+            let worktree = server.site.checkout.root.display().to_string();
+            announced
+                .overlaps
+                .extend(remote_overlaps(&announced, &worktree, &remote));
+        }
         announced.overlaps.sort_by_key(|overlap| !overlap.attached);
         Ok(AnnounceAnswer {
             announced,
@@ -1230,12 +1360,14 @@ mod tests {
             worktree: "/wt/beta".into(),
             branch: Some("feature/beta".into()),
             this_checkout: false,
+            machine: None,
         };
         let alpha = PeerCheckout {
             id: "a".into(),
             worktree: "/wt/alpha".into(),
             branch: Some("alpha".into()),
             this_checkout: true,
+            machine: None,
         };
         let overlap = ListedChangeOverlap {
             overlap: ChangeOverlap {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
+use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
     BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
     Stability,
@@ -17,7 +18,9 @@ use crate::survey::{self, Survey};
 #[serde(deny_unknown_fields)]
 pub struct ServerStatusInput {
     /// `repository` (the default) covers every checkout git registers; `this` covers only the
-    /// checkout the call reached and reads nothing else.
+    /// checkout the call reached and reads nothing else. `everywhere` covers what
+    /// `repository` does: other machines' servers are not reached, only their boards, which
+    /// `federation` says how this server follows.
     #[serde(default)]
     pub checkouts: Checkouts,
 }
@@ -85,6 +88,10 @@ pub struct ServerStatusOutput {
     pub standing: ServerStanding,
     /// One entry per checkout covered: this one first, then the others in git's order.
     pub servers: Vec<ServerView>,
+    /// Where this checkout's server stands with the federation of other machines' boards:
+    /// off, connecting, connected to its address, unreachable or refused, and why.
+    #[serde(default = "FederationStatus::off")]
+    pub federation: FederationStatus,
 }
 
 /// `server.status`.
@@ -99,7 +106,8 @@ impl Operation for ServerStatus {
         title: "Server status",
         description: "Where the server of each checkout of this repository stands (absent, \
             starting, ready, outdated or stale, with the reason), the lease that names it \
-            (without its token) and how many peers are attached to it. `checkouts: this` reads \
+            (without its token) and how many peers are attached to it; and where this server \
+            stands with the federation of other machines' boards. `checkouts: this` reads \
             this checkout alone and probes nothing else.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_server"),
@@ -155,6 +163,10 @@ impl Operation for ServerStatus {
                 text.push_str(&format!("\n{}: {reason}", server.worktree));
             }
         }
+        text.push_str(&format!(
+            "\nfederation: {}",
+            majordomus_domain::text::for_terminal(&output.federation.summary)
+        ));
         text
     }
 
@@ -164,9 +176,23 @@ impl Operation for ServerStatus {
     ) -> Result<ServerStatusOutput, CapabilityError> {
         let site = &ctx.site;
         let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
-        let views =
+        let answers =
             futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout)))
                 .await;
+        let mut told = None;
+        let mut views = Vec::with_capacity(answers.len());
+        for (view, federation) in answers {
+            if view.this_checkout {
+                told = federation;
+            }
+            views.push(view);
+        }
+        let federation = match &ctx.server {
+            Some(server) => server.federation.status(),
+            None => {
+                told.unwrap_or_else(|| Federation::status_without_server(&site.config.federation))
+            }
+        };
         let standing = views
             .first()
             .map(|v| v.standing)
@@ -177,15 +203,21 @@ impl Operation for ServerStatus {
             this_process: ctx.server.as_ref().map(|server| server.lease_view()),
             standing,
             servers: views,
+            federation,
         })
     }
 }
 
-async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> ServerView {
+/// One checkout's server, and for this checkout read through its lease, the federation its
+/// server reports.
+async fn view(
+    ctx: &Context,
+    checkout: majordomus_checkout::git::Checkout,
+) -> (ServerView, Option<FederationStatus>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     if this_checkout && let Some(server) = &ctx.server {
         // Our own checkout is answered from memory: a server never probes itself.
-        return ServerView {
+        let view = ServerView {
             worktree: display(&checkout.root),
             branch: checkout.branch.clone(),
             checkout_id: checkout.id.clone(),
@@ -196,9 +228,10 @@ async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> Se
             lease: Some(server.lease_view()),
             peers: Some(server.attached_peers()),
         };
+        return (view, None);
     }
     let found: Survey = survey::survey(&ctx.site, checkout).await;
-    let peers = if found.answers() {
+    let answer = if found.answers() {
         let lease = found
             .lease
             .as_ref()
@@ -206,11 +239,14 @@ async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> Se
         survey::ask::<ServerStatusOutput>(&ctx.site, lease, "/api/v1/server?checkouts=this")
             .await
             .ok()
-            .and_then(|answer| answer.servers.first().and_then(|s| s.peers))
     } else {
         None
     };
-    ServerView {
+    let peers = answer
+        .as_ref()
+        .and_then(|answer| answer.servers.first().and_then(|s| s.peers));
+    let federation = answer.map(|answer| answer.federation);
+    let view = ServerView {
         worktree: display(&found.checkout.root),
         branch: found.checkout.branch.clone(),
         checkout_id: found.checkout.id.clone(),
@@ -220,7 +256,8 @@ async fn view(ctx: &Context, checkout: majordomus_checkout::git::Checkout) -> Se
         reason: found.standing.reason.clone(),
         lease: found.lease.as_ref().map(|lease| lease.redacted()),
         peers,
-    }
+    };
+    (view, federation)
 }
 
 pub(crate) fn display(path: &std::path::Path) -> String {

@@ -84,15 +84,15 @@ impl Me<'_> {
     }
 }
 
-/// The repository-wide listing every answer is read from.
+/// The listing every answer is read from: the whole repository, and the other machines'
+/// boards too when this repository is federated, so an edit is guarded against them as well.
 async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
-    PeersList::run(
-        ctx,
-        PeerListInput {
-            checkouts: Checkouts::Repository,
-        },
-    )
-    .await
+    let checkouts = if ctx.site.config.federation.url.is_some() {
+        Checkouts::Everywhere
+    } else {
+        Checkouts::Repository
+    };
+    PeersList::run(ctx, PeerListInput { checkouts }).await
 }
 
 /// The guard's answer for `paths` (normalised against this checkout) asked by `peer`.
@@ -500,6 +500,7 @@ mod tests {
             worktree: worktree.into(),
             branch: Some("main".into()),
             this_checkout,
+            machine: None,
         }
     }
 
@@ -556,10 +557,13 @@ mod tests {
                 attached: 0,
                 reason: None,
                 changes: None,
+                machine: None,
+                age_seconds: None,
             }],
             change_overlaps: Vec::new(),
             conflicts: None,
             complete: true,
+            federation: None,
         }
     }
 

@@ -234,6 +234,7 @@ impl EventBus {
             worktree: site.checkout.root.display().to_string(),
             branch: site.checkout.branch.clone(),
             this_checkout: true,
+            machine: None,
         };
         EventBus {
             inner: Mutex::new(Inner {
@@ -455,7 +456,7 @@ impl EventBus {
                         inner
                             .backlog
                             .iter()
-                            .filter(|e| e.id > seen && (e.local || scope == Checkouts::Repository))
+                            .filter(|e| e.id > seen && (e.local || scope != Checkouts::This))
                             .cloned()
                             .map(Opening::Missed)
                             .collect()
@@ -484,7 +485,7 @@ impl EventBus {
         inner
             .subscribers
             .iter()
-            .filter(|s| s.scope == Checkouts::Repository && !s.sender.is_closed())
+            .filter(|s| s.scope != Checkouts::This && !s.sender.is_closed())
             .count()
     }
 
@@ -615,7 +616,7 @@ pub(crate) async fn stream(
             return refusal;
         }
     };
-    if query.checkouts == Checkouts::Repository {
+    if query.checkouts != Checkouts::This {
         siblings::follow(&state);
     }
     let events = sse_events(subscription).take_until(state.shutdown.clone().cancelled_owned());

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Site;
 use crate::episodes::Recorder;
+use crate::federation::Federation;
 use crate::registry::CapabilityError;
 
 /// A connection's claim to be a worker that outlives its sessions.
@@ -81,6 +82,8 @@ pub struct ServerState {
     pub(crate) dashboard: dashboard::Access,
     /// The client sessions named by hooks and MCP connections, by the client's own id.
     sessions: Mutex<sessions::HookSessions>,
+    /// This server's link to other machines' boards; off unless configured.
+    pub federation: Federation,
 }
 
 impl ServerState {
@@ -89,6 +92,8 @@ impl ServerState {
         let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
+        let shutdown = CancellationToken::new();
+        let federation = Federation::new(&site.config.federation, shutdown.child_token());
         let state = Arc::new(ServerState {
             board: Mutex::new(PeerBoard::new(root)),
             episodes,
@@ -99,12 +104,13 @@ impl ServerState {
             lease: Mutex::new(Some(lease)),
             url: OnceLock::new(),
             leaseholder: AtomicBool::new(true),
-            shutdown: CancellationToken::new(),
+            shutdown,
             stepped_down: CancellationToken::new(),
             peers_changed: tokio::sync::Notify::new(),
             events: events::EventBus::new(&site),
             dashboard: dashboard::Access::default(),
             sessions: Mutex::new(Default::default()),
+            federation,
             site,
         });
         sessions::watch_quiet_sessions(&state);
@@ -222,6 +228,7 @@ impl ServerState {
         self.events.expired(&released);
         drop(board);
         self.record_released(&episodes, released, now);
+        self.board_changed();
     }
 
     /// Records released claims in the journal of the episode their peer held, while that
@@ -275,8 +282,15 @@ impl ServerState {
         }
         drop(board);
         tracing::info!(peer = %id, ?transport, "peer attached");
-        self.peers_changed.notify_waiters();
+        self.board_changed();
         id
+    }
+
+    /// Tells whoever follows the board that it changed: the lifetime watcher (someone may
+    /// have attached or left) and the federation (it republishes).
+    pub(crate) fn board_changed(&self) {
+        self.peers_changed.notify_waiters();
+        self.federation.board_changed();
     }
 
     fn workers(&self) -> MutexGuard<'_, Workers> {
@@ -309,7 +323,7 @@ impl ServerState {
         }
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
-        self.peers_changed.notify_waiters();
+        self.board_changed();
     }
 
     /// A connection ended: unless it was already let go for its silence, it is lost now.
@@ -422,6 +436,7 @@ impl ServerState {
         self.events.announced(&announced);
         drop(board);
         self.note_claims(caller, &announced);
+        self.board_changed();
         Ok(announced)
     }
 

@@ -134,6 +134,8 @@ pub async fn elect_and_start_after(
 pub struct Running {
     pub state: Arc<ServerState>,
     task: JoinHandle<()>,
+    /// The federation's task, when one is configured.
+    federation: Option<JoinHandle<()>>,
 }
 
 /// Binds the listener on an ephemeral loopback port, starts answering, and only then writes the
@@ -156,7 +158,12 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
     spawn_housekeeping(state.clone());
-    Ok(Running { state, task })
+    let federation = crate::federation::Federation::start(&state);
+    Ok(Running {
+        state,
+        task,
+        federation,
+    })
 }
 
 /// The periodic chores of a serving process: notice a taken-over lease, let silent bridges
@@ -258,6 +265,23 @@ impl Running {
     /// and resume them within the grace.
     async fn stop(self, ending: Ending) {
         let state = self.state;
+        // Other machines see this board go at once rather than when it expires; a process
+        // leaving with its client still goes within its hand-over patience.
+        state.federation.stop();
+        let federation_patience = match ending {
+            Ending::Leaving => HAND_OVER_PATIENCE,
+            Ending::Asked | Ending::Idle => state.site.config.timings.stop_timeout(),
+        };
+        if let Some(federation) = self.federation
+            && tokio::time::timeout(federation_patience, federation)
+                .await
+                .is_err()
+        {
+            tracing::warn!(
+                "the federation did not stop within {} ms",
+                federation_patience.as_millis()
+            );
+        }
         let patience = match ending {
             Ending::Asked => {
                 state.close_all_episodes().await;

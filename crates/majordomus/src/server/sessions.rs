@@ -198,7 +198,7 @@ impl ServerState {
         }
         if made {
             tracing::info!(%peer, %client, "a session seen through its hooks joined the board");
-            self.peers_changed.notify_waiters();
+            self.board_changed();
             self.attach_episode(&peer, session_id).await;
         } else {
             self.touch_episode(&peer, now);
@@ -241,7 +241,7 @@ impl ServerState {
             self.connection_lost(&evicted);
         }
         tracing::info!(%peer, "an MCP connection named its client session");
-        self.peers_changed.notify_waiters();
+        self.board_changed();
         if self.held_episode(peer).as_deref() != Some(session_id) {
             self.attach_episode(peer, session_id).await;
         }

@@ -84,6 +84,7 @@ async fn follow_one(
         worktree: checkout.root.display().to_string(),
         branch: checkout.branch.clone(),
         this_checkout: false,
+        machine: None,
     };
     let found = survey::survey(&state.site, checkout).await;
     let lease = match (&found.lease, found.answers()) {

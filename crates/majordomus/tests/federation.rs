@@ -1,0 +1,670 @@
+//! End-to-end tests of the federation: real `majordomus serve` processes in clones of one
+//! repository (each clone standing for a machine) and a real `nats-server` with JetStream,
+//! started here on a free port and stopped by its pid. A machine without `nats-server` fails
+//! these tests: `scripts/install-test-deps.sh` installs it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// A NATS server of the test's own
+
+/// `nats-server -js` on a free loopback port with its store in a directory of the test,
+/// ended by its pid on drop.
+struct NatsServer {
+    child: Option<std::process::Child>,
+    port: u16,
+    store: PathBuf,
+    token: Option<String>,
+}
+
+/// Where `nats-server` is: on PATH, or where Debian's package puts it.
+fn nats_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+        .map(|dir| dir.join("nats-server"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "nats-server is not installed: run scripts/install-test-deps.sh (Debian's package)"
+            )
+        })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+impl NatsServer {
+    /// Starts one with JetStream, its store below `repo`'s directory; with `token`, clients
+    /// must present it.
+    async fn start(repo: &TempRepo, token: Option<&str>) -> NatsServer {
+        let mut server = NatsServer {
+            child: None,
+            port: free_port(),
+            store: repo.base().join("nats-store"),
+            token: token.map(str::to_owned),
+        };
+        server.run(repo).await;
+        server
+    }
+
+    /// Starts (again) on the same port and store.
+    async fn run(&mut self, repo: &TempRepo) {
+        let (_, log) = repo.log_file("nats-server");
+        let mut command = std::process::Command::new(nats_binary());
+        command
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
+            .arg(&self.store)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        if let Some(token) = &self.token {
+            command.args(["--auth", token]);
+        }
+        self.child = Some(command.spawn().expect("nats-server starts"));
+        let port = self.port;
+        eventually("nats-server to accept connections", || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .map(drop)
+                .map_err(|error| error.to_string())
+        })
+        .await;
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops it by its pid (SIGTERM) and waits until it is gone.
+    async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), libc::SIGTERM);
+            let pid = child.id();
+            eventually(&format!("nats-server {pid} to exit"), || {
+                let exited = child.try_wait().ok().flatten().is_some();
+                async move {
+                    if exited {
+                        Ok(())
+                    } else {
+                        Err("still running".to_string())
+                    }
+                }
+            })
+            .await;
+        }
+    }
+
+    /// A client of the test's own.
+    async fn client(&self) -> async_nats::Client {
+        let mut options = async_nats::ConnectOptions::new();
+        if let Some(token) = &self.token {
+            options = options.token(token.clone());
+        }
+        options
+            .connect(self.url())
+            .await
+            .expect("the test connects to nats-server")
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machines: clones of one repository, each with its own server
+
+/// The environment every process of these tests gets: a user configuration directory of the
+/// test's own, so that nothing of the person running the tests is read.
+fn user_config_dir(repo: &TempRepo) -> PathBuf {
+    let dir = repo.base().join("xdg");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `git clone` of the repository beside it: another machine's copy, the same root commit.
+fn clone(repo: &TempRepo, name: &str) -> PathBuf {
+    git(repo.base(), &["clone", "--quiet", "repo", name]);
+    repo.base().join(name).canonicalize().unwrap()
+}
+
+/// Writes a `[federation]` section into the checkout's `majordomus.toml`.
+fn federate(checkout: &Path, url: &str, machine: &str, extra: &str) {
+    std::fs::write(
+        checkout.join("majordomus.toml"),
+        format!("[federation]\nurl = \"{url}\"\nmachine = \"{machine}\"\n{extra}"),
+    )
+    .unwrap();
+}
+
+/// Starts `majordomus serve` in `checkout` and waits until it is ready.
+async fn serve(repo: &TempRepo, checkout: &Path) -> (ServeProcess, LeaseFile) {
+    let xdg = user_config_dir(repo);
+    let serve = ServeProcess::spawn_with(repo, checkout, |command| {
+        command.env("XDG_CONFIG_HOME", &xdg);
+    });
+    let lease = wait_ready(checkout).await;
+    assert_eq!(lease.pid, serve.pid());
+    (serve, lease)
+}
+
+/// `GET /api/v1/peers?checkouts=…` of a server.
+async fn peers(lease: &LeaseFile, checkouts: &str) -> Value {
+    let response = http()
+        .get(format!(
+            "{}/api/v1/peers?checkouts={checkouts}",
+            lease.url()
+        ))
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .expect("the server answers");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.expect("a listing")
+}
+
+/// The machine a listed peer or overlap side is marked with.
+fn machine(side: &Value) -> &str {
+    side["checkout"]["machine"].as_str().unwrap_or("(none)")
+}
+
+/// Waits until `lease`'s `everywhere` listing satisfies `check`; answers that listing.
+async fn everywhere_until(
+    lease: &LeaseFile,
+    what: &str,
+    check: impl Fn(&Value) -> Result<(), String>,
+) -> Value {
+    eventually(what, || async {
+        let listing = peers(lease, "everywhere").await;
+        check(&listing)
+            .map(|()| listing.clone())
+            .map_err(|why| format!("{why}: {listing}"))
+    })
+    .await
+}
+
+/// Whether the listing holds a peer of `machine` claiming with `intent`.
+fn lists(listing: &Value, on: &str, intent: &str) -> bool {
+    listing["peers"].as_array().is_some_and(|peers| {
+        peers.iter().any(|peer| {
+            machine(peer) == on
+                && peer["claims"]
+                    .as_array()
+                    .is_some_and(|claims| claims.iter().any(|claim| claim["intent"] == intent))
+        })
+    })
+}
+
+fn remote_machines(listing: &Value) -> Vec<String> {
+    listing["boards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|board| board["age_seconds"].is_u64())
+        .map(|board| board["machine"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Runs a `majordomus` command with the test's user configuration directory.
+async fn cli(repo: &TempRepo, args: &[&str]) -> std::process::Output {
+    let mut command = majordomus_command(args);
+    command
+        .env("XDG_CONFIG_HOME", user_config_dir(repo))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    tokio::time::timeout(BOUND, command.output())
+        .await
+        .expect("the command finishes")
+        .expect("majordomus runs")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_machines_see_each_other_and_their_overlap() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, None).await;
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&alpha, &nats.url(), "alpha", "");
+    federate(&beta, &nats.url(), "beta", "");
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let on_beta = McpClient::http(&beta_lease, "codex", "0.130.0").await;
+    on_alpha
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "rewrite the parser", "scope": ["src/parser"]}),
+        )
+        .await;
+    everywhere_until(&beta_lease, "beta to see alpha's claim", |listing| {
+        lists(listing, "alpha", "rewrite the parser")
+            .then_some(())
+            .ok_or_else(|| "alpha's claim is not listed".into())
+    })
+    .await;
+
+    let answer = on_beta
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "fix the lexer", "scope": ["src/parser/lexer.rs"]}),
+        )
+        .await;
+    let overlaps = answer["overlaps"].as_array().unwrap();
+    assert_eq!(overlaps.len(), 1, "{answer:#}");
+    assert_eq!(overlaps[0]["peer"], "p1");
+    assert_eq!(machine(&overlaps[0]), "alpha");
+    assert_eq!(overlaps[0]["intent"], "rewrite the parser");
+    assert_eq!(
+        overlaps[0]["paths"],
+        json!([{"yours": "src/parser/lexer.rs", "theirs": "src/parser"}])
+    );
+
+    for (lease, other) in [(&alpha_lease, "beta"), (&beta_lease, "alpha")] {
+        let listing = everywhere_until(lease, "both claims and their overlap", |listing| {
+            let both = lists(listing, "alpha", "rewrite the parser")
+                && lists(listing, "beta", "fix the lexer");
+            let one_overlap = listing["overlaps"].as_array().is_some_and(|o| o.len() == 1);
+            (both && one_overlap && listing["complete"] == true)
+                .then_some(())
+                .ok_or_else(|| "not yet both claims, one overlap, complete".into())
+        })
+        .await;
+        let overlap = &listing["overlaps"][0];
+        let mut sides = [machine(overlap), machine(&overlap["with"])];
+        sides.sort();
+        assert_eq!(sides, ["alpha", "beta"], "{overlap:#}");
+        assert_eq!(listing["federation"]["state"], "connected");
+        assert_eq!(remote_machines(&listing), [other]);
+        assert_eq!(listing["count"], 2);
+    }
+
+    // A person's view of it: the CLI asks the checkout's own server.
+    let output = cli(
+        &repo,
+        &[
+            "peers",
+            "--checkouts",
+            "everywhere",
+            "--json",
+            "--repo",
+            beta.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        lists(&listing, "alpha", "rewrite the parser"),
+        "{listing:#}"
+    );
+    let output = cli(
+        &repo,
+        &["serve", "status", "--repo", beta.to_str().unwrap()],
+    )
+    .await;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(&format!("federation: connected to {}", nats.url())),
+        "{text}"
+    );
+    on_alpha.close().await;
+    on_beta.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_machine_leaves_and_a_federation_outage_is_said_and_survived() {
+    let repo = TempRepo::new();
+    let mut nats = NatsServer::start(&repo, None).await;
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&alpha, &nats.url(), "alpha", "ttl_secs = 3\n");
+    federate(&beta, &nats.url(), "beta", "ttl_secs = 3\n");
+    let (mut alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    on_alpha
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the cli", "scope": ["src/cli"]}),
+        )
+        .await;
+    let on_beta = McpClient::http(&beta_lease, "gemini-cli", "0.20.0").await;
+    on_beta
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "write docs", "scope": ["docs"]}),
+        )
+        .await;
+    everywhere_until(&beta_lease, "beta to see alpha", |listing| {
+        lists(listing, "alpha", "port the cli")
+            .then_some(())
+            .ok_or_else(|| "alpha is not listed".into())
+    })
+    .await;
+
+    // kill -9: nothing is deleted; the board expires within its lifetime of 3 s.
+    alpha_server.kill9().await;
+    drop(on_alpha);
+    everywhere_until(&beta_lease, "alpha's board to expire", |listing| {
+        remote_machines(listing)
+            .is_empty()
+            .then_some(())
+            .ok_or_else(|| "a remote board is still listed".into())
+    })
+    .await;
+
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    on_alpha
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the cli", "scope": ["src/cli"]}),
+        )
+        .await;
+    everywhere_until(&beta_lease, "alpha to come back", |listing| {
+        lists(listing, "alpha", "port the cli")
+            .then_some(())
+            .ok_or_else(|| "alpha is not listed".into())
+    })
+    .await;
+
+    nats.stop().await;
+    let down = everywhere_until(
+        &beta_lease,
+        "beta to say the federation is down",
+        |listing| {
+            (listing["complete"] == false)
+                .then_some(())
+                .ok_or_else(|| "still complete".into())
+        },
+    )
+    .await;
+    let reason = down["federation"]["reason"].as_str().unwrap();
+    assert!(reason.contains("federation"), "{reason}");
+    assert!(reason.contains("unreachable"), "{reason}");
+    let local = peers(&beta_lease, "repository").await;
+    assert_eq!(local["complete"], true, "{local:#}");
+    assert_eq!(local["count"], 1, "{local:#}");
+    assert_eq!(local["peers"][0]["claims"][0]["intent"], "write docs");
+    let answer = on_beta
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "write more docs", "scope": ["docs"]}),
+        )
+        .await;
+    assert_eq!(answer["announcement"]["intent"], "write more docs");
+
+    nats.run(&repo).await;
+    let back = everywhere_until(&beta_lease, "alpha's board to return", |listing| {
+        (lists(listing, "alpha", "port the cli") && listing["complete"] == true)
+            .then_some(())
+            .ok_or_else(|| "alpha is not back, or the listing is not complete".into())
+    })
+    .await;
+    assert_eq!(back["federation"]["state"], "connected");
+    on_alpha.close().await;
+    on_beta.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfigured_repository_publishes_nothing() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, None).await;
+    let watcher = nats.client().await;
+    let mut everything = watcher.subscribe(">").await.unwrap();
+    watcher.flush().await.unwrap();
+
+    let (_server, lease) = serve(&repo, repo.root()).await;
+    let agent = McpClient::http(&lease, "claude-code", "2.1.0").await;
+    agent
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "stay home", "scope": ["src"]}),
+        )
+        .await;
+    let listing = peers(&lease, "everywhere").await;
+    assert_eq!(listing["federation"]["state"], "off");
+    assert_eq!(listing["complete"], true);
+    assert_eq!(machine(&listing["peers"][0]), "(none)");
+    let status = cli(
+        &repo,
+        &[
+            "serve",
+            "status",
+            "--json",
+            "--repo",
+            repo.root().to_str().unwrap(),
+        ],
+    )
+    .await;
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["federation"]["state"], "off");
+    let heard = tokio::time::timeout(Duration::from_secs(2), everything.next()).await;
+    assert!(heard.is_err(), "an unconfigured server sent {heard:?}");
+
+    // The same subscriber does hear a configured one: the silence above was not deafness.
+    let configured = clone(&repo, "configured");
+    federate(&configured, &nats.url(), "loud", "");
+    let (_loud, _) = serve(&repo, &configured).await;
+    let heard = tokio::time::timeout(BOUND, async {
+        loop {
+            let message = everything.next().await.expect("the subscription lasts");
+            if message.subject.starts_with("$KV.majordomus-boards.") {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("a configured server publishes its board");
+    assert!(heard.subject.contains(".loud."), "{}", heard.subject);
+    agent.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_credential_is_said_plainly_and_local_work_goes_on() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, Some("the-right-token")).await;
+    federate(repo.root(), &nats.url(), "alpha", "");
+    // The token sits in the user's own configuration, as it should.
+    let xdg = user_config_dir(&repo).join("majordomus");
+    std::fs::create_dir_all(&xdg).unwrap();
+    std::fs::write(
+        xdg.join("config.toml"),
+        "[federation]\ntoken = \"a-wrong-token\"\n",
+    )
+    .unwrap();
+    let (_server, lease) = serve(&repo, repo.root()).await;
+
+    let status = eventually(
+        "serve status to say the credentials were refused",
+        || async {
+            let output = cli(
+                &repo,
+                &[
+                    "serve",
+                    "status",
+                    "--json",
+                    "--repo",
+                    repo.root().to_str().unwrap(),
+                ],
+            )
+            .await;
+            let status: Value =
+                serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+            (status["federation"]["state"] == "refused")
+                .then_some(status.clone())
+                .ok_or_else(|| status["federation"].to_string())
+        },
+    )
+    .await;
+    let summary = status["federation"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("refused: wrong credentials"),
+        "{summary}"
+    );
+    assert!(summary.contains("authorization violation"), "{summary}");
+
+    let agent = McpClient::http(&lease, "claude-code", "2.1.0").await;
+    let answer = agent
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "work alone", "scope": ["src"]}),
+        )
+        .await;
+    assert_eq!(answer["overlaps"], json!([]));
+    let everywhere = agent
+        .answer("majordomus_peers", json!({"checkouts": "everywhere"}))
+        .await;
+    assert_eq!(everywhere["complete"], false);
+    let reason = everywhere["federation"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("federation") && reason.contains("wrong credentials"),
+        "{reason}"
+    );
+    let local = agent
+        .answer("majordomus_peers", json!({"checkouts": "repository"}))
+        .await;
+    assert_eq!(local["complete"], true);
+    assert_eq!(local["count"], 1);
+
+    // The right token, in another clone, connects: the refusal was the token's doing.
+    let right = clone(&repo, "right");
+    federate(&right, &nats.url(), "beta", "");
+    std::fs::write(
+        xdg.join("config.toml"),
+        "[federation]\ntoken = \"the-right-token\"\n",
+    )
+    .unwrap();
+    let (_beta, beta_lease) = serve(&repo, &right).await;
+    everywhere_until(&beta_lease, "the right token to connect", |listing| {
+        (listing["federation"]["state"] == "connected")
+            .then_some(())
+            .ok_or_else(|| "not connected".into())
+    })
+    .await;
+    agent.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_boards_are_ignored_with_a_reason_and_good_ones_listed() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, None).await;
+    federate(repo.root(), &nats.url(), "home", "");
+    let (_server, lease) = serve(&repo, repo.root()).await;
+    everywhere_until(&lease, "the federation to connect", |listing| {
+        (listing["federation"]["state"] == "connected" && listing["complete"] == true)
+            .then_some(())
+            .ok_or_else(|| "not connected".into())
+    })
+    .await;
+
+    let root = git(repo.root(), &["rev-list", "--max-parents=0", "HEAD"])
+        .trim()
+        .to_owned();
+    let jetstream = async_nats::jetstream::new(nats.client().await);
+    let bucket = jetstream.get_key_value("majordomus-boards").await.unwrap();
+    let checkout = "0123456789abcdef0123456789abcdef";
+    let board = |machine: &str, intent: &str| {
+        json!({
+            "version": 1,
+            "machine": machine,
+            "checkout": {"id": checkout, "worktree": "/work/repo", "branch": "main"},
+            "standing": "ready",
+            "ttl_secs": 30,
+            "published_at": "2026-11-30T02:26:47Z",
+            "peers": [{
+                "id": "p1",
+                "client": {"name": "claude-code", "version": "2"},
+                "transport": "http",
+                "connected_at": "2026-11-30T02:26:47Z",
+                "last_seen_seconds_ago": 0,
+                "attached": true,
+                "claims": [{"intent": intent, "scope": ["src"], "at": "2026-11-30T02:26:47Z"}]
+            }]
+        })
+    };
+    let put = |machine: &str, value: Vec<u8>| {
+        let bucket = bucket.clone();
+        let key = format!("{root}.{machine}.{checkout}");
+        async move { bucket.put(key, value.into()).await.unwrap() }
+    };
+    put("garbage", b"\x1b[2J not json".to_vec()).await;
+    put(
+        "liar",
+        serde_json::to_vec(&board("someone-else", "claims")).unwrap(),
+    )
+    .await;
+    put(
+        "escape",
+        serde_json::to_vec(&board("escape", "wipe \u{1b}[2J the screen")).unwrap(),
+    )
+    .await;
+    put(
+        "gamma",
+        serde_json::to_vec(&board("gamma", "a fair claim")).unwrap(),
+    )
+    .await;
+
+    let listing = everywhere_until(&lease, "the bad boards ignored, the good one listed", |l| {
+        let ignored = l["federation"]["ignored"].as_array().map_or(0, Vec::len);
+        (ignored == 3 && lists(l, "gamma", "a fair claim"))
+            .then_some(())
+            .ok_or_else(|| format!("{ignored} ignored"))
+    })
+    .await;
+    assert_eq!(listing["complete"], false);
+    assert!(
+        listing["federation"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ignored")
+    );
+    let reasons: Vec<String> = listing["federation"]["ignored"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ignored| format!("{}: {}", ignored["key"], ignored["reason"]))
+        .collect();
+    let said = |machine: &str, why: &str| {
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains(&format!(".{machine}.")) && r.contains(why)),
+            "{machine} ({why}) in {reasons:#?}"
+        )
+    };
+    said("garbage", "not a board document");
+    said("liar", "not the one its key names");
+    said("escape", "intent");
+    assert!(!listing.to_string().contains('\u{1b}'));
+    assert_eq!(remote_machines(&listing), ["gamma"]);
+}
