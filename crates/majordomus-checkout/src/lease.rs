@@ -5,13 +5,15 @@
 //! reader sees a complete document or none. Every change made after creation (publishing the
 //! URL, removing it, taking it over) happens under an advisory `flock` on `lease.lock` beside
 //! it, after re-reading the file, so no process acts on a lease someone else has changed.
+//! A server that releases its lease removes the lock file too, so a clean stop leaves nothing
+//! behind.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -326,15 +328,19 @@ impl LeaseHandle {
         matches!(read_lease(&self.path), LeaseReading::Document(lease, _) if lease.token == self.lease.token)
     }
 
-    /// Removes the lease if it is still ours; returns whether it did. A lease someone else has
-    /// taken over is left to them. Failures are logged, since a stopping server has no one
-    /// left to tell.
+    /// Removes the lease if it is still ours, and the lock file with it, so a clean stop
+    /// leaves nothing behind; returns whether it removed the lease. A lease someone else has
+    /// taken over is left to them, lock file included. Failures are logged, since a stopping
+    /// server has no one left to tell.
     pub fn release(self) -> bool {
-        let removed = LeaseLock::acquire(&self.path).and_then(|_lock| {
+        let removed = LeaseLock::acquire(&self.path).and_then(|lock| {
             if !self.still_ours() {
                 return Ok(false);
             }
             remove_if_present(&self.path)?;
+            if let Err(error) = lock.remove() {
+                tracing::warn!(path = %self.path.display(), %error, "could not remove the lease's lock file");
+            }
             sync_dir(lease_dir(&self.path))?;
             Ok(true)
         });
@@ -346,33 +352,80 @@ impl LeaseHandle {
 }
 
 /// An exclusive `flock` on `lease.lock` beside a lease, held until dropped (closing the file
-/// releases it). The lock file itself is never removed: removing it would let two processes
-/// lock two different files.
+/// releases it).
+///
+/// The lock file may be removed, but only by its holder ([`LeaseLock::remove`]). That alone
+/// would not be safe: a process that opened the file before it was removed would go on to lock
+/// a file nobody else can reach, while the next process creates and locks a new one, and both
+/// would hold "the" lock. So every taker, once it holds a lock, checks that the file it locked
+/// is still the one at the path, and starts again on whatever is there when it is not.
 struct LeaseLock {
-    _file: File,
+    file: File,
+    path: PathBuf,
 }
+
+/// How many times a taker starts again on a lock file removed or replaced while it waited.
+/// Each time means another process held the lock and let it go, so a handful is plenty; the
+/// bound turns a file system whose file identities cannot be compared into an error rather
+/// than a process spinning forever.
+const LOCK_ATTEMPTS: usize = 100;
 
 impl LeaseLock {
     fn acquire(lease: &Path) -> io::Result<LeaseLock> {
         let dir = lease_dir(lease);
         create_private_dir(dir)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(dir.join(LOCK_FILE))?;
-        loop {
-            // SAFETY: the descriptor belongs to `file`, which outlives the call.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(LeaseLock { _file: file });
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
+        let path = dir.join(LOCK_FILE);
+        for _ in 0..LOCK_ATTEMPTS {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)?;
+            lock_exclusive(&file)?;
+            if is_the_file_at(&file, &path)? {
+                return Ok(LeaseLock { file, path });
             }
         }
+        Err(io::Error::other(format!(
+            "{} was removed or replaced {LOCK_ATTEMPTS} times while waiting to lock it",
+            path.display()
+        )))
+    }
+
+    /// Removes the lock file, then lets the lock go. Safe only because the lock is held until
+    /// the file is gone: whoever waits on it finds, once it has the lock, that it holds a
+    /// removed file, and starts again.
+    fn remove(self) -> io::Result<()> {
+        remove_if_present(&self.path)?;
+        drop(self.file);
+        Ok(())
+    }
+}
+
+/// Takes an exclusive `flock` on `file`, waiting as long as another process holds it.
+fn lock_exclusive(file: &File) -> io::Result<()> {
+    loop {
+        // SAFETY: the descriptor belongs to `file`, which outlives the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// Whether the open `file` is the file now at `path` (not one removed or replaced since it
+/// was opened).
+fn is_the_file_at(file: &File, path: &Path) -> io::Result<bool> {
+    let held = file.metadata()?;
+    match fs::metadata(path) {
+        Ok(current) => Ok(current.dev() == held.dev() && current.ino() == held.ino()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
     }
 }
 
@@ -448,7 +501,6 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::testing::{Repository, git};
-    use std::os::unix::fs::MetadataExt;
 
     fn lease_in(dir: &Path) -> (PathBuf, Lease) {
         let path = dir.join("majordomus").join(LEASE_FILE);
@@ -639,8 +691,69 @@ mod tests {
         let handle = try_create(&path, &lease).unwrap();
         assert!(handle.release());
         assert_eq!(read_lease(&path), LeaseReading::Absent);
-        // The lock file stays: removing it would break the lock's exclusion.
-        assert!(path.with_file_name(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn a_released_lease_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let mut handle = try_create(&path, &lease).unwrap();
+        assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
+        assert!(path.with_file_name(LOCK_FILE).exists(), "publishing locked");
+        assert!(handle.release());
+        let left: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    #[test]
+    fn a_lock_file_removed_or_replaced_after_opening_is_not_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = lease_in(dir.path());
+        let held = LeaseLock::acquire(&path).unwrap();
+        let lock_path = held.path.clone();
+        // A rival opened the lock file and now waits for its lock.
+        let waiting = File::open(&lock_path).unwrap();
+        assert!(is_the_file_at(&waiting, &lock_path).unwrap());
+
+        held.remove().unwrap();
+        assert!(!lock_path.exists());
+        assert!(
+            !is_the_file_at(&waiting, &lock_path).unwrap(),
+            "a removed lock file is no lock"
+        );
+        let next = LeaseLock::acquire(&path).unwrap();
+        assert!(
+            !is_the_file_at(&waiting, &lock_path).unwrap(),
+            "nor is the one it was replaced by"
+        );
+        assert!(is_the_file_at(&next.file, &lock_path).unwrap());
+    }
+
+    #[test]
+    fn the_lock_excludes_even_while_its_file_is_removed_and_made_again() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = lease_in(dir.path());
+        let inside = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for racer in 0..8 {
+                let (path, inside) = (&path, &inside);
+                scope.spawn(move || {
+                    for round in 0..200 {
+                        let lock = LeaseLock::acquire(path).unwrap();
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        if (racer + round) % 3 == 0 {
+                            lock.remove().unwrap();
+                        }
+                    }
+                });
+            }
+        });
     }
 
     #[test]

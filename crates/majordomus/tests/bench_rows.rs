@@ -82,38 +82,48 @@ fn the_scenarios_have_distinct_names() {
 
 /// Runs `majordomus bench` with `args` and the JSON report written to a temporary file, bounded
 /// in time; returns the report.
+///
+/// What the benchmark prints goes to a file beside the report, shown only if it fails: a pipe
+/// read only after the exit would fill up with a chatty `RUST_LOG` and stall the benchmark,
+/// and inherited, its lines would be printed among the test results.
 fn bench_json(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
+    let log = dir.path().join("bench.log");
+    let output = std::fs::File::create(&log).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus"));
     command
         .arg("bench")
         .args(args)
         .arg("--json")
         .arg(&json)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+        .stdin(std::process::Stdio::null())
+        .stdout(output.try_clone().unwrap())
+        .stderr(output);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
             command.env_remove(&key);
         }
     }
+    let printed = || std::fs::read_to_string(&log).unwrap_or_default();
     let mut child = command.spawn().expect("majordomus bench starts");
     let started = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            let output = child.wait_with_output().unwrap();
             assert!(
                 status.success(),
                 "majordomus bench {args:?} failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
+                printed()
             );
             break;
         }
         if started.elapsed() > Duration::from_secs(90) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("majordomus bench {args:?} did not finish within 90 s");
+            panic!(
+                "majordomus bench {args:?} did not finish within 90 s:\n{}",
+                printed()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -169,9 +169,10 @@ async fn a_git_older_than_2_38_is_named_in_the_answer() {
     fs::set_permissions(shim.join("git"), fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap());
 
+    let (_, log) = repo.log_file("conflicts");
     let mut command = majordomus_command(["conflicts", "--json", "--repo"]);
     command.arg(repo.root()).env("PATH", path);
-    command.stdout(std::process::Stdio::piped());
+    command.stdout(std::process::Stdio::piped()).stderr(log);
     let output = command.output().await.unwrap();
     assert!(output.status.success());
     let answer: Value = serde_json::from_slice(&output.stdout).unwrap();

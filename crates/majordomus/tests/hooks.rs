@@ -715,13 +715,14 @@ async fn a_session_less_client_joins_as_itself_with_its_session() {
     use tokio::io::{AsyncBufReadExt as _, BufReader};
     let repo = TempRepo::new();
     let session = "728be965-20aa-40db-a112-cb4efa1377ed";
+    let (_, log) = repo.log_file("raw-mcp");
     let mut command = majordomus_command(["mcp", "--repo"]);
     command
         .arg(repo.root())
         .env("CLAUDE_CODE_SESSION_ID", session)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(log);
     let mut child = command.spawn().expect("majordomus mcp starts");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

@@ -775,3 +775,45 @@ async fn bridges_carry_on_after_their_server_is_killed_without_a_word_on_stderr(
     let (first, second) = tokio::join!(first.close(), second.close());
     assert_quiet(&[first, second]);
 }
+
+/// What is left in a directory, by name, sorted; nothing when the directory is gone.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A server stopped cleanly, by SIGINT or by `serve stop`, leaves nothing of its lease
+/// behind: no lease, no lock file, no temporary file. Its lease directory is in the git dir
+/// of a checkout that may live for years, and a newcomer looking there should not have to
+/// wonder whether an empty `lease.lock` means a server is still around.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_leaves_nothing_in_the_lease_directory() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let lease_dir = lease_path(&root).parent().unwrap().to_path_buf();
+
+    let (mut serve, _) = ServeProcess::start(&repo, &root).await;
+    assert!(
+        !files_in(&lease_dir).is_empty(),
+        "a serving server has its lease in {}",
+        lease_dir.display()
+    );
+    serve.signal(libc::SIGINT);
+    let status = serve.wait_exit().await;
+    assert!(status.success(), "exit status after SIGINT: {status:?}");
+    assert_eq!(files_in(&lease_dir), [""; 0], "left after SIGINT");
+
+    let (mut serve, _) = ServeProcess::start(&repo, &root).await;
+    let stop = run_cli(&repo, ["serve", "stop", "--repo", root.to_str().unwrap()]).await;
+    assert!(stop.status.success(), "{stop:?}");
+    let status = serve.wait_exit().await;
+    assert!(status.success(), "exit status after serve stop: {status:?}");
+    assert_eq!(files_in(&lease_dir), [""; 0], "left after serve stop");
+}

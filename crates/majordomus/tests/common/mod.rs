@@ -146,7 +146,9 @@ pub fn clear_git_env(command: &mut std::process::Command) {
 }
 
 /// A `majordomus` command with a clean environment, logging at `info` unless `RUST_LOG` says
-/// otherwise.
+/// otherwise. Its stdout and stderr are the caller's to direct, to a pipe or to a file from
+/// [`TempRepo::log_file`]: left inherited, the child's log lines would be printed among the
+/// test results, while in a log file they are shown only when the test fails.
 pub fn majordomus_command<I, S>(args: I) -> tokio::process::Command
 where
     I: IntoIterator<Item = S>,
