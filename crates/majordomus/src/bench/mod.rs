@@ -229,7 +229,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 15] = [
+pub const SCENARIOS: [Scenario; 19] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -320,6 +320,30 @@ pub const SCENARIOS: [Scenario; 15] = [
         title: "`peers.list` (checkouts: everywhere) joining 10 other machines' boards of 10 peers each",
         target: ScenarioTarget::MillisBelow(5.0),
     },
+    Scenario {
+        id: ScenarioId::ConflictsCold,
+        name: "scenario/conflicts/predict-8-cold",
+        title: "`conflicts.predict` over 8 worktrees with changes, every worktree's uncommitted work rewritten before each call (new snapshots, every pair merged again)",
+        target: ScenarioTarget::None,
+    },
+    Scenario {
+        id: ScenarioId::ConflictsWarm,
+        name: "scenario/conflicts/predict-8-warm",
+        title: "`conflicts.predict` over the same 8 worktrees, unchanged since the last call",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::AnnounceWithSibling,
+        name: "scenario/announce/with-live-sibling",
+        title: "`peers.announce` in-process, with a live `majordomus serve` in a sibling worktree whose board is read for overlaps",
+        target: ScenarioTarget::MillisBelow(1.0),
+    },
+    Scenario {
+        id: ScenarioId::ListWithChanges,
+        name: "scenario/list/repository-8-changed",
+        title: "`peers.list` (checkouts: repository) in-process, over 8 worktrees with changes and nobody serving them",
+        target: ScenarioTarget::None,
+    },
 ];
 
 /// Which scenario a [`Scenario`] is.
@@ -340,6 +364,10 @@ pub enum ScenarioId {
     HookFailOpen,
     FederationVisible,
     FederationEverywhere,
+    ConflictsCold,
+    ConflictsWarm,
+    AnnounceWithSibling,
+    ListWithChanges,
 }
 
 /// A measured situation beyond the capability matrix.
