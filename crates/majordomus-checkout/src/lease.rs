@@ -129,6 +129,32 @@ pub enum CreateError {
 pub struct LeaseHandle {
     path: PathBuf,
     lease: Lease,
+    /// The lease file's identity when it was last read and found ours: while the file at
+    /// the path is still that one, unchanged, it is still ours without reading it again.
+    verified: Option<FileIdentity>,
+}
+
+/// What tells one state of a file from another without reading it: a take-over writes a new
+/// file (a new inode), and any write moves the size or the modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt as _;
+        let metadata = fs::metadata(path).ok()?;
+        Some(FileIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.size(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+        })
+    }
 }
 
 impl Lease {
@@ -271,6 +297,7 @@ pub fn try_create(path: &Path, lease: &Lease) -> Result<LeaseHandle, CreateError
     Ok(LeaseHandle {
         path: path.to_path_buf(),
         lease: lease.clone(),
+        verified: None,
     })
 }
 
@@ -321,6 +348,22 @@ impl LeaseHandle {
         sync_dir(dir)?;
         self.lease = next;
         Ok(true)
+    }
+
+    /// Whether the lease on disk still carries our token, read again only when the file at
+    /// the path is no longer the one last found ours: a server asks this every second and on
+    /// every new session, and a `stat` answers it until somebody writes the lease.
+    pub fn recheck(&mut self) -> bool {
+        let before = FileIdentity::of(&self.path);
+        if before.is_some() && before == self.verified {
+            return true;
+        }
+        let ours = self.still_ours();
+        // Kept only when the file did not move while it was read.
+        self.verified = (ours && FileIdentity::of(&self.path) == before)
+            .then_some(before)
+            .flatten();
+        ours
     }
 
     /// Whether the lease on disk still carries our token.
@@ -682,6 +725,35 @@ mod tests {
         assert_eq!(document(&path).0, rival, "their lease is untouched");
         assert!(!handle.release(), "and not removed by the old holder");
         assert_eq!(document(&path).0, rival);
+    }
+
+    #[test]
+    fn a_recheck_follows_the_file_and_sees_a_take_over_or_an_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let mut handle = try_create(&path, &lease).unwrap();
+        assert!(handle.recheck());
+        assert!(handle.recheck(), "unchanged, still ours");
+        assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
+        assert!(
+            handle.recheck(),
+            "our own new file is read again and found ours"
+        );
+
+        // The same file edited in place to name another token.
+        let (mut edited, _) = document(&path);
+        edited.token = "t".repeat(edited.token.len());
+        fs::write(&path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+        assert!(
+            !handle.recheck(),
+            "an edit is seen though the file is the same inode"
+        );
+
+        // Taken over: a new file with a rival's lease.
+        let (_, judged) = document(&path);
+        assert!(take_over(&path, &judged).unwrap());
+        try_create(&path, &Lease::new_for_this_process(dir.path(), "1.2.3")).unwrap();
+        assert!(!handle.recheck());
     }
 
     #[test]

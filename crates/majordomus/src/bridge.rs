@@ -363,7 +363,7 @@ impl Bridge {
     async fn own_server(&self) -> Option<Arc<crate::server::ServerState>> {
         let mut serving = self.serving.lock().await;
         let state = serving.as_ref()?.state.clone();
-        if state.recheck_lease() {
+        if state.recheck_lease().await {
             return Some(state);
         }
         let retired = serving.take().expect("checked above");
@@ -836,7 +836,7 @@ impl Bridge {
             return;
         };
         let trouble: Option<Loss> = match &upstream {
-            Upstream::Local(session) => (!session.server().recheck_lease()).then(|| {
+            Upstream::Local(session) => (!session.server().recheck_lease().await).then(|| {
                 Failure::NotExecuted("this process's server lost its lease".into()).into()
             }),
             Upstream::Remote { peer, url } => {

@@ -152,35 +152,36 @@ impl Recorder {
                 );
                 let patience = command.timeout() + Duration::from_secs(1);
                 let description = format!("the command `{}`", command.display());
-                (Driver::Command(command), patience, description)
+                (DriverPlan::Command(command), patience, description)
             }
             None => {
                 let path = journal_path(&site.checkout);
                 let description = format!("the journal at {}", path.display());
-                (
-                    Driver::Journal(Journal::open(path)),
-                    JOURNAL_PATIENCE,
-                    description,
-                )
+                (DriverPlan::Journal(path), JOURNAL_PATIENCE, description)
             }
         };
-        let worker = Worker {
-            driver,
-            checkout_id: site.checkout.id.clone(),
-            worktree: site.checkout.root.display().to_string(),
-            checkout: site.checkout.clone(),
-            server: EventServer::this_process(),
-            grace,
-            board,
-            providers: Providers::builtin(),
-            tracks: HashMap::new(),
-            unrecorded: Arc::default(),
-        };
-        let unrecorded = worker.unrecorded.clone();
+        let unrecorded: Arc<Unrecorded> = Arc::default();
+        let (checkout, recorded) = (site.checkout.clone(), unrecorded.clone());
         let (jobs, queue) = mpsc::sync_channel(QUEUE_CAPACITY);
+        // The worker, and its driver, are made on the recorder's own thread: opening the
+        // journal reads it through, which is file I/O the server's start need not wait for.
         let spawned = std::thread::Builder::new()
             .name("majordomus-episodes".into())
-            .spawn(move || worker.run(queue));
+            .spawn(move || {
+                Worker {
+                    driver: driver.open(),
+                    checkout_id: checkout.id.clone(),
+                    worktree: checkout.root.display().to_string(),
+                    checkout,
+                    server: EventServer::this_process(),
+                    grace,
+                    board,
+                    providers: Providers::builtin(),
+                    tracks: HashMap::new(),
+                    unrecorded: recorded,
+                }
+                .run(queue)
+            });
         if let Err(error) = spawned {
             tracing::error!(%error, "the episode recorder could not start; episodes are recorded nowhere");
         }
@@ -344,6 +345,22 @@ impl Recorder {
 enum Driver {
     Journal(Journal),
     Command(CommandDriver),
+}
+
+/// The driver a server's configuration names, before it is opened.
+enum DriverPlan {
+    Journal(std::path::PathBuf),
+    Command(CommandDriver),
+}
+
+impl DriverPlan {
+    /// The driver ready to record; the journal is read through as it opens.
+    fn open(self) -> Driver {
+        match self {
+            DriverPlan::Journal(path) => Driver::Journal(Journal::open(path)),
+            DriverPlan::Command(command) => Driver::Command(command),
+        }
+    }
 }
 
 /// What this server knows of an episode beyond the board: who holds it and what was claimed.

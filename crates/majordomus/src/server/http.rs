@@ -210,7 +210,7 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     if request.uri().path() == "/mcp"
         && request.method() == Method::POST
         && !request.headers().contains_key("mcp-session-id")
-        && !state.recheck_lease()
+        && !state.recheck_lease().await
     {
         return Rejection::Conflict.respond("this server no longer holds the checkout's lease and takes no new sessions; read the lease again and connect to the server it names",
         );

@@ -159,14 +159,25 @@ impl ServerState {
         self.leaseholder.load(Ordering::SeqCst)
     }
 
-    /// Re-reads the lease file; once another process has taken it over this server never
-    /// touches it again and says `leaseholder: false`.
-    pub(crate) fn recheck_lease(&self) -> bool {
+    /// Whether this server still holds the lease, asked of the file on a blocking thread (a
+    /// `stat`, and a read when the file changed): once another process has taken it over
+    /// this server never touches it again and says `leaseholder: false`.
+    pub(crate) async fn recheck_lease(self: &Arc<Self>) -> bool {
+        if !self.is_leaseholder() {
+            return false;
+        }
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || state.recheck_lease_blocking())
+            .await
+            .unwrap_or_else(|_| self.is_leaseholder())
+    }
+
+    fn recheck_lease_blocking(&self) -> bool {
         if !self.is_leaseholder() {
             return false;
         }
         let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
-        let ours = lease.as_ref().is_some_and(|handle| handle.still_ours());
+        let ours = lease.as_mut().is_some_and(|handle| handle.recheck());
         if !ours {
             lease.take();
             self.leaseholder.store(false, Ordering::SeqCst);

@@ -43,17 +43,13 @@ pub async fn elect(site: &Site) -> std::io::Result<Elected> {
 /// names the server that went silent.
 pub async fn elect_after(site: &Site, known: Option<Silence>) -> std::io::Result<Elected> {
     let path = lease_path(&site.checkout);
-    let busy_grace = Duration::from_millis(site.config.timings.busy_grace_ms);
+    let busy_grace = site.config.timings.busy_grace();
     let mut silent_since: Option<Instant> = None;
     loop {
-        let candidate = Lease::new_for_this_process(&site.checkout.root, env!("CARGO_PKG_VERSION"));
-        match try_create(&path, &candidate) {
-            Ok(handle) => return Ok(Elected::Won(handle)),
-            Err(CreateError::Exists) => {}
-            Err(CreateError::Io(error)) => return Err(error),
-        }
-        let reading = read_lease(&path);
-        let age = lease_age(&path, &reading, SystemTime::now());
+        let (reading, age) = match attempt(&site.checkout.root, &path).await? {
+            Attempt::Won(handle) => return Ok(Elected::Won(handle)),
+            Attempt::Found(reading, age) => (reading, age),
+        };
         let lease = match &reading {
             LeaseReading::Document(lease, _) => Some(lease.clone()),
             _ => None,
@@ -89,15 +85,55 @@ pub async fn elect_after(site: &Site, known: Option<Silence>) -> std::io::Result
             }
             ElectionVerdict::Stale(reason) => {
                 tracing::info!(%reason, "taking over a stale lease");
-                let judged = match &reading {
-                    LeaseReading::Document(_, bytes) => bytes.clone(),
-                    _ => std::fs::read(&path).unwrap_or_default(),
+                let judged = match reading {
+                    LeaseReading::Document(_, bytes) => Some(bytes),
+                    _ => None,
                 };
-                take_over(&path, &judged)?;
+                let path = path.clone();
+                blocking(move || {
+                    let judged = judged.unwrap_or_else(|| std::fs::read(&path).unwrap_or_default());
+                    take_over(&path, &judged)
+                })
+                .await?;
                 silent_since = None;
             }
         }
     }
+}
+
+/// What one exclusive create of the lease came to.
+enum Attempt {
+    Won(LeaseHandle),
+    /// Somebody else's lease is there, as read, and how old it is.
+    Found(LeaseReading, Option<Duration>),
+}
+
+/// Tries to create the lease for this process and, when one is there, reads it: file I/O
+/// with fsyncs, so on a blocking thread rather than on the async workers.
+async fn attempt(root: &std::path::Path, path: &std::path::Path) -> std::io::Result<Attempt> {
+    let (root, path) = (root.to_path_buf(), path.to_path_buf());
+    blocking(move || {
+        let candidate = Lease::new_for_this_process(&root, env!("CARGO_PKG_VERSION"));
+        match try_create(&path, &candidate) {
+            Ok(handle) => Ok(Attempt::Won(handle)),
+            Err(CreateError::Exists) => {
+                let reading = read_lease(&path);
+                let age = lease_age(&path, &reading, SystemTime::now());
+                Ok(Attempt::Found(reading, age))
+            }
+            Err(CreateError::Io(error)) => Err(error),
+        }
+    })
+    .await
+}
+
+/// Runs file work on a blocking thread; a thread that could not finish is an I/O error.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 /// What an election made of this process.
@@ -153,7 +189,12 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
         header_timeout,
         shutdown,
     ));
-    if !state.publish(url.clone())? {
+    let publishing = state.clone();
+    let published = {
+        let url = url.clone();
+        blocking(move || publishing.publish(url)).await?
+    };
+    if !published {
         tracing::info!("the lease was taken over before its URL could be published");
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
@@ -175,7 +216,7 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
             tokio::select! {
                 _ = state.shutdown.cancelled() => break,
                 _ = tick.tick() => {
-                    state.recheck_lease();
+                    state.recheck_lease().await;
                     state.let_silent_bridges_go();
                     state.forget_departed_workers();
                     state.reap_episodes();
