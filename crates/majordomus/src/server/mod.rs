@@ -23,6 +23,7 @@ use majordomus_domain::episodes::EpisodeBoard;
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::context::Site;
 use crate::episodes::Recorder;
@@ -71,6 +72,9 @@ pub struct ServerState {
     leaseholder: AtomicBool,
     /// Cancelled when the ordered stop begins.
     pub shutdown: CancellationToken,
+    /// The server's own background tasks (housekeeping, following siblings, letting quiet
+    /// hook sessions go): each ends on `shutdown`, and the stop waits for them.
+    pub(crate) tasks: TaskTracker,
     /// Cancelled once another process has taken the lease over: whoever serves a client
     /// through this server moves it to the new one.
     pub stepped_down: CancellationToken,
@@ -105,6 +109,7 @@ impl ServerState {
             url: OnceLock::new(),
             leaseholder: AtomicBool::new(true),
             shutdown,
+            tasks: TaskTracker::new(),
             stepped_down: CancellationToken::new(),
             peers_changed: tokio::sync::Notify::new(),
             events: events::EventBus::new(&site),

@@ -210,7 +210,8 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
 /// The periodic chores of a serving process: notice a taken-over lease, let silent bridges
 /// go, reap episodes whose client did not come back.
 fn spawn_housekeeping(state: Arc<ServerState>) {
-    tokio::spawn(async move {
+    let tasks = state.tasks.clone();
+    tasks.spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
@@ -346,9 +347,14 @@ impl Running {
             }
         };
         state.shutdown.cancel();
-        if tokio::time::timeout(patience, self.task).await.is_err() {
+        state.tasks.close();
+        let finished = async {
+            let _ = self.task.await;
+            state.tasks.wait().await;
+        };
+        if tokio::time::timeout(patience, finished).await.is_err() {
             tracing::info!(
-                "sessions did not end within {} ms; stopping anyway",
+                "sessions and background tasks did not end within {} ms; stopping anyway",
                 patience.as_millis()
             );
         }

@@ -339,7 +339,7 @@ impl ServerState {
 pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
     let weak: Weak<ServerState> = Arc::downgrade(state);
     let stop = state.shutdown.clone();
-    tokio::spawn(async move {
+    state.tasks.spawn(async move {
         let mut tick = tokio::time::interval(REAP_INTERVAL);
         loop {
             tokio::select! {

@@ -30,7 +30,7 @@ const SILENCE: Duration = Duration::from_secs(45);
 /// covers the repository.
 pub(super) fn follow(state: &Arc<ServerState>) {
     if state.events.siblings.set(()).is_ok() {
-        tokio::spawn(run(state.clone()));
+        state.tasks.spawn(run(state.clone()));
     }
 }
 
@@ -67,7 +67,7 @@ async fn run(state: Arc<ServerState>) {
             }
             let stop = state.shutdown.child_token();
             followed.insert(checkout.id.clone(), stop.clone());
-            tokio::spawn(follow_one(state.clone(), checkout, stop));
+            state.tasks.spawn(follow_one(state.clone(), checkout, stop));
         }
     }
 }
