@@ -129,11 +129,13 @@ struct RepositoryReadings {
 
 /// One reading of the whole repository.
 pub struct RepositoryReading {
+    /// When it began: its age is stated with what is read from it.
     pub started: Instant,
     /// How long it took: whether the next one is worth waiting for.
     pub took: Duration,
     /// Each worktree's changes, by where it is.
     pub changes: HashMap<String, WorktreeChanges>,
+    /// The merge conflicts predicted between them, in short.
     pub conflicts: ConflictSummary,
 }
 
