@@ -1,8 +1,8 @@
 //! The pure domain of majordomus: claim paths and how they meet, the peer board and the
 //! lifetime of departed claims, the repository-wide overlap listing, what each worktree
-//! changed and where that meets claims, connection episodes and the words answers are made of,
-//! the limits on what a peer may put on a board, and how a peer's words are made safe for
-//! other agents and for terminals.
+//! changed and where that meets claims, the merge conflicts predicted between worktrees,
+//! connection episodes and the words answers are made of, the limits on what a peer may put
+//! on a board, and how a peer's words are made safe for other agents and for terminals.
 //!
 //! Nothing here does I/O, spawns, sleeps or reads a clock: every operation that needs the
 //! current time takes it as a [`std::time::SystemTime`], so the rules can be tested exactly
@@ -12,6 +12,7 @@ pub mod board;
 pub mod briefing;
 pub mod changes;
 pub mod checkouts;
+pub mod conflicts;
 pub mod episodes;
 pub mod ids;
 pub mod index;

@@ -38,7 +38,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::Site;
-use crate::registry::Registry;
 use crate::server::Worker;
 use crate::server::mcp::{
     BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
@@ -618,7 +617,7 @@ impl Bridge {
     /// Forwards a tool call, failing over as the resend rule allows. Whatever goes wrong on
     /// the way is told to the client as a tool error it can read, never as silence.
     async fn call_tool(&self, request: CallToolRequestParams) -> Result<CallToolResult, McpError> {
-        let idempotent = Registry::builtin()
+        let idempotent = crate::capabilities::registry()
             .by_tool(&request.name)
             .is_some_and(|capability| capability.declaration.idempotent);
         let session = self.client_session();

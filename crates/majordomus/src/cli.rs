@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
@@ -12,8 +11,9 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use majordomus_domain::checkouts::Checkouts;
 
+use crate::api::ErrorKind;
 use crate::context::{Context, Site};
-use crate::registry::{Capability, ErrorKind, Registry};
+use crate::registry::Capability;
 use crate::server::run::StopRequests;
 
 fn repo_arg() -> Arg {
@@ -181,7 +181,7 @@ pub fn command() -> Command {
                         .help("Unmeasured calls before each row"),
                 ),
         );
-    for capability in Registry::builtin().iter() {
+    for capability in crate::capabilities::registry().iter() {
         if let Some(words) = capability.declaration.exposure.cli {
             root = graft(
                 root,
@@ -442,7 +442,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         };
         return exit_code(crate::watch::peers(site_dir(leaf), checkouts).await);
     }
-    if let Some(capability) = Registry::builtin().iter().find(|c| {
+    if let Some(capability) = crate::capabilities::registry().iter().find(|c| {
         c.declaration
             .exposure
             .cli
@@ -547,17 +547,8 @@ fn site_dir(matches: &ArgMatches) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// Opens the site of a directory: its checkout and the repository's configuration.
-pub fn open_site(dir: &std::path::Path) -> Result<Arc<Site>, String> {
-    let checkout = majordomus_checkout::git::Checkout::discover(dir)
-        .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
-    let config =
-        majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
-    Ok(Arc::new(Site::new(checkout, config)))
-}
-
 async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCode {
-    let site = match open_site(&site_dir(matches)) {
+    let site = match Site::open(&site_dir(matches)) {
         Ok(site) => site,
         Err(message) => {
             eprintln!("majordomus: {message}");

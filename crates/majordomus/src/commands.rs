@@ -8,18 +8,18 @@ use majordomus_checkout::process::process_alive;
 use majordomus_domain::checkouts::ServerStanding;
 
 use crate::bridge::Bridge;
-use crate::cli::open_site;
+use crate::context::Site;
 use crate::server::run::{Lifetime, Outcome, StopRequests, elect_and_start};
 use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
 pub async fn mcp(dir: PathBuf, stops: StopRequests) -> Result<(), String> {
-    Bridge::run(open_site(&dir)?, stops).await
+    Bridge::run(Site::open(&dir)?, stops).await
 }
 
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
 pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Result<(), String> {
-    let site = open_site(&dir)?;
+    let site = Site::open(&dir)?;
     match elect_and_start(&site).await? {
         Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
@@ -47,7 +47,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
 /// SIGUSR1 rather than SIGTERM: a `majordomus mcp` that serves takes SIGTERM for its client
 /// ending it, and hands over instead of stopping.
 pub async fn stop(dir: PathBuf) -> Result<(), String> {
-    let site = open_site(&dir)?;
+    let site = Site::open(&dir)?;
     let path = lease_path(&site.checkout);
     let LeaseReading::Document(lease, _) = read_lease(&path) else {
         println!("no server serves {}", site.checkout.root.display());
@@ -87,7 +87,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
 
 /// `majordomus serve ensure`: make sure a server is ready, starting a detached one if needed.
 pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
-    let site = open_site(&dir)?;
+    let site = Site::open(&dir)?;
     let bound =
         Duration::from_millis(site.config.timings.starting_grace_ms) + Duration::from_secs(5);
     let started = Instant::now();

@@ -1,17 +1,24 @@
-//! What a capability handler gets to work with.
+//! What a capability handler gets to work with: the site (the checkout this process is
+//! about, its configuration and what is kept of its reading), the serving process through the
+//! board port, and the caller.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use majordomus_checkout::WorktreeList;
 use majordomus_checkout::changes::ChangesCache;
 use majordomus_checkout::config::Config;
 use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
+use majordomus_domain::changes::WorktreeChanges;
+use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::peers::PeerId;
+use tokio::sync::watch;
 
-use crate::capabilities::peers::RepositoryReadings;
-use crate::server::ServerState;
+use crate::port::BoardPort;
 
 /// The checkout this process is about, and how to reach other checkouts' servers.
 pub struct Site {
@@ -27,7 +34,7 @@ pub struct Site {
     pub conflicts: ConflictPredictor,
     /// The latest background reading of every worktree's changes and of the conflicts
     /// between them, for the boards of worktrees without a server and for `peers.list`.
-    pub readings: RepositoryReadings,
+    readings: RepositoryReadings,
     git_version: std::sync::OnceLock<Result<GitVersion, String>>,
 }
 
@@ -54,6 +61,17 @@ impl Site {
         }
     }
 
+    /// Opens the site of a directory: its checkout and the repository's configuration. Every
+    /// command and the benchmark start from here, so a directory outside git or a
+    /// configuration that cannot be used is refused in the same words everywhere.
+    pub fn open(dir: &std::path::Path) -> Result<Arc<Site>, String> {
+        let checkout = Checkout::discover(dir)
+            .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
+        let config =
+            majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
+        Ok(Arc::new(Site::new(checkout, config)))
+    }
+
     /// The version of the git on PATH, asked once per process (it runs git).
     pub fn git_version(&self) -> Result<GitVersion, String> {
         self.git_version
@@ -66,14 +84,87 @@ impl Site {
     pub fn probe_timeout(&self) -> Duration {
         Duration::from_millis(self.config.timings.probe_timeout_ms)
     }
+
+    /// The latest reading of the whole repository. One older than [`CHANGES_INTERVAL`] (or
+    /// none) starts `read` in the background, unless a reading is under way; only one ever
+    /// is. The new one is waited for, at most `wait`, when there is none yet or the last one
+    /// took less than that; otherwise, and when it is not done in time, the previous reading
+    /// is the answer (its age is stated where it is used). `read` is what the capabilities
+    /// make of the repository: the site keeps it without knowing how it is made.
+    pub async fn repository_reading(
+        self: &Arc<Self>,
+        wait: Duration,
+        read: impl Future<Output = RepositoryReading> + Send + 'static,
+    ) -> Option<Arc<RepositoryReading>> {
+        let readings = &self.readings;
+        let mut news = readings.latest.subscribe();
+        let current = news.borrow_and_update().clone();
+        if current
+            .as_ref()
+            .is_some_and(|reading| reading.started.elapsed() < CHANGES_INTERVAL)
+        {
+            return current;
+        }
+        if !readings.running.swap(true, Ordering::AcqRel) {
+            tokio::spawn(publish_reading(self.clone(), read));
+        }
+        if current.as_ref().is_some_and(|reading| reading.took >= wait) {
+            return current;
+        }
+        match tokio::time::timeout(wait, news.changed()).await {
+            Ok(Ok(())) => news.borrow().clone(),
+            _ => current,
+        }
+    }
 }
 
-/// One call's context: where it runs, the server it reached (if this process serves), and the
-/// peer that made it (set only for calls that arrive through an MCP connection).
+/// What every worktree of the repository changed, as read here, and the merge conflicts
+/// predicted between them, read together by one background task at a time.
+#[derive(Default)]
+struct RepositoryReadings {
+    latest: watch::Sender<Option<Arc<RepositoryReading>>>,
+    /// Whether a reading is under way; only one ever is.
+    running: AtomicBool,
+}
+
+/// One reading of the whole repository.
+pub struct RepositoryReading {
+    /// When it began: its age is stated with what is read from it.
+    pub started: Instant,
+    /// How long it took: whether the next one is worth waiting for.
+    pub took: Duration,
+    /// Each worktree's changes, by where it is.
+    pub changes: HashMap<String, WorktreeChanges>,
+    /// The merge conflicts predicted between them, in short.
+    pub conflicts: ConflictSummary,
+}
+
+/// Runs `read` and publishes it as the site's latest reading.
+async fn publish_reading(site: Arc<Site>, read: impl Future<Output = RepositoryReading>) {
+    /// Clears the site's `running` flag however the reading ends.
+    struct Running(Arc<Site>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.readings.running.store(false, Ordering::Release);
+        }
+    }
+    let running = Running(site);
+    let reading = read.await;
+    running
+        .0
+        .readings
+        .latest
+        .send_replace(Some(Arc::new(reading)));
+}
+
+/// One call's context: where it runs, the serving process it reached (if this process
+/// serves), and the peer that made it (set only for calls that arrive through an MCP
+/// connection). The serving process is seen through the board port only, so a capability
+/// never depends on the server that runs it.
 #[derive(Clone)]
 pub struct Context {
     pub site: Arc<Site>,
-    pub server: Option<Arc<ServerState>>,
+    pub server: Option<Arc<dyn BoardPort>>,
     pub caller: Option<PeerId>,
 }
 

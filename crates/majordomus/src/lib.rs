@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the parts and how a request flows.
 
+pub mod api;
 pub mod bench;
 pub mod bridge;
 pub mod capabilities;
@@ -14,6 +15,7 @@ pub mod federation;
 pub mod hooks;
 pub mod install;
 pub mod openapi;
+pub mod port;
 pub mod registry;
 pub mod render;
 pub mod resources;

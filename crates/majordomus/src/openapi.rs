@@ -3,13 +3,14 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::{HttpMethod, Registry};
+use crate::api::{BODY_LIMIT_BYTES, error_kinds};
+use crate::registry::HttpMethod;
 
 /// The whole document, as `/openapi.json` serves it and `majordomus openapi` prints it.
 pub fn document() -> Value {
     let mut components = Map::new();
     let mut paths = Map::new();
-    for capability in Registry::builtin().iter() {
+    for capability in crate::capabilities::registry().iter() {
         let Some((method, path)) = capability.declaration.exposure.http else {
             continue;
         };
@@ -63,7 +64,7 @@ pub fn document() -> Value {
                 });
                 operation["responses"]["413"] = error_response(&format!(
                     "The body is over the limit of {} bytes.",
-                    crate::server::http::BODY_LIMIT_BYTES
+                    BODY_LIMIT_BYTES
                 ));
             }
         }
@@ -89,7 +90,7 @@ pub fn document() -> Value {
         "type": "object",
         "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["kind", "message"], "properties": {
-            "kind": {"type": "string", "enum": crate::server::http::error_kinds().collect::<Vec<_>>()},
+            "kind": {"type": "string", "enum": error_kinds().collect::<Vec<_>>()},
             "message": {"type": "string", "description": "What was wrong and what to do."}
         }}}
     }));
@@ -155,7 +156,7 @@ mod tests {
     fn every_route_is_an_operation_named_by_its_capability() {
         let document = document();
         assert_eq!(document["openapi"], "3.1.0");
-        for capability in Registry::builtin().iter() {
+        for capability in crate::capabilities::registry().iter() {
             if let Some((method, path)) = capability.declaration.exposure.http {
                 let operation = &document["paths"][path][method.as_str().to_ascii_lowercase()];
                 assert_eq!(operation["operationId"], capability.id());

@@ -5,7 +5,6 @@ use rmcp::model::{Resource, ResourceContents, ServerCapabilities};
 use serde_json::json;
 
 use crate::context::Context;
-use crate::registry::Registry;
 
 /// The board of the checkout a session reached, as `peers.list` with `checkouts: this`
 /// answers it.
@@ -84,7 +83,7 @@ pub fn check(uri: &str) -> Result<(), ReadError> {
 /// `resources/read`: the resource's contents, as the caller's context sees them.
 pub async fn read(ctx: &Context, uri: &str) -> Result<ResourceContents, ReadError> {
     check(uri)?;
-    let listing = Registry::builtin()
+    let listing = crate::capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is a capability");
     let board = listing

@@ -1,7 +1,8 @@
 //! Reading other checkouts' servers: the lease, the probe, the standing, and asking a board.
 //!
 //! A sibling is only ever asked about its own checkout (`checkouts=this`), which is what keeps
-//! two servers from asking each other forever.
+//! two servers from asking each other forever; it is asked through the route the capability
+//! declares ([`ask`]).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -11,12 +12,12 @@ use majordomus_checkout::{
     lease_path, read_lease,
 };
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use majordomus_domain::checkouts::Checkouts;
 
+use crate::api::CapabilityError;
 use crate::context::Site;
-use crate::registry::CapabilityError;
+use crate::registry::{HttpMethod, Operation};
 
 /// What `GET /` answers: enough for a reader to tell whose server this is.
 #[derive(Clone, Debug, serde::Serialize, Deserialize, schemars::JsonSchema)]
@@ -148,20 +149,42 @@ pub async fn probe(site: &Site, url: &str, checkout_id: &str) -> ProbeAnswer {
     }
 }
 
-/// Asks a server's REST route with its own token, bounded by the probe timeout.
-pub async fn ask<T: DeserializeOwned>(
+/// Asks a server for capability `O` with `input`, through the route `O` declares, with the
+/// lease's own token, within `timeout`. A `GET` carries the input's fields as query
+/// parameters and a `POST` as a JSON body, as the router reads them: the request is built
+/// from the callee's declaration, so no route is written twice.
+pub async fn ask<O: Operation>(
     site: &Site,
     lease: &Lease,
-    path_and_query: &str,
-) -> Result<T, String> {
+    input: &O::Input,
+    timeout: Duration,
+) -> Result<O::Output, String> {
     let url = lease
         .url
         .as_deref()
         .ok_or_else(|| "its lease names no address yet".to_string())?;
-    let timeout = site.probe_timeout();
-    let response = site
-        .http
-        .get(format!("{}{path_and_query}", url.trim_end_matches('/')))
+    let Some((method, path)) = O::DECLARATION.exposure.http else {
+        return Err(format!("{} has no HTTP route to ask", O::DECLARATION.id));
+    };
+    let base = url.trim_end_matches('/');
+    let (request, route) = match method {
+        HttpMethod::Get => {
+            let query = serde_urlencoded::to_string(input).map_err(|error| {
+                format!("the input of {} is not a query: {error}", O::DECLARATION.id)
+            })?;
+            let route = if query.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{query}")
+            };
+            (site.http.get(format!("{base}{route}")), route)
+        }
+        HttpMethod::Post => (
+            site.http.post(format!("{base}{path}")).json(input),
+            path.to_string(),
+        ),
+    };
+    let response = request
         .bearer_auth(&lease.token)
         .timeout(timeout)
         .send()
@@ -169,7 +192,7 @@ pub async fn ask<T: DeserializeOwned>(
         .map_err(|error| format!("{url} {}", describe_http_error(&error, timeout)))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("{url} answered {status} to {path_and_query}"));
+        return Err(format!("{url} answered {status} to {route}"));
     }
     response
         .json()

@@ -13,9 +13,7 @@ use majordomus_domain::text::for_terminal;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cli::open_site;
 use crate::context::{Context, Site};
-use crate::registry::Registry;
 use crate::server::dashboard::TICKETS;
 use crate::server::events::read_stream;
 use crate::survey;
@@ -47,7 +45,7 @@ struct Ticket {
 /// `majordomus board`: prints a link to the dashboard that opens it once, and with `open`
 /// hands it to the desktop's opener too.
 pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
-    let site = open_site(&dir)?;
+    let site = Site::open(&dir)?;
     let lease = serving_lease(&site).await?;
     let base = lease
         .url
@@ -92,7 +90,7 @@ pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
 /// `majordomus peers --watch`: the board as `majordomus peers` prints it, redrawn in place
 /// on every change the server's event stream reports, until Ctrl-C.
 pub async fn peers(dir: PathBuf, checkouts: Checkouts) -> Result<(), String> {
-    let site = open_site(&dir)?;
+    let site = Site::open(&dir)?;
     let stop = tokio::signal::ctrl_c();
     tokio::pin!(stop);
     let mut screen = Screen::new(&site, checkouts);
@@ -191,7 +189,7 @@ impl Screen {
     }
 
     async fn draw(&mut self, trouble: Option<&str>) {
-        let listing = Registry::builtin()
+        let listing = crate::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is a capability");
         let board = match listing

@@ -7,7 +7,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use majordomus::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
-use majordomus::registry::Registry;
 use serde_json::Value;
 
 /// The transports a capability should be measured on, read from its exposure independently of
@@ -30,7 +29,7 @@ fn names(rows: &[RowKey]) -> BTreeSet<String> {
 
 #[test]
 fn the_planned_rows_are_every_capability_on_every_transport_once_per_case() {
-    let registry = Registry::builtin();
+    let registry = majordomus::capabilities::registry();
     let rows = planned_rows(registry);
     let planned = names(&rows);
     assert_eq!(planned.len(), rows.len(), "no row is planned twice");
@@ -59,7 +58,7 @@ fn every_transport_has_a_target_and_the_refusals_are_the_tool_commands_over_rest
     for transport in BenchTransport::ALL {
         assert!(!transport.target().describe().is_empty());
     }
-    for capability in Registry::builtin().iter() {
+    for capability in majordomus::capabilities::registry().iter() {
         for row in bench::rows_of(capability) {
             let refusal = bench::expects_refusal(&capability.declaration, row.transport);
             assert_eq!(
@@ -135,7 +134,7 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
     let filter = "server.status/";
     let report = bench_json(&["--filter", filter, "--iterations", "3", "--warmup", "1"]);
     let expected = names(&bench::select(
-        planned_rows(Registry::builtin()),
+        planned_rows(majordomus::capabilities::registry()),
         Some(filter),
     ));
     assert_eq!(expected.len(), 10, "server.status: 5 transports × 2 cases");

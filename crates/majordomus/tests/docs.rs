@@ -7,7 +7,6 @@ use std::process::Command;
 
 use majordomus::bench;
 use majordomus::docs::{self, INDEX, MARKER, SECTIONS};
-use majordomus::registry::Registry;
 
 /// The pages committed in the repository.
 fn committed() -> PathBuf {
@@ -23,7 +22,7 @@ fn majordomus(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_capability_page_has_every_section() {
-    let registry = Registry::builtin();
+    let registry = majordomus::capabilities::registry();
     for capability in registry.iter() {
         let d = &capability.declaration;
         let text = docs::page(capability);
@@ -158,7 +157,7 @@ fn every_capability_page_has_every_section() {
 
 #[test]
 fn the_index_lists_every_capability_and_links_its_page() {
-    let registry = Registry::builtin();
+    let registry = majordomus::capabilities::registry();
     let index = docs::index(registry);
     assert!(index.starts_with(MARKER));
     for capability in registry.iter() {
@@ -169,7 +168,7 @@ fn the_index_lists_every_capability_and_links_its_page() {
 
 #[test]
 fn the_committed_pages_are_what_the_code_generates() {
-    let pages = docs::pages(Registry::builtin());
+    let pages = docs::pages(majordomus::capabilities::registry());
     let problems = docs::check(&committed(), &pages);
     assert!(
         problems.is_empty(),
@@ -202,7 +201,10 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
-    let mut expected: BTreeSet<String> = Registry::builtin().iter().map(docs::file_name).collect();
+    let mut expected: BTreeSet<String> = majordomus::capabilities::registry()
+        .iter()
+        .map(docs::file_name)
+        .collect();
     expected.insert(INDEX.to_string());
     assert_eq!(files, expected);
 
@@ -240,7 +242,7 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
 
 #[test]
 fn generation_is_deterministic() {
-    let first = docs::pages(Registry::builtin());
-    let second = docs::pages(Registry::builtin());
+    let first = docs::pages(majordomus::capabilities::registry());
+    let second = docs::pages(majordomus::capabilities::registry());
     assert_eq!(first, second);
 }

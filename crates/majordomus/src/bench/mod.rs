@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn every_capability_is_measured_on_each_of_its_transports_once_per_case() {
-        let registry = Registry::builtin();
+        let registry = crate::capabilities::registry();
         let rows = planned_rows(registry);
         let unique: std::collections::BTreeSet<_> = rows.iter().cloned().collect();
         assert_eq!(unique.len(), rows.len(), "no row is planned twice");
@@ -536,7 +536,7 @@ mod tests {
 
     #[test]
     fn filters_match_the_row_name() {
-        let rows = planned_rows(Registry::builtin());
+        let rows = planned_rows(crate::capabilities::registry());
         let picked = select(rows, Some("peers.list/rest/"));
         assert!(!picked.is_empty());
         assert!(

@@ -15,13 +15,13 @@ use super::{
     BenchTransport, Budget, Options, RowKey, SCENARIOS, Scenario, expects_refusal, planned_rows,
     scenarios, select,
 };
-use crate::registry::{Capability, Registry};
+use crate::registry::Capability;
 
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
 
 pub async fn run(options: &Options) -> Result<Report, String> {
-    let registry = Registry::builtin();
+    let registry = crate::capabilities::registry();
     let rows = select(planned_rows(registry), options.filter.as_deref());
     let scenarios: Vec<Scenario> = if options.scenarios {
         SCENARIOS
@@ -110,7 +110,7 @@ async fn measure_all(
         scenario_rows.push(scenarios::run(scenario, scratch, options, progress).await);
         progress.inc(1);
     }
-    let order = planned_rows(Registry::builtin());
+    let order = planned_rows(crate::capabilities::registry());
     let rows = order
         .into_iter()
         .filter_map(|key| measured.remove(&key))
@@ -133,7 +133,7 @@ impl Fixture {
         progress: &ProgressBar,
     ) -> Result<Fixture, String> {
         if let Some(dir) = repo {
-            let site = crate::cli::open_site(dir)?;
+            let site = crate::context::Site::open(dir)?;
             return Ok(Fixture {
                 dir: site.checkout.root.clone(),
                 description: format!(
@@ -297,14 +297,14 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
         "episodes.detach" => "episodes.attach",
         _ => return None,
     };
-    let prepare = Registry::builtin().by_id(id)?;
+    let prepare = crate::capabilities::registry().by_id(id)?;
     let (_, input) = prepare.bench_cases().into_iter().next()?;
     Some((prepare, input))
 }
 
 /// Measures one row: warm-up, then iterations until the budget says stop.
 pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -> Row {
-    let capability = Registry::builtin()
+    let capability = crate::capabilities::registry()
         .by_id(key.capability)
         .expect("rows are planned from the registry");
     let input = capability

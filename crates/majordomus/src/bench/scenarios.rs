@@ -19,7 +19,7 @@ use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
 use crate::context::Context;
 use crate::federation::FederationState;
-use crate::registry::{Capability, Registry};
+use crate::registry::Capability;
 use crate::server::ServerState;
 use crate::server::run::{Elected, elect};
 
@@ -134,7 +134,7 @@ async fn cold_start(
     } else {
         None
     };
-    let capability = Registry::builtin()
+    let capability = crate::capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -210,7 +210,7 @@ async fn gather(
         progress.set_message(scenario.name);
         let server = InProcessServer::start(repository.root()).await?;
         let ctx = server.context();
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});
@@ -286,7 +286,7 @@ async fn board(
             BoardCase::ListAfterWide => "board-list-wide",
         },
     )?;
-    let site = crate::cli::open_site(repository.root())?;
+    let site = crate::context::Site::open(repository.root())?;
     let lease = match elect(&site)
         .await
         .map_err(|error| format!("the election failed: {error}"))?
@@ -350,7 +350,7 @@ async fn board(
         ),
         BoardCase::List | BoardCase::ListAfterWide => ("peers.list", json!({"checkouts": "this"})),
     };
-    let capability = Registry::builtin()
+    let capability = crate::capabilities::registry()
         .by_id(id)
         .expect("the board's capabilities are registered");
     let first: Value = capability
@@ -392,7 +392,7 @@ async fn memory(
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let http = http_client();
     let result = async {
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "this"});
@@ -482,7 +482,7 @@ async fn keep_alive(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("server.status")
             .expect("server.status is registered");
         let input = json!({"checkouts": "this"});
@@ -523,7 +523,7 @@ async fn exit_on_sigint(
 ) -> Result<ScenarioRow, String> {
     let repository = TempRepository::new(scratch, "exit-sigint")?;
     let dir = repository.root().to_path_buf();
-    let capability = Registry::builtin()
+    let capability = crate::capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -623,7 +623,7 @@ async fn announce_to_subscribers(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let budget = Budget::scenario(options, 50, 1000, 3.0);
@@ -762,7 +762,7 @@ async fn hook(
         )
         .await?;
         let claimant = Caller::Mcp(session);
-        let announce = Registry::builtin()
+        let announce = crate::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         if let Outcome::Failure(why) = claimant
@@ -861,13 +861,10 @@ async fn federation_visible(
     let watcher = InProcessServer::start(&beta).await?;
     let result = async {
         let ctx = alpha.context();
-        let seeing = watcher
-            .context()
-            .server
-            .ok_or("the in-process server has no state")?;
-        until_following(ctx.server.as_deref().ok_or("no state")?).await?;
+        let seeing = watcher.state().clone();
+        until_following(alpha.state()).await?;
         until_following(&seeing).await?;
-        let announce = Registry::builtin()
+        let announce = crate::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let mut step = 0u64;
@@ -925,7 +922,7 @@ async fn federation_everywhere(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let state = ctx.server.clone().ok_or("the in-process server has no state")?;
+        let state = server.state().clone();
         until_following(&state).await?;
         let repository_id = state
             .site
@@ -955,7 +952,7 @@ async fn federation_everywhere(
             }
             seen = state.federation.remote_changed(seen, SETUP_BOUND).await;
         }
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "everywhere"});

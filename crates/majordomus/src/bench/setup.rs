@@ -272,7 +272,7 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// Waits until the checkout's lease names a server that answers as ready, and returns it.
 pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
-    let site = crate::cli::open_site(dir)?;
+    let site = crate::context::Site::open(dir)?;
     let started = Instant::now();
     loop {
         let found = survey::survey(&site, site.checkout.clone()).await;
@@ -300,7 +300,7 @@ pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
 
 /// Waits until a checkout has no lease any more (its server has stopped in order).
 pub async fn wait_no_lease(dir: &Path) -> Result<(), String> {
-    let site = crate::cli::open_site(dir)?;
+    let site = crate::context::Site::open(dir)?;
     let path = lease_path(&site.checkout);
     let started = Instant::now();
     while !matches!(read_lease(&path), LeaseReading::Absent) {
@@ -325,7 +325,7 @@ pub struct InProcessServer {
 
 impl InProcessServer {
     pub async fn start(dir: &Path) -> Result<InProcessServer, String> {
-        let site: Arc<Site> = crate::cli::open_site(dir)?;
+        let site: Arc<Site> = crate::context::Site::open(dir)?;
         let lease = match elect(&site)
             .await
             .map_err(|error| format!("the election in {} failed: {error}", dir.display()))?
@@ -354,6 +354,10 @@ impl InProcessServer {
             None,
         );
         Ok(InProcessServer { running, caller })
+    }
+
+    pub fn state(&self) -> &Arc<crate::server::ServerState> {
+        &self.running.state
     }
 
     pub fn context(&self) -> Context {

@@ -9,10 +9,12 @@ use majordomus_domain::checkouts::Checkouts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use majordomus_domain::conflicts::{ConflictSide, PredictedConflict};
+
+use crate::api::CapabilityError;
 use crate::context::{Context, Site};
 use crate::registry::{
-    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
-    Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 use crate::survey;
 
@@ -49,32 +51,6 @@ pub struct WorktreeChanges {
     /// Why it could not be read; absent when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-}
-
-/// One side of a predicted conflict.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct ConflictSide {
-    pub worktree: String,
-    pub branch: Option<String>,
-    pub checkout_id: String,
-}
-
-/// Two worktrees whose work would conflict if merged now.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct PredictedConflict {
-    /// The worktree listed earlier.
-    pub ours: ConflictSide,
-    /// The worktree listed later.
-    pub theirs: ConflictSide,
-    /// The files that would conflict, in git's order.
-    pub paths: Vec<String>,
-    /// Conflicting files beyond those listed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub more_paths: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// The answer of `conflicts.predict`.
@@ -183,12 +159,20 @@ impl Operation for ConflictsPredict {
         ctx: &Context,
         _input: ConflictsInput,
     ) -> Result<ConflictPrediction, CapabilityError> {
-        let checkouts = survey::covered_checkouts(&ctx.site, Checkouts::Repository).await?;
-        let site = ctx.site.clone();
-        tokio::task::spawn_blocking(move || predict(&site, &checkouts))
-            .await
-            .map_err(|error| CapabilityError::internal(format!("the prediction failed: {error}")))
+        predict_repository(&ctx.site).await
     }
+}
+
+/// The prediction for every worktree of the repository: what `conflicts.predict` answers,
+/// and what the background reading of the repository summarises for `peers.list`.
+pub(crate) async fn predict_repository(
+    site: &Arc<Site>,
+) -> Result<ConflictPrediction, CapabilityError> {
+    let checkouts = survey::covered_checkouts(site, Checkouts::Repository).await?;
+    let site = site.clone();
+    tokio::task::spawn_blocking(move || predict(&site, &checkouts))
+        .await
+        .map_err(|error| CapabilityError::internal(format!("the prediction failed: {error}")))
 }
 
 /// Reads every worktree's changes, snapshots those with changes and merges every pair of

@@ -10,13 +10,13 @@ use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::CapabilityError;
+use crate::capabilities::board::{Board, Unasked};
 use crate::capabilities::peers::needs_a_session;
 use crate::context::Context;
 use crate::registry::{
-    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
-    Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
-use crate::survey;
 
 /// What to ask of `episodes.list`: nothing.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -94,31 +94,27 @@ impl Operation for EpisodesList {
     }
 
     async fn run(ctx: &Context, _input: EpisodeListInput) -> Result<EpisodeList, CapabilityError> {
-        if let Some(server) = &ctx.server {
-            return Ok(server.list_episodes(ctx.caller.as_ref()));
-        }
-        // Not serving (the CLI): episodes live in the memory of this checkout's server, so ask it.
+        // Episodes live in the memory of this checkout's server: this process's own, or the
+        // one its lease names (the CLI's case).
         let site = &ctx.site;
-        let found = survey::survey(site, site.checkout.clone()).await;
-        let Some(lease) = found.lease.as_ref().filter(|_| found.answers()) else {
-            let why = found
-                .standing
-                .reason
-                .as_deref()
-                .map(|reason| format!(" ({reason})"))
-                .unwrap_or_default();
-            return Err(CapabilityError::refused(format!(
-                "no majordomus server is running for {}{why}, so no episode is in memory; \
-                 `majordomus episodes log` reads what the journal recorded",
-                site.checkout.root.display()
-            )));
-        };
-        survey::ask::<EpisodeList>(site, lease, "/api/v1/episodes")
+        Board::here(ctx)
             .await
-            .map_err(|reason| {
-                CapabilityError::internal(format!(
+            .episodes(ctx)
+            .await
+            .map_err(|unasked| match unasked {
+                Unasked::NoServer(reason) => {
+                    let why = reason
+                        .map(|reason| format!(" ({reason})"))
+                        .unwrap_or_default();
+                    CapabilityError::refused(format!(
+                        "no majordomus server is running for {}{why}, so no episode is in \
+                         memory; `majordomus episodes log` reads what the journal recorded",
+                        site.checkout.root.display()
+                    ))
+                }
+                Unasked::Failed(reason) => CapabilityError::internal(format!(
                     "this checkout's server could not be asked for its episodes: {reason}"
-                ))
+                )),
             })
     }
 }

@@ -1,9 +1,7 @@
 //! `peers.list` and `peers.announce`: the board, repository-wide — every worktree's peers
 //! and their claims, what each worktree actually changed, and where any of them meet.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::changes::{ChangeKind as GitChangeKind, Changes};
@@ -15,6 +13,7 @@ use majordomus_domain::changes::{
     WorktreeChanges, change_overlaps_among, changes_meeting,
 };
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
+use majordomus_domain::conflicts::{ConflictSide, ConflictSummary};
 use majordomus_domain::limits;
 use majordomus_domain::listing::{claims_meeting, overlaps_among, silent};
 use majordomus_domain::paths::{ClaimPath, without_repeats};
@@ -24,17 +23,15 @@ use majordomus_domain::peers::{
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
 
-use crate::capabilities::conflicts::{
-    ConflictPrediction, ConflictsInput, ConflictsPredict, PredictedConflict,
-};
-use crate::context::{CHANGES_INTERVAL, Context, Site};
-use crate::federation::merge::{merge_everywhere, remote_overlaps};
-use crate::federation::{Federation, FederationStatus};
+use crate::api::CapabilityError;
+use crate::capabilities::board::{Board, BoardPeers};
+use crate::capabilities::conflicts::{ConflictPrediction, predict_repository};
+use crate::capabilities::federated::remote_overlaps;
+use crate::context::{Context, RepositoryReading, Site};
+use crate::federation::FederationStatus;
 use crate::registry::{
-    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
-    Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 use crate::render;
 use crate::survey;
@@ -141,58 +138,40 @@ impl BoardView {
     }
 }
 
-/// The merge conflicts `conflicts.predict` finds, in short.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct ConflictSummary {
-    /// How many pairs of worktrees with changes were merged.
-    pub pairs: usize,
-    /// The pairs of worktrees that would conflict if merged now, uncommitted work included,
-    /// each naming at most 8 files and counting the rest. Empty is the ordinary case.
-    pub conflicts: Vec<PredictedConflict>,
-    /// Why the prediction is missing or partial (git too old, a worktree unreadable);
-    /// absent when every pair was merged. `conflicts.predict` tells more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// How many seconds ago the worktrees were read for this prediction: it is made in the
-    /// background, at most about once a second, so a listing never waits for it long.
-    #[serde(default)]
-    pub predicted_seconds_ago: u64,
-}
-
-impl ConflictSummary {
-    fn of(prediction: ConflictPrediction) -> ConflictSummary {
-        let unread: Vec<String> = prediction
-            .worktrees
-            .iter()
-            .filter_map(|w| Some(format!("{}: {}", w.worktree, w.reason.as_deref()?)))
-            .collect();
-        let reason = prediction.reason.or_else(|| {
-            (!prediction.complete).then(|| {
-                format!(
-                    "not every worktree could be read and merged ({})",
-                    unread.join("; ")
-                )
-            })
-        });
-        let conflicts = prediction
-            .conflicts
-            .into_iter()
-            .map(|mut conflict| {
-                let beyond = conflict
-                    .paths
-                    .len()
-                    .saturating_sub(limits::OVERLAP_PATH_PAIRS);
-                conflict.paths.truncate(limits::OVERLAP_PATH_PAIRS);
-                conflict.more_paths += beyond;
-                conflict
-            })
-            .collect();
-        ConflictSummary {
-            pairs: prediction.pairs,
-            conflicts,
-            reason,
-            predicted_seconds_ago: 0,
-        }
+/// A prediction in short, as a listing carries it: at most a few files per pair, the rest
+/// counted, and why it is partial.
+fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
+    let unread: Vec<String> = prediction
+        .worktrees
+        .iter()
+        .filter_map(|w| Some(format!("{}: {}", w.worktree, w.reason.as_deref()?)))
+        .collect();
+    let reason = prediction.reason.or_else(|| {
+        (!prediction.complete).then(|| {
+            format!(
+                "not every worktree could be read and merged ({})",
+                unread.join("; ")
+            )
+        })
+    });
+    let conflicts = prediction
+        .conflicts
+        .into_iter()
+        .map(|mut conflict| {
+            let beyond = conflict
+                .paths
+                .len()
+                .saturating_sub(limits::OVERLAP_PATH_PAIRS);
+            conflict.paths.truncate(limits::OVERLAP_PATH_PAIRS);
+            conflict.more_paths += beyond;
+            conflict
+        })
+        .collect();
+    ConflictSummary {
+        pairs: prediction.pairs,
+        conflicts,
+        reason,
+        predicted_seconds_ago: 0,
     }
 }
 
@@ -402,7 +381,7 @@ impl Operation for PeersList {
         }
         if let Some(conflicts) = &output.conflicts {
             for conflict in &conflicts.conflicts {
-                let side = |s: &crate::capabilities::conflicts::ConflictSide| {
+                let side = |s: &ConflictSide| {
                     render::checkout(&PeerCheckout {
                         id: s.checkout_id.clone(),
                         worktree: s.worktree.clone(),
@@ -467,64 +446,10 @@ impl Operation for PeersList {
 }
 
 /// `checkouts: everywhere`: the repository's listing with the boards other machines
-/// publish. Only a serving process follows the federation; a process that does not serve
-/// asks this checkout's server, and without one answers the repository with the reason.
+/// publish, joined by this checkout's board (see [`Board::everywhere`]).
 async fn everywhere(ctx: &Context) -> Result<PeerList, CapabilityError> {
     let listing = gather(ctx, Checkouts::Repository).await?;
-    match &ctx.server {
-        Some(server) => {
-            let federation = &server.federation;
-            if !federation.is_on() {
-                return Ok(merge_everywhere(
-                    listing,
-                    None,
-                    &[],
-                    FederationStatus::off(),
-                ));
-            }
-            Ok(merge_everywhere(
-                listing,
-                federation.machine(),
-                &federation.remote_boards(),
-                federation.status(),
-            ))
-        }
-        None => {
-            let config = &ctx.site.config.federation;
-            if config.url.is_some()
-                && let Some(answer) = ask_own_server(ctx).await
-            {
-                return Ok(answer);
-            }
-            let status = Federation::status_without_server(config);
-            Ok(merge_everywhere(listing, None, &[], status))
-        }
-    }
-}
-
-/// This checkout's server's `everywhere` listing, when it serves and answers. It gathers the
-/// siblings itself, so it gets the time of a gather and a little more.
-async fn ask_own_server(ctx: &Context) -> Option<PeerList> {
-    let found = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;
-    let lease = found.lease.as_ref().filter(|_| found.answers())?;
-    let url = lease.url.as_deref()?;
-    let patience = ctx.site.probe_timeout() * 2 + Duration::from_secs(1);
-    let response = ctx
-        .site
-        .http
-        .get(format!(
-            "{}/api/v1/peers?checkouts=everywhere",
-            url.trim_end_matches('/')
-        ))
-        .bearer_auth(&lease.token)
-        .timeout(patience)
-        .send()
-        .await
-        .ok()?;
-    if !response.status().is_success() {
-        return None;
-    }
-    response.json().await.ok()
+    Ok(Board::here(ctx).await.everywhere(&ctx.site, listing).await)
 }
 
 /// The listing of `checkouts` on this machine.
@@ -549,7 +474,7 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
     };
     let reading = async {
         if whole_repository {
-            site.readings.latest(ctx, wait).await
+            latest_reading(site, wait).await
         } else {
             None
         }
@@ -557,10 +482,10 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
     let (mut boards, reading) = tokio::join!(boards, reading);
     for (view, _) in &mut boards {
         if whole_repository && view.changes.is_none() {
-            view.changes = Some(RepositoryReading::changes_of(reading.as_deref(), view));
+            view.changes = Some(changes_read(reading.as_deref(), view));
         }
     }
-    let conflicts = whole_repository.then(|| RepositoryReading::conflicts_of(reading.as_deref()));
+    let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
     let mut listed = Vec::new();
     let mut views = Vec::new();
     for (view, board_peers) in boards {
@@ -728,10 +653,9 @@ fn stamp(checkout: &Checkout, this_checkout: bool) -> PeerCheckout {
     }
 }
 
-/// Reads one checkout's board: from memory when this process serves it, otherwise from the
-/// server its lease names; and what the worktree changed, from that server's answer, read
-/// here for this process's own board, or, when `read_here`, for a board without a server.
-/// Otherwise `changes` is left for the repository reading to fill.
+/// Reads one checkout's board ([`Board`]), and what the worktree changed: from the answer
+/// of its server, read here for this process's own board, or, when `read_here`, for a board
+/// without a server. Otherwise `changes` is left for the repository reading to fill.
 async fn read_board(
     ctx: &Context,
     checkout: Checkout,
@@ -739,66 +663,29 @@ async fn read_board(
 ) -> (BoardView, Vec<ListedPeer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = stamp(&checkout, this_checkout);
+    let board = Board::of(ctx, checkout).await;
+    let read_here = read_here || board.is_local();
+    let BoardPeers {
+        peers,
+        changes: reported_changes,
+        reason,
+    } = board.peers(&ctx.site).await;
     let mut view = BoardView {
-        id: checkout.id.clone(),
+        id: stamp.id.clone(),
         worktree: stamp.worktree.clone(),
-        branch: checkout.branch.clone(),
+        branch: stamp.branch.clone(),
         this_checkout,
-        standing: ServerStanding::Absent,
-        url: None,
+        standing: board.standing(),
+        url: board.url(),
         attached: 0,
-        reason: None,
+        reason,
         changes: None,
         machine: None,
         age_seconds: None,
     };
-    let mut reported_changes = None;
-    let mut read_here = read_here;
-    let peers = if this_checkout && let Some(server) = &ctx.server {
-        view.standing = server.own_standing();
-        view.url = server.url();
-        read_here = true;
-        let bridged = server.bridged_peers();
-        server
-            .board_peers(SystemTime::now())
-            .into_iter()
-            .map(|peer| ListedPeer {
-                bridged: bridged.contains(&peer.id),
-                qualified_id: String::new(),
-                peer,
-            })
-            .collect()
-    } else {
-        let found = survey::survey(&ctx.site, checkout.clone()).await;
-        view.standing = found.standing.standing;
-        view.url = found.url().map(str::to_string);
-        if found.answers() {
-            let lease = found
-                .lease
-                .as_ref()
-                .expect("an answering server has a lease");
-            match survey::ask::<PeerList>(&ctx.site, lease, "/api/v1/peers?checkouts=this").await {
-                Ok(answer) => {
-                    reported_changes = answer.boards.into_iter().next().and_then(|b| b.changes);
-                    answer.peers
-                }
-                Err(reason) => {
-                    view.reason = Some(reason);
-                    Vec::new()
-                }
-            }
-        } else {
-            if !found.standing.readable {
-                view.reason = Some(found.standing.reason.clone().unwrap_or_else(|| {
-                    format!("its server is {}", found.standing.standing.as_str())
-                }));
-            }
-            Vec::new()
-        }
-    };
     view.changes = match reported_changes {
         Some(changes) => Some(capped(changes)),
-        None if read_here => read_changes(&ctx.site, &checkout).await,
+        None if read_here => read_changes(&ctx.site, board.checkout()).await,
         None => None,
     };
     let short_checkout: String = stamp.id.chars().take(QUALIFIER_DIGITS).collect();
@@ -872,106 +759,55 @@ fn capped(mut changes: WorktreeChanges) -> WorktreeChanges {
     changes
 }
 
-/// What every worktree of the repository changed, as read here, and the merge conflicts
-/// predicted between them, read together by one background task at a time. The boards
-/// whose worktree has no server take their changes from it, and `conflicts` its prediction.
-#[derive(Default)]
-pub struct RepositoryReadings {
-    latest: watch::Sender<Option<Arc<RepositoryReading>>>,
-    /// Whether a reading is under way; only one ever is.
-    running: AtomicBool,
+/// A board's changes from the repository reading, with their age; or why there are none yet.
+fn changes_read(reading: Option<&RepositoryReading>, view: &BoardView) -> WorktreeChanges {
+    let found = reading.and_then(|reading| {
+        let mut changes = reading.changes.get(&view.worktree)?.clone();
+        changes.read_seconds_ago = Some(reading.started.elapsed().as_secs());
+        Some(changes)
+    });
+    found.unwrap_or_else(|| {
+        WorktreeChanges::unreadable(
+            "not read yet: git is still reading this worktree; a later call will have it",
+        )
+    })
 }
 
-/// One reading of the whole repository.
-pub struct RepositoryReading {
-    started: Instant,
-    /// How long it took: whether the next one is worth waiting for.
-    took: Duration,
-    /// Each worktree's changes, by where it is.
-    changes: HashMap<String, WorktreeChanges>,
-    conflicts: ConflictSummary,
-}
-
-impl RepositoryReadings {
-    /// The latest reading. One older than [`CHANGES_INTERVAL`] (or none) starts a new one,
-    /// unless one is under way. The new one is waited for, at most `wait`, when there is
-    /// none yet or the last one took less than that; otherwise, and when it is not done in
-    /// time, the previous reading is the answer (its age is stated where it is used).
-    async fn latest(&self, ctx: &Context, wait: Duration) -> Option<Arc<RepositoryReading>> {
-        let mut news = self.latest.subscribe();
-        let current = news.borrow_and_update().clone();
-        if current
-            .as_ref()
-            .is_some_and(|reading| reading.started.elapsed() < CHANGES_INTERVAL)
-        {
-            return current;
-        }
-        if !self.running.swap(true, Ordering::AcqRel) {
-            tokio::spawn(read_repository(ctx.clone()));
-        }
-        if current.as_ref().is_some_and(|reading| reading.took >= wait) {
-            return current;
-        }
-        match tokio::time::timeout(wait, news.changed()).await {
-            Ok(Ok(())) => news.borrow().clone(),
-            _ => current,
-        }
+/// The conflict summary from the repository reading, with its age; or why there is none yet.
+fn conflicts_read(reading: Option<&RepositoryReading>) -> ConflictSummary {
+    match reading {
+        Some(reading) => ConflictSummary {
+            predicted_seconds_ago: reading.started.elapsed().as_secs(),
+            ..reading.conflicts.clone()
+        },
+        None => ConflictSummary {
+            pairs: 0,
+            conflicts: Vec::new(),
+            reason: Some(
+                "not predicted yet: the worktrees are still being read; a later call will \
+                 have it"
+                    .into(),
+            ),
+            predicted_seconds_ago: 0,
+        },
     }
 }
 
-impl RepositoryReading {
-    /// A board's changes from `reading`, with their age; or why there are none yet.
-    fn changes_of(reading: Option<&RepositoryReading>, view: &BoardView) -> WorktreeChanges {
-        let found = reading.and_then(|reading| {
-            let mut changes = reading.changes.get(&view.worktree)?.clone();
-            changes.read_seconds_ago = Some(reading.started.elapsed().as_secs());
-            Some(changes)
-        });
-        found.unwrap_or_else(|| {
-            WorktreeChanges::unreadable(
-                "not read yet: git is still reading this worktree; a later call will have it",
-            )
-        })
-    }
-
-    /// The conflict summary from `reading`, with its age; or why there is none yet.
-    fn conflicts_of(reading: Option<&RepositoryReading>) -> ConflictSummary {
-        match reading {
-            Some(reading) => ConflictSummary {
-                predicted_seconds_ago: reading.started.elapsed().as_secs(),
-                ..reading.conflicts.clone()
-            },
-            None => ConflictSummary {
-                pairs: 0,
-                conflicts: Vec::new(),
-                reason: Some(
-                    "not predicted yet: the worktrees are still being read; a later call will \
-                     have it"
-                        .into(),
-                ),
-                predicted_seconds_ago: 0,
-            },
-        }
-    }
+/// The latest reading of the whole repository, a new one started in the background when it
+/// is older than a second; see [`Site::repository_reading`] for how long it is waited for.
+async fn latest_reading(site: &Arc<Site>, wait: Duration) -> Option<Arc<RepositoryReading>> {
+    site.repository_reading(wait, read_repository(site.clone()))
+        .await
 }
 
 /// Reads every worktree's changes (one after the other, on one blocking thread) and then
-/// predicts the conflicts between them from the same, now cached, reading; publishes the
-/// result as the site's latest reading.
-async fn read_repository(ctx: Context) {
-    /// Clears the site's `running` flag however the reading ends.
-    struct Running(Arc<Site>);
-    impl Drop for Running {
-        fn drop(&mut self) {
-            self.0.readings.running.store(false, Ordering::Release);
-        }
-    }
-    let running = Running(ctx.site.clone());
+/// predicts the conflicts between them from the same, now cached, reading.
+async fn read_repository(site: Arc<Site>) -> RepositoryReading {
     let started = Instant::now();
-    let checkouts = survey::covered_checkouts(&ctx.site, Checkouts::Repository)
+    let checkouts = survey::covered_checkouts(&site, Checkouts::Repository)
         .await
         .unwrap_or_default();
-    let reader = ctx.site.clone();
+    let reader = site.clone();
     let changes = tokio::task::spawn_blocking(move || {
         let default_branch = reader.config.changes.default_branch.as_deref();
         checkouts
@@ -987,8 +823,8 @@ async fn read_repository(ctx: Context) {
     })
     .await
     .unwrap_or_default();
-    let conflicts = match ConflictsPredict::run(&ctx, ConflictsInput {}).await {
-        Ok(prediction) => ConflictSummary::of(prediction),
+    let conflicts = match predict_repository(&site).await {
+        Ok(prediction) => summary_of(prediction),
         Err(error) => ConflictSummary {
             pairs: 0,
             conflicts: Vec::new(),
@@ -996,17 +832,12 @@ async fn read_repository(ctx: Context) {
             predicted_seconds_ago: 0,
         },
     };
-    let reading = RepositoryReading {
+    RepositoryReading {
         started,
         took: started.elapsed(),
         changes,
         conflicts,
-    };
-    running
-        .0
-        .readings
-        .latest
-        .send_replace(Some(Arc::new(reading)));
+    }
 }
 
 /// `peers.announce`.
@@ -1161,9 +992,9 @@ impl Operation for PeersAnnounce {
             peers.extend(board_peers.into_iter().map(|listed| listed.peer));
         }
         announced.overlaps.extend(claims_meeting(&mine, &peers));
-        let remote = server.federation.remote_boards();
+        let remote = server.federation().remote_boards();
         if !remote.is_empty() {
-            let worktree = server.site.checkout.root.display().to_string();
+            let worktree = ctx.site.checkout.root.display().to_string();
             announced
                 .overlaps
                 .extend(remote_overlaps(&announced, &worktree, &remote));
@@ -1250,7 +1081,7 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<List
     let reading = async {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match any_sibling {
-            true => site.readings.latest(ctx, left).await,
+            true => latest_reading(site, left).await,
             false => None,
         }
     };
@@ -1268,7 +1099,8 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<List
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capabilities::conflicts::{ConflictSide, WorktreeChanges as PredictedWorktree};
+    use crate::capabilities::conflicts::WorktreeChanges as PredictedWorktree;
+    use majordomus_domain::conflicts::PredictedConflict;
 
     fn side(name: &str) -> ConflictSide {
         ConflictSide {
@@ -1308,7 +1140,7 @@ mod tests {
             }],
             complete: false,
         };
-        let summary = ConflictSummary::of(prediction);
+        let summary = summary_of(prediction);
         assert_eq!(summary.pairs, 1);
         let conflict = &summary.conflicts[0];
         assert_eq!(conflict.paths.len(), limits::OVERLAP_PATH_PAIRS);
@@ -1328,7 +1160,7 @@ mod tests {
             complete: false,
         };
         assert_eq!(
-            ConflictSummary::of(too_old).reason.as_deref(),
+            summary_of(too_old).reason.as_deref(),
             Some("predicting conflicts needs git 2.38 or later"),
             "the prediction's own reason comes first"
         );

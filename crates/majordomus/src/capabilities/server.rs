@@ -5,13 +5,14 @@ use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::CapabilityError;
+use crate::capabilities::board::Board;
 use crate::context::Context;
 use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
-    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
-    Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
-use crate::survey::{self, Survey};
+use crate::survey;
 
 /// What to ask of `server.status`: how many checkouts to cover.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -187,12 +188,8 @@ impl Operation for ServerStatus {
             }
             views.push(view);
         }
-        let federation = match &ctx.server {
-            Some(server) => server.federation.status(),
-            None => {
-                told.unwrap_or_else(|| Federation::status_without_server(&site.config.federation))
-            }
-        };
+        let federation =
+            told.unwrap_or_else(|| Federation::status_without_server(&site.config.federation));
         let standing = views
             .first()
             .map(|v| v.standing)
@@ -208,53 +205,24 @@ impl Operation for ServerStatus {
     }
 }
 
-/// One checkout's server, and for this checkout read through its lease, the federation its
-/// server reports.
+/// One checkout's server as its board ([`Board`]) tells it, and the federation that server
+/// reports.
 async fn view(
     ctx: &Context,
     checkout: majordomus_checkout::git::Checkout,
 ) -> (ServerView, Option<FederationStatus>) {
-    let this_checkout = checkout.id == ctx.site.checkout.id;
-    if this_checkout && let Some(server) = &ctx.server {
-        // Our own checkout is answered from memory: a server never probes itself.
-        let view = ServerView {
-            worktree: display(&checkout.root),
-            branch: checkout.branch.clone(),
-            checkout_id: checkout.id.clone(),
-            primary: checkout.primary,
-            this_checkout,
-            standing: server.own_standing(),
-            reason: server.own_standing_reason(),
-            lease: Some(server.lease_view()),
-            peers: Some(server.attached_peers()),
-        };
-        return (view, None);
-    }
-    let found: Survey = survey::survey(&ctx.site, checkout).await;
-    let answer = if found.answers() {
-        let lease = found
-            .lease
-            .as_ref()
-            .expect("an answering server has a lease");
-        survey::ask::<ServerStatusOutput>(&ctx.site, lease, "/api/v1/server?checkouts=this")
-            .await
-            .ok()
-    } else {
-        None
-    };
-    let peers = answer
-        .as_ref()
-        .and_then(|answer| answer.servers.first().and_then(|s| s.peers));
-    let federation = answer.map(|answer| answer.federation);
+    let board = Board::of(ctx, checkout).await;
+    let (peers, federation) = board.status(&ctx.site).await;
+    let checkout = board.checkout();
     let view = ServerView {
-        worktree: display(&found.checkout.root),
-        branch: found.checkout.branch.clone(),
-        checkout_id: found.checkout.id.clone(),
-        primary: found.checkout.primary,
-        this_checkout,
-        standing: found.standing.standing,
-        reason: found.standing.reason.clone(),
-        lease: found.lease.as_ref().map(|lease| lease.redacted()),
+        worktree: display(&checkout.root),
+        branch: checkout.branch.clone(),
+        checkout_id: checkout.id.clone(),
+        primary: checkout.primary,
+        this_checkout: checkout.id == ctx.site.checkout.id,
+        standing: board.standing(),
+        reason: board.standing_reason(),
+        lease: board.lease(),
         peers,
     };
     (view, federation)

@@ -291,7 +291,7 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
 
 /// Runs `majordomus episodes log`.
 pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), String> {
-    let site = crate::cli::open_site(&dir)?;
+    let site = crate::context::Site::open(&dir)?;
     let path = journal_path(&site.checkout);
     let cutoff = since_text
         .map(|text| parse_since(text, SystemTime::now()))

@@ -12,8 +12,7 @@ use futures::StreamExt as _;
 use majordomus_checkout::config::FederationConfig;
 
 use super::document::{BOARD_BYTES, BoardDocument, BoardKey, PublishedCheckout};
-use super::{BUCKET, Federation, Identity, LinkState};
-use crate::server::ServerState;
+use super::{BUCKET, Federation, Identity, LinkState, Published};
 
 /// The least time between two publications of a board that keeps changing: a burst of
 /// announcements costs one publication per interval, a single one is published at once.
@@ -40,9 +39,9 @@ fn backoff(attempt: usize) -> Duration {
 }
 
 /// Follows the federation for `server` until its federation is stopped.
-pub(super) async fn run(server: Arc<ServerState>) {
-    let federation = &server.federation;
-    let identity = match identify(&server).await {
+pub(super) async fn run<B: Published>(server: Arc<B>) {
+    let federation = server.federation();
+    let identity = match identify(server.as_ref()).await {
         Ok(identity) => identity,
         Err(why) => {
             federation.set_state(LinkState::Impaired(why));
@@ -82,8 +81,8 @@ pub(super) async fn run(server: Arc<ServerState>) {
 }
 
 /// This machine's and this repository's names, from the settings or found out.
-async fn identify(server: &ServerState) -> Result<Identity, String> {
-    let config = &server.federation.config;
+async fn identify<B: Published>(server: &B) -> Result<Identity, String> {
+    let config = &server.federation().config;
     let machine = match &config.machine {
         Some(machine) => machine.clone(),
         None => host_name().ok_or_else(|| {
@@ -93,7 +92,7 @@ async fn identify(server: &ServerState) -> Result<Identity, String> {
     let repository = match &config.repository {
         Some(repository) => repository.clone(),
         None => {
-            let checkout = server.site.checkout.clone();
+            let checkout = server.checkout().clone();
             tokio::task::spawn_blocking(move || checkout.root_commit())
                 .await
                 .map_err(|error| error.to_string())?
@@ -105,7 +104,7 @@ async fn identify(server: &ServerState) -> Result<Identity, String> {
                 })?
         }
     };
-    let key = BoardKey::new(&repository, &machine, &server.site.checkout.id);
+    let key = BoardKey::new(&repository, &machine, &server.checkout().id);
     Ok(Identity {
         machine,
         repository,
@@ -128,8 +127,8 @@ fn host_name() -> Option<String> {
 
 /// Connects for the first time, retrying with backoff until it succeeds or the federation
 /// stops; from then on the client reconnects by itself.
-async fn connect(server: &Arc<ServerState>) -> Option<async_nats::Client> {
-    let federation = &server.federation;
+async fn connect<B: Published>(server: &Arc<B>) -> Option<async_nats::Client> {
+    let federation = server.federation();
     let config = &federation.config;
     let url = config.url.clone()?;
     let mut attempt = 0;
@@ -166,9 +165,9 @@ async fn connect(server: &Arc<ServerState>) -> Option<async_nats::Client> {
 
 /// The client's options: credentials and TLS from the settings, the reconnect backoff, and
 /// the events that move the link's state.
-async fn options(
+async fn options<B: Published>(
     config: &FederationConfig,
-    server: Arc<ServerState>,
+    server: Arc<B>,
 ) -> Result<ConnectOptions, LinkState> {
     let mut options = match &config.creds_file {
         Some(path) => ConnectOptions::with_credentials_file(path)
@@ -208,7 +207,7 @@ async fn options(
         .reconnect_delay_callback(backoff)
         .event_callback(move |event| {
             let server = server.clone();
-            async move { on_event(&server.federation, event) }
+            async move { on_event(server.federation(), event) }
         }))
 }
 
@@ -255,12 +254,12 @@ enum Ended {
 }
 
 /// One pass of publishing and watching, until a reconnection, a failure or the stop.
-async fn session(
-    server: &Arc<ServerState>,
+async fn session<B: Published>(
+    server: &Arc<B>,
     identity: &Identity,
     client: &async_nats::Client,
 ) -> Ended {
-    let federation = &server.federation;
+    let federation = server.federation();
     let mut connections = federation.connections.subscribe();
     connections.borrow_and_update();
     let mut context = jetstream::new(client.clone());
@@ -272,7 +271,7 @@ async fn session(
             Err(why) => return Ended::Failed(why),
         },
     };
-    if let Err(why) = publish(server, identity, &store).await {
+    if let Err(why) = publish(server.as_ref(), identity, &store).await {
         return Ended::Failed(why);
     }
     let filter = BoardKey::repository_filter(&identity.key.repository);
@@ -311,10 +310,10 @@ async fn session(
             _ = tokio::time::sleep_until(next_publish), if changed => {
                 changed = false;
                 next_publish = tokio::time::Instant::now() + REPUBLISH_INTERVAL;
-                republish(server, identity, &store).await;
+                republish(server.as_ref(), identity, &store).await;
             }
             _ = heartbeat.tick() => {
-                republish(server, identity, &store).await;
+                republish(server.as_ref(), identity, &store).await;
                 federation.change_view(|view| view.prune(Instant::now(), ttl));
             }
         }
@@ -340,8 +339,8 @@ fn take_in(federation: &Federation, entry: &kv::Entry, ttl: Duration) {
 
 /// Publishes during a session: a failure is a state, not an end, since the next heartbeat
 /// or reconnection tries again.
-async fn republish(server: &ServerState, identity: &Identity, store: &kv::Store) {
-    let federation = &server.federation;
+async fn republish<B: Published>(server: &B, identity: &Identity, store: &kv::Store) {
+    let federation = server.federation();
     match publish(server, identity, store).await {
         Ok(()) => {
             if matches!(federation.link_state(), LinkState::Impaired(_)) {
@@ -357,13 +356,13 @@ async fn republish(server: &ServerState, identity: &Identity, store: &kv::Store)
 }
 
 /// Puts this server's board under its key.
-async fn publish(
-    server: &ServerState,
+async fn publish<B: Published>(
+    server: &B,
     identity: &Identity,
     store: &kv::Store,
 ) -> Result<(), String> {
     let now = SystemTime::now();
-    let checkout = &server.site.checkout;
+    let checkout = server.checkout();
     let published = PublishedCheckout {
         id: checkout.id.clone(),
         worktree: checkout.root.display().to_string(),
@@ -372,10 +371,10 @@ async fn publish(
     let (_, bytes) = BoardDocument::publish(
         &identity.machine,
         published,
-        server.own_standing(),
-        server.federation.config.ttl().as_secs(),
+        server.standing(),
+        server.federation().config.ttl().as_secs(),
         now,
-        server.board_peers(now),
+        server.peers(now),
     );
     match tokio::time::timeout(
         REQUEST_TIMEOUT,

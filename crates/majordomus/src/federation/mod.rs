@@ -6,27 +6,29 @@
 //! heartbeat of a third of its lifetime; it watches the keys of its repository and holds the
 //! other machines' boards in memory ([`view`]), each forgotten once older than its lifetime,
 //! so a machine that dies leaves every listing within that time. `peers.list` with
-//! `checkouts: everywhere` joins them to the repository's listing ([`merge`]) and
-//! `peers.announce` answers the remote claims a new claim meets. Nothing is published or
+//! `checkouts: everywhere` joins them to the repository's listing and `peers.announce`
+//! answers the remote claims a new claim meets (both in the capabilities, which read the
+//! remote boards from here). Nothing is published or
 //! watched unless `[federation] url` is configured; the federation being down never stops
 //! local work, it only makes `everywhere` say what it could not read.
 
 pub mod document;
 mod link;
-pub mod merge;
 pub mod view;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::config::FederationConfig;
+use majordomus_checkout::git::Checkout;
+use majordomus_domain::checkouts::ServerStanding;
+use majordomus_domain::peers::Peer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::ServerState;
 use document::BoardKey;
 pub use link::REPUBLISH_INTERVAL;
 use view::{HeldBoard, RemoteView};
@@ -88,6 +90,20 @@ pub struct FederationStatus {
     pub ignored: Vec<IgnoredBoard>,
 }
 
+/// What the link reads of the board it publishes. The serving process implements it, so
+/// the federation needs nothing of the server above it: it runs for any board that can say
+/// these four things.
+pub trait Published: Send + Sync + 'static {
+    /// The federation this board is published to.
+    fn federation(&self) -> &Federation;
+    /// The checkout the board is of.
+    fn checkout(&self) -> &Checkout;
+    /// Where the checkout's server stands, published beside the board.
+    fn standing(&self) -> ServerStanding;
+    /// The board's peers as they stand at `now`.
+    fn peers(&self, now: SystemTime) -> Vec<Peer>;
+}
+
 /// The state of the link, as the client's events and the task's own steps leave it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum LinkState {
@@ -145,8 +161,8 @@ impl Federation {
     }
 
     /// Starts following the federation for `server`, when one is configured.
-    pub fn start(server: &Arc<ServerState>) -> Option<JoinHandle<()>> {
-        if !server.federation.is_on() {
+    pub fn start<B: Published>(server: &Arc<B>) -> Option<JoinHandle<()>> {
+        if !server.federation().is_on() {
             return None;
         }
         Some(tokio::spawn(link::run(server.clone())))

@@ -14,7 +14,6 @@
 //! with the status that means "block" to some clients, and prints nothing on stderr.
 
 pub mod clients;
-pub mod facts;
 pub mod locate;
 pub mod patch;
 
@@ -24,11 +23,12 @@ use std::time::{Duration, Instant};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::lease::{LeaseReading, read_lease};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::capabilities::hooks::{Edited, Guarded, HookClient, HookFiles, News, NewsInput};
+use crate::capabilities::hooks::{
+    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput,
+};
+use crate::registry::Operation;
 use clients::{Action, Said};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
@@ -151,16 +151,20 @@ struct Server {
 }
 
 impl Server {
-    async fn post<I: Serialize, O: DeserializeOwned>(
-        &self,
-        route: &str,
-        body: &I,
-    ) -> Result<O, Silence> {
+    /// Asks for capability `O` with `input`, through the route `O` declares: the hook and
+    /// the router read the route from the same declaration.
+    async fn post<O: Operation>(&self, input: &O::Input) -> Result<O::Output, Silence> {
+        let Some((_, route)) = O::DECLARATION.exposure.http else {
+            return Err(Silence::Server(format!(
+                "{} has no HTTP route",
+                O::DECLARATION.id
+            )));
+        };
         let response = self
             .http
             .post(format!("{}{route}", self.url.trim_end_matches('/')))
             .bearer_auth(&self.token)
-            .json(body)
+            .json(input)
             .send()
             .await
             .map_err(|error| Silence::Server(error.to_string()))?;
@@ -202,14 +206,14 @@ async fn ask(
     };
     match event.action {
         Action::Guard(paths) => {
-            let guarded: Guarded = server.post("/api/v1/hooks/guard", &files(paths)?).await?;
+            let guarded = server.post::<HooksGuard>(&files(paths)?).await?;
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
                 lines: with_unread(guarded),
             })
         }
         Action::Edit(paths) => {
-            let edited: Edited = server.post("/api/v1/hooks/edit", &files(paths)?).await?;
+            let edited = server.post::<HooksEdit>(&files(paths)?).await?;
             Ok(Said::ClaimedAfterEdit(with_unread(edited.guarded)))
         }
         Action::News(moment) => {
@@ -218,7 +222,7 @@ async fn ask(
                 session_id: event.session_id.clone(),
                 moment,
             };
-            let news: News = server.post("/api/v1/hooks/news", &input).await?;
+            let news = server.post::<HooksNews>(&input).await?;
             Ok(Said::News {
                 moment,
                 lines: news.lines,

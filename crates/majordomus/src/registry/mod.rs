@@ -2,7 +2,6 @@
 //! surface (MCP tool, HTTP route, CLI command, OpenAPI operation, reference page, benchmark) is
 //! derived from that one declaration.
 
-mod error;
 mod schema;
 
 use std::future::Future;
@@ -12,9 +11,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use error::{CapabilityError, ErrorKind};
 pub use schema::{input_schema, output_schema};
 
+use crate::api::CapabilityError;
 use crate::context::Context;
 
 /// Whether a capability only reads (a query) or changes server state (a command).
@@ -220,18 +219,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of this build.
-    pub fn builtin() -> &'static Registry {
-        static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-        REGISTRY.get_or_init(|| {
-            let registry = Registry {
-                capabilities: crate::capabilities::all(),
-            };
-            if let Err(conflict) = registry.check() {
-                panic!("the capability registry is inconsistent: {conflict}");
-            }
-            registry
-        })
+    /// A registry of `capabilities`, in the order given. It knows nothing of which
+    /// capabilities exist: the capabilities module lists them and builds the registry of the
+    /// build (`capabilities::registry`). Refused when two of them claim one id, tool name,
+    /// route or CLI path: on any surface that would silently make one of them unreachable.
+    pub fn new(capabilities: Vec<Capability>) -> Result<Registry, String> {
+        check_unique(&capabilities)?;
+        Ok(Registry { capabilities })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Capability> {
@@ -251,12 +245,6 @@ impl Registry {
         self.iter()
             .filter_map(|c| c.declaration.exposure.mcp_tool)
             .collect()
-    }
-
-    /// Refuses a registry where two capabilities claim one id, tool name, route or CLI path:
-    /// on any surface that would silently make one of them unreachable.
-    pub fn check(&self) -> Result<(), String> {
-        check_unique(&self.capabilities)
     }
 }
 
@@ -290,16 +278,48 @@ fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_builtin_registry_has_no_duplicate_surface() {
-        Registry::builtin().check().unwrap();
+    /// A capability of the test's own, so the registry's rules are tested apart from the
+    /// capabilities this build has.
+    struct Echo;
+
+    #[derive(Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+
+    impl BenchCases for Nothing {
+        fn bench_cases() -> Vec<(&'static str, Self)> {
+            vec![("nothing", Nothing {})]
+        }
+    }
+
+    impl Operation for Echo {
+        type Input = Nothing;
+        type Output = Nothing;
+        const DECLARATION: Declaration = Declaration {
+            id: "server.status",
+            kind: Kind::Query,
+            title: "Echo",
+            description: "Answers what it was given.",
+            exposure: Exposure {
+                mcp_tool: Some("majordomus_server"),
+                http: Some((HttpMethod::Get, "/api/v1/server")),
+                cli: Some(&["serve", "status"]),
+            },
+            tags: &[],
+            stability: Stability::Experimental,
+            idempotent: true,
+            moments: &[],
+        };
+
+        async fn run(_ctx: &Context, input: Nothing) -> Result<Nothing, CapabilityError> {
+            Ok(input)
+        }
     }
 
     #[test]
     fn a_duplicate_tool_name_route_or_command_is_refused() {
         let twice = |edit: fn(&mut Declaration)| {
-            let first = Capability::of::<crate::capabilities::server::ServerStatus>();
-            let mut second = Capability::of::<crate::capabilities::server::ServerStatus>();
+            let first = Capability::of::<Echo>();
+            let mut second = Capability::of::<Echo>();
             second.declaration.id = "server.other";
             second.declaration.exposure = Exposure {
                 mcp_tool: Some("other_tool"),
@@ -307,7 +327,7 @@ mod tests {
                 cli: Some(&["other"]),
             };
             edit(&mut second.declaration);
-            check_unique(&[first, second])
+            Registry::new(vec![first, second]).map(drop)
         };
         assert!(twice(|_| {}).is_ok());
         let tool = twice(|d| d.exposure.mcp_tool = Some("majordomus_server")).unwrap_err();
@@ -318,29 +338,5 @@ mod tests {
         assert!(cli.unwrap_err().contains("command `serve status`"));
         let id = twice(|d| d.id = "server.status");
         assert!(id.unwrap_err().contains("id server.status"));
-    }
-
-    #[test]
-    fn every_tool_has_object_schemas_and_a_description() {
-        for capability in Registry::builtin().iter() {
-            assert_eq!(
-                capability.input_schema()["type"],
-                "object",
-                "{}",
-                capability.id()
-            );
-            assert_eq!(
-                capability.output_schema()["type"],
-                "object",
-                "{}",
-                capability.id()
-            );
-            assert!(!capability.declaration.description.is_empty());
-            assert!(
-                !capability.bench_cases().is_empty(),
-                "{} has no bench case",
-                capability.id()
-            );
-        }
     }
 }

@@ -38,8 +38,8 @@ use tokio::sync::{mpsc, watch};
 
 use self::overlaps::OverlapTracker;
 use super::ServerState;
+use crate::api::{ErrorKind, Rejection};
 use crate::context::Site;
-use crate::registry::ErrorKind;
 
 /// How many events the backlog keeps for streams that resume with `Last-Event-ID`.
 pub const BACKLOG_EVENTS: usize = 1024;
@@ -607,7 +607,7 @@ pub(crate) async fn stream(
         Err(full) => {
             let mut refusal = super::http::error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
-                super::http::Rejection::Unavailable.as_str(),
+                Rejection::Unavailable.as_str(),
                 full.to_string(),
             );
             refusal

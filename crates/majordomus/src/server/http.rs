@@ -22,14 +22,12 @@ use serde_json::{Value, json};
 use super::ServerState;
 use super::dashboard;
 use super::mcp::McpSession;
+use crate::api::{BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection};
 use crate::context::Context;
-use crate::registry::{Capability, CapabilityError, ErrorKind, HttpMethod, Registry};
+use crate::registry::{Capability, HttpMethod};
 use crate::stdio_front::{ErrorReply, Verdict, vet, without_byte_order_mark};
 use crate::survey::Identity;
 use majordomus_domain::peers::Transport;
-
-/// The largest request body accepted, on every route. Nothing majordomus is sent comes near it.
-pub const BODY_LIMIT_BYTES: usize = 1024 * 1024;
 
 /// How long a client refused a session for the session limit is told to wait before trying
 /// again: sessions end when their clients leave or fall silent, so places free up over time.
@@ -53,7 +51,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
                 async move { mcp.handle(request).await }
             }),
         );
-    for capability in Registry::builtin().iter() {
+    for capability in crate::capabilities::registry().iter() {
         if let Some((method, path)) = capability.declaration.exposure.http {
             router = router.route(path, rest_route(capability.id(), method));
         }
@@ -75,9 +73,12 @@ async fn explain_too_large(response: Response) -> Response {
     if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
         return response;
     }
-    let mut refusal = Rejection::PayloadTooLarge.respond(format!(
-        "the request body is over the limit of {BODY_LIMIT_BYTES} bytes; send a smaller body"
-    ));
+    let mut refusal = refuse(
+        Rejection::PayloadTooLarge,
+        format!(
+            "the request body is over the limit of {BODY_LIMIT_BYTES} bytes; send a smaller body"
+        ),
+    );
     refusal.headers_mut().insert(
         header::CONNECTION,
         header::HeaderValue::from_static("close"),
@@ -94,71 +95,18 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
-/// The router's own refusals, made before any capability runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejection {
-    /// No token, or the wrong one.
-    Unauthorized,
-    /// A Host or Origin that is not loopback.
-    Forbidden,
-    /// A new session at a server that lost its lease.
-    Conflict,
-    /// A body over [`BODY_LIMIT_BYTES`].
-    PayloadTooLarge,
-    /// A new MCP session beyond the session limit.
-    Unavailable,
-}
-
-impl Rejection {
-    pub const ALL: [Rejection; 5] = [
-        Rejection::Unauthorized,
-        Rejection::Forbidden,
-        Rejection::Conflict,
-        Rejection::PayloadTooLarge,
-        Rejection::Unavailable,
-    ];
-
-    /// The word an HTTP error body names it by.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rejection::Unauthorized => "unauthorized",
-            Rejection::Forbidden => "forbidden",
-            Rejection::Conflict => "conflict",
-            Rejection::PayloadTooLarge => "payload_too_large",
-            Rejection::Unavailable => "unavailable",
-        }
+/// A refusal of the router's own, with the header its status calls for: a 401 names the
+/// scheme it wants (`Bearer`), as HTTP requires, so a client knows to send the token rather
+/// than guess.
+fn refuse(rejection: Rejection, message: impl Into<String>) -> Response {
+    let mut response = error_response(rejection.status(), rejection.as_str(), message);
+    if rejection == Rejection::Unauthorized {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"majordomus\""),
+        );
     }
-
-    pub fn status(self) -> StatusCode {
-        match self {
-            Rejection::Unauthorized => StatusCode::UNAUTHORIZED,
-            Rejection::Forbidden => StatusCode::FORBIDDEN,
-            Rejection::Conflict => StatusCode::CONFLICT,
-            Rejection::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Rejection::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    /// The refusal, with the header its status calls for: a 401 names the scheme it wants
-    /// (`Bearer`), as HTTP requires, so a client knows to send the token rather than guess.
-    fn respond(self, message: impl Into<String>) -> Response {
-        let mut response = error_response(self.status(), self.as_str(), message);
-        if self == Rejection::Unauthorized {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"majordomus\""),
-            );
-        }
-        response
-    }
-}
-
-/// Every word an HTTP error body's `kind` can be: the capability errors and the router's own.
-pub fn error_kinds() -> impl Iterator<Item = &'static str> {
-    ErrorKind::ALL
-        .into_iter()
-        .map(ErrorKind::as_str)
-        .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
+    response
 }
 
 /// A JSON error body, the same shape on every route.
@@ -180,7 +128,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     if let Some(host) = headers.get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !is_loopback_authority(host) {
-            return Rejection::Forbidden.respond(format!(
+            return refuse(
+                Rejection::Forbidden,
+                format!(
                     "Host `{host}` is not a loopback name; majordomus answers only on 127.0.0.1, localhost or [::1]"
                 ),
             );
@@ -189,7 +139,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !is_loopback_origin(origin) {
-            return Rejection::Forbidden.respond(format!(
+            return refuse(
+                Rejection::Forbidden,
+                format!(
                     "Origin `{origin}` is not a loopback origin; a web page from elsewhere may not talk to this server"
                 ),
             );
@@ -204,7 +156,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
     let is_probe = request.method() == Method::GET && request.uri().path() == "/";
     if !is_probe && !carries_token(&request, state.token()) && !dashboard::admits(&state, &request)
     {
-        return Rejection::Unauthorized.respond("this route needs the token from the checkout's lease file: send `Authorization: Bearer <token>` or `?token=<token>`",
+        return refuse(
+            Rejection::Unauthorized,
+            "this route needs the token from the checkout's lease file: send `Authorization: Bearer <token>` or `?token=<token>`",
         );
     }
     if request.uri().path() == "/mcp"
@@ -212,7 +166,9 @@ async fn guard(State(state): State<Arc<ServerState>>, request: Request, next: Ne
         && !request.headers().contains_key("mcp-session-id")
         && !state.recheck_lease().await
     {
-        return Rejection::Conflict.respond("this server no longer holds the checkout's lease and takes no new sessions; read the lease again and connect to the server it names",
+        return refuse(
+            Rejection::Conflict,
+            "this server no longer holds the checkout's lease and takes no new sessions; read the lease again and connect to the server it names",
         );
     }
     next.run(request).await
@@ -418,10 +374,13 @@ impl McpEndpoint {
     }
 
     fn sessions_full(&self) -> Response {
-        let mut refusal = Rejection::Unavailable.respond(format!(
-            "this server already holds {} MCP sessions, its limit (`[limits] mcp_sessions` in majordomus.toml); end sessions that are no longer used, or try again later",
-            self.max_sessions
-        ));
+        let mut refusal = refuse(
+            Rejection::Unavailable,
+            format!(
+                "this server already holds {} MCP sessions, its limit (`[limits] mcp_sessions` in majordomus.toml); end sessions that are no longer used, or try again later",
+                self.max_sessions
+            ),
+        );
         refusal.headers_mut().insert(
             header::RETRY_AFTER,
             HeaderValue::from(SESSIONS_RETRY_AFTER_SECS),
@@ -511,7 +470,7 @@ fn rest_route(id: &'static str, method: HttpMethod) -> MethodRouter<Arc<ServerSt
 }
 
 async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
-    let capability: &Capability = Registry::builtin()
+    let capability: &Capability = crate::capabilities::registry()
         .by_id(id)
         .expect("routes are built from the registry");
     let ctx = Context {

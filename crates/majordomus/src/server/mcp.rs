@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::events::SessionFeed;
 use super::{ServerState, Worker};
 use crate::context::Context;
-use crate::registry::{Capability, Kind, Registry};
+use crate::registry::{Capability, Kind};
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
@@ -206,7 +206,12 @@ pub fn client_session_of(metas: &[Option<&JsonObject>]) -> Option<String> {
 /// The tools every connection is shown, derived once from the registry.
 pub fn tools() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| Registry::builtin().iter().filter_map(tool_of).collect())
+    TOOLS.get_or_init(|| {
+        crate::capabilities::registry()
+            .iter()
+            .filter_map(tool_of)
+            .collect()
+    })
 }
 
 fn tool_of(capability: &Capability) -> Option<Tool> {
@@ -246,11 +251,11 @@ pub async fn call(
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<CallToolResult, McpError> {
-    let Some(capability) = Registry::builtin().by_tool(name) else {
+    let Some(capability) = crate::capabilities::registry().by_tool(name) else {
         return Err(McpError::invalid_params(
             format!(
                 "there is no tool `{name}`; the tools are {}",
-                Registry::builtin().tool_names().join(", ")
+                crate::capabilities::registry().tool_names().join(", ")
             ),
             None,
         ));

@@ -6,10 +6,9 @@ pub mod events;
 pub mod http;
 pub mod listen;
 pub mod mcp;
+mod port;
 pub mod run;
 mod sessions;
-
-pub use sessions::EDITS_CLAIM;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,10 +24,10 @@ use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerI
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::api::CapabilityError;
 use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::federation::Federation;
-use crate::registry::CapabilityError;
 
 /// A connection's claim to be a worker that outlives its sessions.
 #[derive(Clone, Copy, Debug)]

@@ -25,12 +25,8 @@ use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 
 use super::ServerState;
-use crate::capabilities::hooks::HookClient;
-use crate::hooks::facts::Fact;
-use crate::registry::CapabilityError;
-
-/// The name of the claim that holds the files a session edited.
-pub const EDITS_CLAIM: &str = "edits";
+use crate::api::CapabilityError;
+use crate::port::{EDITS_CLAIM, Fact};
 
 /// The intent of the `edits` claim, as other sessions read it.
 const EDITS_INTENT: &str = "files this session edited";
@@ -137,35 +133,11 @@ impl ServerState {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The files a hook sent, normalised against this checkout; a path that could never be
-    /// claimed is refused, named in the message.
-    pub(crate) fn hook_paths(&self, raw: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
-        if raw.is_empty() {
-            return Err(CapabilityError::invalid_input(
-                "`paths` is empty: name the files the hook is about",
-            ));
-        }
-        if raw.len() > limits::SCOPE_PATHS {
-            return Err(CapabilityError::invalid_input(format!(
-                "`paths` holds at most {} files; this one has {}",
-                limits::SCOPE_PATHS,
-                raw.len()
-            )));
-        }
-        let root = self.site.checkout.root.to_string_lossy();
-        raw.iter()
-            .map(|path| {
-                normalize(path, &root)
-                    .map_err(|error| CapabilityError::invalid_input(format!("`paths`: {error}")))
-            })
-            .collect()
-    }
-
     /// The peer that speaks for the client session `session_id` (checked by the caller):
     /// the MCP connection that named it while that is attached, else a peer made for its
     /// hooks, which takes over the claims of the session's former peer. A new peer holds
     /// the session's episode (external id = the session id) at once.
-    pub(crate) async fn hook_peer(&self, client: HookClient, session_id: &str) -> PeerId {
+    pub(crate) async fn hook_peer(&self, client: &str, session_id: &str) -> PeerId {
         let now = SystemTime::now();
         let (peer, made, evicted) = {
             let mut sessions = self.sessions();
@@ -178,7 +150,7 @@ impl ServerState {
                 }
                 former => {
                     let introduction = ClientInfo {
-                        name: client.as_str().to_owned(),
+                        name: client.to_owned(),
                         version: String::new(),
                         title: Some(HOOK_PEER_TITLE.to_owned()),
                     };
@@ -293,10 +265,10 @@ impl ServerState {
     }
 
     /// Remembers that `session_id` was told the facts of `keys`.
-    pub(crate) fn mark_told(&self, session_id: &str, keys: impl IntoIterator<Item = u64>) {
+    pub(crate) fn mark_told(&self, session_id: &str, keys: &[u64]) {
         let mut sessions = self.sessions();
         let (session, _) = sessions.entry(session_id, Instant::now());
-        for key in keys {
+        for &key in keys {
             session.told.learn(key);
         }
     }

@@ -17,10 +17,12 @@ use majordomus_domain::text::{for_terminal, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::capabilities::hooks::{Guarded, NewsMoment};
+use super::{Guarded, NewsMoment};
+use crate::api::CapabilityError;
 use crate::capabilities::peers::{PeerList, PeerListInput, PeersList};
 use crate::context::Context;
-use crate::registry::{CapabilityError, Operation};
+use crate::port::{EDITS_CLAIM, Fact};
+use crate::registry::Operation;
 
 /// How many other claims a guard lists; the rest are counted.
 pub const FINDINGS_LISTED: usize = 8;
@@ -64,13 +66,6 @@ pub struct Finding {
     pub theirs: Vec<String>,
     /// How many more of the claim's paths meet them.
     pub more_theirs: usize,
-}
-
-/// One fact a session may be told, with the key that says whether it already was.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fact {
-    pub key: u64,
-    pub line: String,
 }
 
 /// Which peer is the session asking, on this checkout's board.
@@ -131,7 +126,8 @@ pub async fn news(
     let overlaps = overlap_facts(&list, &me);
     Ok(match moment {
         NewsMoment::SessionStart => {
-            server.mark_told(session_id, overlaps.iter().map(|fact| fact.key));
+            let keys: Vec<u64> = overlaps.iter().map(|fact| fact.key).collect();
+            server.mark_told(session_id, &keys);
             bounded(summary(&list, &me, &overlaps))
         }
         NewsMoment::Prompt => bounded(
@@ -345,7 +341,7 @@ fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
             peer.attached,
         );
         lines.push(match &peer.announcement {
-            Some(latest) if latest.name.as_deref() == Some(crate::server::EDITS_CLAIM) => {
+            Some(latest) if latest.name.as_deref() == Some(EDITS_CLAIM) => {
                 let files: Vec<&str> = latest.scope.iter().map(String::as_str).collect();
                 format!("{who}: edited {}", path_list(&files, 0))
             }
@@ -408,7 +404,7 @@ fn finding_line(finding: &Finding) -> String {
     let many = yours.len() + finding.more_yours > 1;
     let yours = path_list(&yours, finding.more_yours);
     let theirs = path_list(&theirs, finding.more_theirs);
-    if finding.claim.as_deref() == Some(crate::server::EDITS_CLAIM) {
+    if finding.claim.as_deref() == Some(EDITS_CLAIM) {
         let verb = if many { "are" } else { "is" };
         if finding.yours == finding.theirs && finding.more_yours == finding.more_theirs {
             format!("{yours} {verb} among the files {who} edited")

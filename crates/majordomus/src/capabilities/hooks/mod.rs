@@ -6,17 +6,21 @@
 //! for it (the session's MCP connection when it named the same id, else a peer made for the
 //! hooks) and answers about the whole repository's board.
 
+pub mod facts;
+
+use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::PeerId;
 use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::context::Context;
-use crate::hooks::facts::{self, Finding};
+use crate::api::CapabilityError;
+use crate::context::{Context, Site};
+use crate::port::BoardPort;
 use crate::registry::{
-    BenchCases, CapabilityError, Declaration, Exposure, HttpMethod, Kind, Moment, Operation,
-    Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
+use facts::Finding;
 
 /// A client whose hooks majordomus speaks.
 #[derive(
@@ -193,13 +197,39 @@ fn check_session_id(session_id: &str) -> Result<(), CapabilityError> {
     })
 }
 
-fn serving(ctx: &Context) -> Result<&std::sync::Arc<crate::server::ServerState>, CapabilityError> {
-    ctx.server.as_ref().ok_or_else(|| {
+/// This checkout's serving process: the hooks' sessions live in its memory, so a hook is
+/// answered only there.
+fn serving(ctx: &Context) -> Result<&dyn BoardPort, CapabilityError> {
+    ctx.server.as_deref().ok_or_else(|| {
         CapabilityError::refused(
             "hooks are answered by the checkout's running server; start one with `majordomus \
              serve ensure`, or let a client's `majordomus mcp` start it",
         )
     })
+}
+
+/// The files a hook sent, normalised against this checkout; a path that could never be
+/// claimed is refused, named in the message.
+fn hook_paths(site: &Site, raw: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
+    if raw.is_empty() {
+        return Err(CapabilityError::invalid_input(
+            "`paths` is empty: name the files the hook is about",
+        ));
+    }
+    if raw.len() > limits::SCOPE_PATHS {
+        return Err(CapabilityError::invalid_input(format!(
+            "`paths` holds at most {} files; this one has {}",
+            limits::SCOPE_PATHS,
+            raw.len()
+        )));
+    }
+    let root = site.checkout.root.to_string_lossy();
+    raw.iter()
+        .map(|path| {
+            normalize(path, &root)
+                .map_err(|error| CapabilityError::invalid_input(format!("`paths`: {error}")))
+        })
+        .collect()
 }
 
 /// `hooks.guard`.
@@ -237,8 +267,10 @@ impl Operation for HooksGuard {
     async fn run(ctx: &Context, input: HookFiles) -> Result<Guarded, CapabilityError> {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
-        let paths = server.hook_paths(&input.paths)?;
-        let peer = server.hook_peer(input.client, &input.session_id).await;
+        let paths = hook_paths(&ctx.site, &input.paths)?;
+        let peer = server
+            .hook_peer(input.client.as_str(), &input.session_id)
+            .await;
         facts::guard(ctx, &peer, &paths).await
     }
 }
@@ -276,8 +308,10 @@ impl Operation for HooksEdit {
     async fn run(ctx: &Context, input: HookFiles) -> Result<Edited, CapabilityError> {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
-        let paths = server.hook_paths(&input.paths)?;
-        let peer = server.hook_peer(input.client, &input.session_id).await;
+        let paths = hook_paths(&ctx.site, &input.paths)?;
+        let peer = server
+            .hook_peer(input.client.as_str(), &input.session_id)
+            .await;
         let edits = server.record_edits(&peer, &paths)?;
         let guarded = facts::guard(ctx, &peer, &paths).await?;
         Ok(Edited { edits, guarded })
@@ -317,7 +351,9 @@ impl Operation for HooksNews {
     async fn run(ctx: &Context, input: NewsInput) -> Result<News, CapabilityError> {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
-        let peer = server.hook_peer(input.client, &input.session_id).await;
+        let peer = server
+            .hook_peer(input.client.as_str(), &input.session_id)
+            .await;
         let lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
         Ok(News { peer, lines })
     }

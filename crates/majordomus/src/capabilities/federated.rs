@@ -1,5 +1,6 @@
-//! Other machines' boards joined to this repository's listing, and the remote claims an
-//! announcement meets. Pure: the remote boards are a snapshot passed in.
+//! Other machines' boards joined to this repository's listing (`peers.list` with
+//! `checkouts: everywhere`), and the remote claims an announcement meets. Pure: the remote
+//! boards are a snapshot of what the federation holds, passed in.
 
 use std::collections::BinaryHeap;
 
@@ -10,10 +11,10 @@ use majordomus_domain::listing::{overlaps_among, silent};
 use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
 use majordomus_domain::peers::{Announced, Overlap, OverlapPath, Peer, PeerCheckout};
 
-use super::FederationStatus;
-use super::document::RemoteBoard;
-use super::view::HeldBoard;
 use crate::capabilities::peers::{BoardView, ListedPeer, PeerList};
+use crate::federation::FederationStatus;
+use crate::federation::document::RemoteBoard;
+use crate::federation::view::HeldBoard;
 
 /// `listing` (this repository's boards on this machine) with every remote board after them:
 /// each local peer and board marked with `this_machine`, each remote one with its own
@@ -173,9 +174,9 @@ mod tests {
     use majordomus_domain::checkouts::ServerStanding;
     use majordomus_domain::peers::{Announcement, ClientInfo, Peer, PeerId, Transport};
 
-    use super::super::document::{BoardDocument, BoardKey, PublishedCheckout};
-    use super::super::{FederationState, FederationStatus};
     use super::*;
+    use crate::federation::FederationState;
+    use crate::federation::document::{BoardDocument, BoardKey, PublishedCheckout};
 
     fn peer(n: u64, scope: &[&str]) -> Peer {
         let claim = Announcement {

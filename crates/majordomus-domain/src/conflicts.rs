@@ -1,0 +1,51 @@
+//! The merge conflicts predicted between worktrees, in the words answers use: two
+//! worktrees whose work would conflict if merged now, and the short form of a whole
+//! prediction that a listing of the repository carries. How the prediction is made (snapshot
+//! commits, `git merge-tree`) is the app's business; these are only what it says.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One side of a predicted conflict.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictSide {
+    pub worktree: String,
+    pub branch: Option<String>,
+    pub checkout_id: String,
+}
+
+/// Two worktrees whose work would conflict if merged now.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct PredictedConflict {
+    /// The worktree listed earlier.
+    pub ours: ConflictSide,
+    /// The worktree listed later.
+    pub theirs: ConflictSide,
+    /// The files that would conflict, in git's order.
+    pub paths: Vec<String>,
+    /// Conflicting files beyond those listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_paths: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The merge conflicts `conflicts.predict` finds, in short.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictSummary {
+    /// How many pairs of worktrees with changes were merged.
+    pub pairs: usize,
+    /// The pairs of worktrees that would conflict if merged now, uncommitted work included,
+    /// each naming at most 8 files and counting the rest. Empty is the ordinary case.
+    pub conflicts: Vec<PredictedConflict>,
+    /// Why the prediction is missing or partial (git too old, a worktree unreadable);
+    /// absent when every pair was merged. `conflicts.predict` tells more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How many seconds ago the worktrees were read for this prediction: it is made in the
+    /// background, at most about once a second, so a listing never waits for it long.
+    #[serde(default)]
+    pub predicted_seconds_ago: u64,
+}

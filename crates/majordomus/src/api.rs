@@ -1,0 +1,143 @@
+//! What every surface shares about refusals: the four ways a capability can refuse, mapped
+//! the same way on MCP, HTTP and the command line; the HTTP router's own refusals, made
+//! before any capability runs; and the limit on a request body.
+//!
+//! The router and the OpenAPI document both read these from here, so the document never
+//! promises a status or a `kind` the router does not answer; the port and the registry name
+//! the capability error from here, below both of them.
+
+use axum::http::StatusCode;
+
+/// The largest request body accepted, on every route. Nothing majordomus is sent comes near it.
+pub const BODY_LIMIT_BYTES: usize = 1024 * 1024;
+
+/// What kind of refusal an error is; decides the HTTP status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input is malformed: fix it and call again.
+    InvalidInput,
+    /// The thing named does not exist here.
+    NotFound,
+    /// Well-formed, but not possible from where the call came from.
+    Refused,
+    /// Something failed on this side.
+    Internal,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 4] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::NotFound,
+        ErrorKind::Refused,
+        ErrorKind::Internal,
+    ];
+
+    /// The word an HTTP error body names it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::InvalidInput => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::Refused => 422,
+            ErrorKind::Internal => 500,
+        }
+    }
+}
+
+/// A refusal with a message that says what was wrong and what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapabilityError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl CapabilityError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        CapabilityError {
+            kind,
+            message: message.into(),
+        }
+    }
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Refused, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+}
+
+impl std::fmt::Display for CapabilityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CapabilityError {}
+
+/// The router's own refusals, made before any capability runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// No token, or the wrong one.
+    Unauthorized,
+    /// A Host or Origin that is not loopback.
+    Forbidden,
+    /// A new session at a server that lost its lease.
+    Conflict,
+    /// A body over [`BODY_LIMIT_BYTES`].
+    PayloadTooLarge,
+    /// A new MCP session beyond the session limit.
+    Unavailable,
+}
+
+impl Rejection {
+    pub const ALL: [Rejection; 5] = [
+        Rejection::Unauthorized,
+        Rejection::Forbidden,
+        Rejection::Conflict,
+        Rejection::PayloadTooLarge,
+        Rejection::Unavailable,
+    ];
+
+    /// The word an HTTP error body names it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::Unauthorized => "unauthorized",
+            Rejection::Forbidden => "forbidden",
+            Rejection::Conflict => "conflict",
+            Rejection::PayloadTooLarge => "payload_too_large",
+            Rejection::Unavailable => "unavailable",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            Rejection::Unauthorized => StatusCode::UNAUTHORIZED,
+            Rejection::Forbidden => StatusCode::FORBIDDEN,
+            Rejection::Conflict => StatusCode::CONFLICT,
+            Rejection::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Rejection::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+/// Every word an HTTP error body's `kind` can be: the capability errors and the router's own.
+pub fn error_kinds() -> impl Iterator<Item = &'static str> {
+    ErrorKind::ALL
+        .into_iter()
+        .map(ErrorKind::as_str)
+        .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
+}

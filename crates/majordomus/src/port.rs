@@ -1,0 +1,109 @@
+//! The board port: what a capability needs of this checkout's serving process.
+//!
+//! A capability runs in whichever process a call reached. When that process serves the
+//! checkout, the capability reads and changes the board — its peers and claims, its
+//! episodes, the sessions its hooks speak for, the federation it follows — through this
+//! port, and the server implements it. So the capabilities never name the server, and the
+//! server, which dispatches calls to the capabilities, stays above them: the dependency
+//! points one way. A process that does not serve has no port; the capabilities then read
+//! this checkout's board as they read any sibling's, through its lease.
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use majordomus_checkout::lease::LeaseView;
+use majordomus_domain::checkouts::ServerStanding;
+use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
+use majordomus_domain::paths::ClaimPath;
+use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
+
+use crate::api::CapabilityError;
+use crate::federation::Federation;
+
+/// The name of the claim that holds the files a session edited
+/// ([`BoardPort::record_edits`]); the hooks' answers say which claims are edits by it.
+pub const EDITS_CLAIM: &str = "edits";
+
+/// One fact a session may be told, with the key that says whether it already was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    pub key: u64,
+    pub line: String,
+}
+
+/// This checkout's serving process, as the capabilities see it.
+pub trait BoardPort: Send + Sync {
+    /// Where this server stands, as it knows it from memory: a server never probes itself.
+    fn own_standing(&self) -> ServerStanding;
+
+    /// Why it stands so, for every standing but `ready`.
+    fn own_standing_reason(&self) -> Option<String>;
+
+    /// The lease this process holds, as answers show it: without the token.
+    fn lease_view(&self) -> LeaseView;
+
+    /// The address the server answers on, once it has published it.
+    fn url(&self) -> Option<String>;
+
+    /// How many of the board's peers are attached.
+    fn attached_peers(&self) -> usize;
+
+    /// The board's peers as they stand at `now`, the claims whose grace ran out released.
+    fn board_peers(&self, now: SystemTime) -> Vec<Peer>;
+
+    /// The peers whose client reaches the server through a `majordomus mcp` bridge.
+    fn bridged_peers(&self) -> HashSet<PeerId>;
+
+    /// Records `caller`'s claim, whose paths were resolved on disk (one per scope path),
+    /// and answers the claims of this board it meets.
+    fn announce_resolved(
+        &self,
+        caller: &PeerId,
+        input: AnnounceInput,
+        paths: Vec<ClaimPath>,
+        now: SystemTime,
+    ) -> Result<Announced, CapabilityError>;
+
+    /// The episodes held in memory; `mine` is the one `caller`'s connection holds.
+    fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList;
+
+    /// Ties `caller`'s connection to the episode the client calls `external_id`, opening or
+    /// resuming it.
+    fn attach_episode<'a>(
+        &'a self,
+        caller: &'a PeerId,
+        external_id: &'a str,
+    ) -> BoxFuture<'a, Attached>;
+
+    /// The external id of the episode `peer`'s connection holds.
+    fn held_episode(&self, peer: &PeerId) -> Option<String>;
+
+    /// Closes the episode `external_id` on purpose; `None` when the server holds none so
+    /// called.
+    fn close_episode<'a>(
+        &'a self,
+        external_id: &'a str,
+    ) -> BoxFuture<'a, Option<ConnectionEpisode>>;
+
+    /// The peer that speaks for the client session `session_id` of the client named
+    /// `client`: its MCP connection's, or one made for its hooks.
+    fn hook_peer<'a>(&'a self, client: &'a str, session_id: &'a str) -> BoxFuture<'a, PeerId>;
+
+    /// Puts `paths` at the front of `peer`'s [`EDITS_CLAIM`]; answers the claim as it now
+    /// stands.
+    fn record_edits(
+        &self,
+        peer: &PeerId,
+        paths: &[ClaimPath],
+    ) -> Result<Vec<String>, CapabilityError>;
+
+    /// Remembers that `session_id` was told the facts of `keys`.
+    fn mark_told(&self, session_id: &str, keys: &[u64]);
+
+    /// The facts `session_id` was not told yet, which count as told from now on.
+    fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact>;
+
+    /// The serving process's link to other machines' boards, and what it holds of them.
+    fn federation(&self) -> &Federation;
+}

@@ -1,0 +1,123 @@
+//! The serving process seen from below: the board port the capabilities call, and the board
+//! the federation publishes. Both only hand on to what `ServerState` does itself.
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use majordomus_checkout::git::Checkout;
+use majordomus_checkout::lease::LeaseView;
+use majordomus_domain::checkouts::ServerStanding;
+use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
+use majordomus_domain::paths::ClaimPath;
+use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
+
+use super::ServerState;
+use crate::api::CapabilityError;
+use crate::federation::{Federation, Published};
+use crate::port::{BoardPort, Fact};
+
+impl BoardPort for ServerState {
+    fn own_standing(&self) -> ServerStanding {
+        ServerState::own_standing(self)
+    }
+
+    fn own_standing_reason(&self) -> Option<String> {
+        ServerState::own_standing_reason(self)
+    }
+
+    fn lease_view(&self) -> LeaseView {
+        ServerState::lease_view(self)
+    }
+
+    fn url(&self) -> Option<String> {
+        ServerState::url(self)
+    }
+
+    fn attached_peers(&self) -> usize {
+        ServerState::attached_peers(self)
+    }
+
+    fn board_peers(&self, now: SystemTime) -> Vec<Peer> {
+        ServerState::board_peers(self, now)
+    }
+
+    fn bridged_peers(&self) -> HashSet<PeerId> {
+        ServerState::bridged_peers(self)
+    }
+
+    fn announce_resolved(
+        &self,
+        caller: &PeerId,
+        input: AnnounceInput,
+        paths: Vec<ClaimPath>,
+        now: SystemTime,
+    ) -> Result<Announced, CapabilityError> {
+        ServerState::announce_resolved(self, caller, input, paths, now)
+    }
+
+    fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList {
+        ServerState::list_episodes(self, caller)
+    }
+
+    fn attach_episode<'a>(
+        &'a self,
+        caller: &'a PeerId,
+        external_id: &'a str,
+    ) -> BoxFuture<'a, Attached> {
+        Box::pin(ServerState::attach_episode(self, caller, external_id))
+    }
+
+    fn held_episode(&self, peer: &PeerId) -> Option<String> {
+        ServerState::held_episode(self, peer)
+    }
+
+    fn close_episode<'a>(
+        &'a self,
+        external_id: &'a str,
+    ) -> BoxFuture<'a, Option<ConnectionEpisode>> {
+        Box::pin(ServerState::close_episode(self, external_id))
+    }
+
+    fn hook_peer<'a>(&'a self, client: &'a str, session_id: &'a str) -> BoxFuture<'a, PeerId> {
+        Box::pin(ServerState::hook_peer(self, client, session_id))
+    }
+
+    fn record_edits(
+        &self,
+        peer: &PeerId,
+        paths: &[ClaimPath],
+    ) -> Result<Vec<String>, CapabilityError> {
+        ServerState::record_edits(self, peer, paths)
+    }
+
+    fn mark_told(&self, session_id: &str, keys: &[u64]) {
+        ServerState::mark_told(self, session_id, keys)
+    }
+
+    fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact> {
+        ServerState::untold(self, session_id, facts)
+    }
+
+    fn federation(&self) -> &Federation {
+        &self.federation
+    }
+}
+
+impl Published for ServerState {
+    fn federation(&self) -> &Federation {
+        &self.federation
+    }
+
+    fn checkout(&self) -> &Checkout {
+        &self.site.checkout
+    }
+
+    fn standing(&self) -> ServerStanding {
+        self.own_standing()
+    }
+
+    fn peers(&self, now: SystemTime) -> Vec<Peer> {
+        self.board_peers(now)
+    }
+}
