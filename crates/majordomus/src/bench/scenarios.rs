@@ -1105,7 +1105,7 @@ async fn predict(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("conflicts.predict")
             .expect("conflicts.predict is registered");
         let input = json!({});
@@ -1182,7 +1182,7 @@ async fn announce_with_sibling(
         )
         .await?;
         let claimant = Caller::Mcp(mcp);
-        let announce = Registry::builtin()
+        let announce = crate::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let outcome = claimant
@@ -1238,7 +1238,7 @@ async fn list_with_changes(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = Registry::builtin()
+        let capability = crate::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});
