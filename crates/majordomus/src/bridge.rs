@@ -44,7 +44,8 @@ use crate::server::mcp::{
     is_let_go, tools,
 };
 use crate::server::run::{
-    Lifetime, Outcome, Running, Silence, StopRequests, elect_and_start, elect_and_start_after,
+    Lifetime, Outcome, Running, Silence, StartError, StopRequests, elect_and_start,
+    elect_and_start_after,
 };
 use crate::survey;
 
@@ -285,12 +286,36 @@ pub struct Bridge {
     client_session: std::sync::Mutex<Option<String>>,
 }
 
+/// Why the bridge has no upstream for its client.
+#[derive(Debug, thiserror::Error)]
+enum Unestablished {
+    #[error("the client has not initialised yet")]
+    NotInitialised,
+    #[error("this `majordomus mcp` is stopping")]
+    Stopping,
+    #[error("no server could be reached or started for this checkout")]
+    NoServer,
+    #[error(transparent)]
+    Start(#[from] StartError),
+}
+
+/// Why a session with the server a lease names could not be opened.
+#[derive(Debug, thiserror::Error)]
+enum Unconnected {
+    #[error("the lease names no address")]
+    NoAddress,
+    #[error("could not open a session with {url}: {detail}")]
+    Refused { url: String, detail: String },
+    #[error("{url} did not open a session within {} ms", patience.as_millis())]
+    Silent { url: String, patience: Duration },
+}
+
 impl Bridge {
     /// Runs `majordomus mcp`: elects, serves the client on stdio until it leaves or the
     /// process is asked to go, then either closes its remote session or, when this process
     /// serves, keeps serving until the last bridged peer has gone or a stop request hands
     /// them over.
-    pub async fn run(site: Arc<Site>, stops: StopRequests) -> Result<(), String> {
+    pub async fn run(site: Arc<Site>, stops: StopRequests) -> Result<(), StartError> {
         let bridge = Arc::new(Bridge {
             worker: worker_identity(),
             site: site.clone(),
@@ -380,16 +405,13 @@ impl Bridge {
 
     /// Opens an upstream for the client: this process's own server, the server found at start,
     /// or — after a loss — whoever the next election says.
-    async fn establish(&self, mut silence: Option<Silence>) -> Result<Connection, String> {
-        let client = self
-            .client
-            .get()
-            .ok_or("the client has not initialised yet")?;
+    async fn establish(&self, mut silence: Option<Silence>) -> Result<Connection, Unestablished> {
+        let client = self.client.get().ok_or(Unestablished::NotInitialised)?;
         let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
         for _ in 0..ESTABLISH_ATTEMPTS {
             // A process on its way out starts no server it would leave behind.
             if self.stops.is_requested() {
-                return Err("this `majordomus mcp` is stopping".into());
+                return Err(Unestablished::Stopping);
             }
             if let Some(state) = self.own_server().await {
                 let session = Arc::new(McpSession::new(state, Transport::Stdio));
@@ -442,7 +464,7 @@ impl Bridge {
                 }
             }
         }
-        Err("no server could be reached or started for this checkout".into())
+        Err(Unestablished::NoServer)
     }
 
     /// Opens a session with the server `lease` names, as the client, naming this worker and
@@ -451,8 +473,8 @@ impl Bridge {
         &self,
         client: &InitializeRequestParams,
         lease: &Lease,
-    ) -> Result<(RunningService<RoleClient, ClientConfig>, String), String> {
-        let url = lease.url.clone().ok_or("the lease names no address")?;
+    ) -> Result<(RunningService<RoleClient, ClientConfig>, String), Unconnected> {
+        let url = lease.url.clone().ok_or(Unconnected::NoAddress)?;
         let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"))
             .auth_header(lease.token.clone())
             .reinit_on_expired_session(false);
@@ -472,11 +494,11 @@ impl Bridge {
         let patience = self.site.config.timings.busy_grace() + self.site.probe_timeout();
         match tokio::time::timeout(patience, introduction.serve(transport)).await {
             Ok(Ok(service)) => Ok((service, url)),
-            Ok(Err(error)) => Err(format!("could not open a session with {url}: {error}")),
-            Err(_) => Err(format!(
-                "{url} did not open a session within {} ms",
-                patience.as_millis()
-            )),
+            Ok(Err(error)) => Err(Unconnected::Refused {
+                url,
+                detail: error.to_string(),
+            }),
+            Err(_) => Err(Unconnected::Silent { url, patience }),
         }
     }
 
@@ -511,7 +533,7 @@ impl Bridge {
     }
 
     /// The current upstream, establishing one when there is none.
-    async fn current(&self) -> Result<(Upstream, u64), String> {
+    async fn current(&self) -> Result<(Upstream, u64), Unestablished> {
         let mut connection = self.connection.lock().await;
         if connection.is_none() {
             let fresh = self.establish(None).await?;
@@ -526,7 +548,7 @@ impl Bridge {
     /// worker had said, so it is back on the board with its claims and its episode. The
     /// replay runs before any other call reaches the new upstream, so it never overwrites
     /// what the client says next.
-    async fn fail_over(&self, lost: u64, silence: Option<Silence>) -> Result<(), String> {
+    async fn fail_over(&self, lost: u64, silence: Option<Silence>) -> Result<(), Unestablished> {
         let mut connection = self.connection.lock().await;
         if connection
             .as_ref()
@@ -899,7 +921,7 @@ fn tool_error(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
-fn unreachable_server(tool: &str, why: &str) -> String {
+fn unreachable_server(tool: &str, why: &Unestablished) -> String {
     format!("`{tool}` was not sent: {why}. Nothing ran; call it again in a moment.")
 }
 
@@ -931,7 +953,7 @@ impl ServerHandler for SharedBridge {
             .0
             .current()
             .await
-            .map_err(|error| McpError::internal_error(error, None))?;
+            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
         let instructions = match upstream {
             Upstream::Local(session) => session.instructions(),
             Upstream::Remote { peer, .. } => {

@@ -14,13 +14,18 @@ use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
 pub async fn mcp(dir: PathBuf, stops: StopRequests) -> Result<(), String> {
-    Bridge::run(Site::open(&dir)?, stops).await
+    Bridge::run(Site::open(&dir)?, stops)
+        .await
+        .map_err(|error| error.to_string())
 }
 
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
 pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Result<(), String> {
     let site = Site::open(&dir)?;
-    match elect_and_start(&site).await? {
+    match elect_and_start(&site)
+        .await
+        .map_err(|error| error.to_string())?
+    {
         Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
                 println!("serving {} at {url}", site.checkout.root.display());

@@ -149,6 +149,35 @@ pub async fn probe(site: &Site, url: &str, checkout_id: &str) -> ProbeAnswer {
     }
 }
 
+/// Why another server could not be asked, or gave no answer. Its words become the reason a
+/// board is said to be unread.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("its lease names no address yet")]
+    NoAddress,
+    #[error("{capability} has no HTTP route to ask")]
+    NoRoute { capability: &'static str },
+    #[error("the input of {capability} is not a query: {detail}")]
+    NotAQuery {
+        capability: &'static str,
+        detail: String,
+    },
+    #[error("{url} did not answer within {} ms", timeout.as_millis())]
+    Timeout { url: String, timeout: Duration },
+    #[error("{url} refused the connection")]
+    Refused { url: String },
+    #[error("{url} failed: {source}")]
+    Failed { url: String, source: reqwest::Error },
+    #[error("{url} answered {status} to {route}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+        route: String,
+    },
+    #[error("{url} gave an answer that could not be read: {source}")]
+    Unreadable { url: String, source: reqwest::Error },
+}
+
 /// Asks a server for capability `O` with `input`, through the route `O` declares, with the
 /// lease's own token, within `timeout`. A `GET` carries the input's fields as query
 /// parameters and a `POST` as a JSON body, as the router reads them: the request is built
@@ -158,20 +187,21 @@ pub async fn ask<O: Operation>(
     lease: &Lease,
     input: &O::Input,
     timeout: Duration,
-) -> Result<O::Output, String> {
-    let url = lease
-        .url
-        .as_deref()
-        .ok_or_else(|| "its lease names no address yet".to_string())?;
+) -> Result<O::Output, AskError> {
+    let url = lease.url.as_deref().ok_or(AskError::NoAddress)?;
     let Some((method, path)) = O::DECLARATION.exposure.http else {
-        return Err(format!("{} has no HTTP route to ask", O::DECLARATION.id));
+        return Err(AskError::NoRoute {
+            capability: O::DECLARATION.id,
+        });
     };
     let base = url.trim_end_matches('/');
     let (request, route) = match method {
         HttpMethod::Get => {
-            let query = serde_urlencoded::to_string(input).map_err(|error| {
-                format!("the input of {} is not a query: {error}", O::DECLARATION.id)
-            })?;
+            let query =
+                serde_urlencoded::to_string(input).map_err(|error| AskError::NotAQuery {
+                    capability: O::DECLARATION.id,
+                    detail: error.to_string(),
+                })?;
             let route = if query.is_empty() {
                 path.to_string()
             } else {
@@ -189,17 +219,34 @@ pub async fn ask<O: Operation>(
         .timeout(timeout)
         .send()
         .await
-        .map_err(|error| format!("{url} {}", describe_http_error(&error, timeout)))?;
+        .map_err(|source| {
+            let url = url.to_string();
+            if source.is_timeout() {
+                AskError::Timeout { url, timeout }
+            } else if source.is_connect() {
+                AskError::Refused { url }
+            } else {
+                AskError::Failed { url, source }
+            }
+        })?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("{url} answered {status} to {route}"));
+        return Err(AskError::Status {
+            url: url.to_string(),
+            status,
+            route,
+        });
     }
     response
         .json()
         .await
-        .map_err(|error| format!("{url} gave an answer that could not be read: {error}"))
+        .map_err(|source| AskError::Unreadable {
+            url: url.to_string(),
+            source,
+        })
 }
 
+/// A failed probe in words, without the address: the caller names the server.
 fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
     if error.is_timeout() {
         format!("did not answer within {} ms", timeout.as_millis())

@@ -51,7 +51,7 @@ pub(crate) enum Unasked {
     /// No server answers for the checkout; the standing's reason, when it has one.
     NoServer(Option<String>),
     /// Its server was asked and gave no answer.
-    Failed(String),
+    Failed(survey::AskError),
 }
 
 impl<'a> Board<'a> {
@@ -146,10 +146,10 @@ impl<'a> Board<'a> {
                         peers: answer.peers,
                         reason: None,
                     },
-                    Err(Unasked::Failed(reason)) => BoardPeers {
+                    Err(Unasked::Failed(error)) => BoardPeers {
                         peers: Vec::new(),
                         changes: None,
-                        reason: Some(reason),
+                        reason: Some(error.to_string()),
                     },
                     Err(Unasked::NoServer(_)) => BoardPeers {
                         peers: Vec::new(),

@@ -14,6 +14,7 @@ use crate::api::CapabilityError;
 use crate::capabilities::board::{Board, Unasked};
 use crate::capabilities::peers::needs_a_session;
 use crate::context::Context;
+use crate::episodes::event::CloseReason;
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
@@ -231,7 +232,7 @@ pub struct Detached {
     /// says what the repository's driver recorded about the closing.
     pub episode: ConnectionEpisode,
     /// Why it was closed: always `detach` here.
-    pub reason: String,
+    pub reason: CloseReason,
 }
 
 impl Operation for EpisodesDetach {
@@ -296,7 +297,7 @@ impl Operation for EpisodesDetach {
         Ok(Detached {
             external_id,
             episode,
-            reason: "detach".to_string(),
+            reason: CloseReason::Detach,
         })
     }
 }

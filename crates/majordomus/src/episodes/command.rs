@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::event::EventKind;
+
 /// The most of a command's stderr kept: its last line is all that is reported.
 const STDERR_KEPT_BYTES: usize = 64 * 1024;
 
@@ -51,7 +53,7 @@ impl CommandDriver {
 
     /// Runs the command once with `event` (one JSON line, without the line break) and says
     /// what `repository` should report. Blocks for at most the timeout and a little more.
-    pub fn run(&self, event_kind: &str, event: &str) -> String {
+    pub fn run(&self, event_kind: EventKind, event: &str) -> String {
         let shown = self.display();
         let Some((program, arguments)) = self.program.split_first() else {
             return "`[episodes] command` in majordomus.toml names no program".to_string();
@@ -66,7 +68,7 @@ impl CommandDriver {
         command
             .args(arguments)
             .current_dir(&self.root)
-            .env("MAJORDOMUS_EPISODE_EVENT", event_kind)
+            .env("MAJORDOMUS_EPISODE_EVENT", event_kind.as_str())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -191,7 +193,7 @@ mod tests {
             5_000,
         );
         assert_eq!(
-            driver.run("opened", r#"{"event":"opened"}"#),
+            driver.run(EventKind::Opened, r#"{"event":"opened"}"#),
             r#"got {"event":"opened"}"#
         );
     }
@@ -200,7 +202,7 @@ mod tests {
     fn the_event_kind_and_the_repository_root_are_given() {
         let (dir, driver) = driver("echo \"$MAJORDOMUS_EPISODE_EVENT in $(pwd)\" >&2", 5_000);
         let root = dir.path().canonicalize().unwrap();
-        let report = driver.run("closed", "{}");
+        let report = driver.run(EventKind::Closed, "{}");
         assert_eq!(report, format!("closed in {}", root.display()));
     }
 
@@ -216,7 +218,7 @@ mod tests {
             dir.path(),
             Duration::from_secs(5),
         );
-        assert_eq!(driver.run("opened", "{}"), "recorded as ISSUE-7");
+        assert_eq!(driver.run(EventKind::Opened, "{}"), "recorded as ISSUE-7");
     }
 
     #[test]
@@ -227,7 +229,7 @@ mod tests {
             dir.path(),
             Duration::from_secs(1),
         );
-        let report = driver.run("opened", "{}");
+        let report = driver.run(EventKind::Opened, "{}");
         assert!(
             report.contains("`majordomus-no-such-recorder --x` was not found"),
             "{report}"
@@ -237,23 +239,26 @@ mod tests {
     #[test]
     fn a_silent_or_failing_command_is_reported_in_words() {
         let (_dir, silent) = driver("cat >/dev/null", 5_000);
-        let report = silent.run("opened", "{}");
+        let report = silent.run(EventKind::Opened, "{}");
         assert!(report.contains("without a word on stderr"), "{report}");
         let (_dir, failing) = driver("exit 3", 5_000);
-        let report = failing.run("opened", "{}");
+        let report = failing.run(EventKind::Opened, "{}");
         assert!(
             report.contains("failed") && report.contains('3'),
             "{report}"
         );
         let (_dir, failing_with_reason) = driver("echo 'tracker down' >&2; exit 1", 5_000);
-        assert_eq!(failing_with_reason.run("opened", "{}"), "tracker down");
+        assert_eq!(
+            failing_with_reason.run(EventKind::Opened, "{}"),
+            "tracker down"
+        );
     }
 
     #[test]
     fn a_hanging_command_is_cut_off_with_what_it_started() {
         let (_dir, driver) = driver("echo 'working on it' >&2; sleep 30 & sleep 30", 300);
         let started = Instant::now();
-        let report = driver.run("opened", "{}");
+        let report = driver.run(EventKind::Opened, "{}");
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",
@@ -267,7 +272,7 @@ mod tests {
     fn a_command_that_never_reads_its_input_is_not_stuck_on_it() {
         let (_dir, driver) = driver("echo done >&2", 5_000);
         let big = "x".repeat(1 << 20);
-        assert_eq!(driver.run("opened", &big), "done");
+        assert_eq!(driver.run(EventKind::Opened, &big), "done");
     }
 
     #[test]

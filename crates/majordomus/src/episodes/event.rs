@@ -39,7 +39,7 @@ impl EventKind {
 }
 
 /// Why an episode was closed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CloseReason {
     /// Its client closed it with `episodes.detach`.

@@ -41,6 +41,29 @@ pub const QUEUE_CAPACITY: usize = 4096;
 /// How long an answer waits for the journal before it answers without its report.
 const JOURNAL_PATIENCE: Duration = Duration::from_secs(5);
 
+/// Why an answer goes without the driver's report. Its words stand in the episode's
+/// `repository` in the report's place.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unreported {
+    #[error(
+        "the episode recorder stopped before {driver} reported; this event may be recorded nowhere"
+    )]
+    RecorderStopped { driver: String },
+    #[error(
+        "{driver} has not reported within {patience_ms} ms; its report will replace this one when it does"
+    )]
+    Late { driver: String, patience_ms: u128 },
+}
+
+/// A journal that could not take an event. Its words are the episode's `repository`.
+#[derive(Debug, thiserror::Error)]
+#[error("the episode journal at {} could not be written ({source}), so this {event} is recorded nowhere", path.display())]
+struct Unwritten {
+    path: std::path::PathBuf,
+    event: &'static str,
+    source: std::io::Error,
+}
+
 /// What the driver said about an attach.
 #[derive(Clone, Debug)]
 pub struct AttachReport {
@@ -301,18 +324,16 @@ impl Recorder {
     }
 
     /// Waits for a report, at most as long as the driver may take.
-    pub async fn report<T>(&self, pending: Pending<T>) -> Result<T, String> {
+    pub async fn report<T>(&self, pending: Pending<T>) -> Result<T, Unreported> {
         match tokio::time::timeout(self.patience, pending.0).await {
             Ok(Ok(report)) => Ok(report),
-            Ok(Err(_)) => Err(format!(
-                "the episode recorder stopped before {} reported; this event may be recorded nowhere",
-                self.description
-            )),
-            Err(_) => Err(format!(
-                "{} has not reported within {} ms; its report will replace this one when it does",
-                self.description,
-                self.patience.as_millis()
-            )),
+            Ok(Err(_)) => Err(Unreported::RecorderStopped {
+                driver: self.description.clone(),
+            }),
+            Err(_) => Err(Unreported::Late {
+                driver: self.description.clone(),
+                patience_ms: self.patience.as_millis(),
+            }),
         }
     }
 
@@ -594,26 +615,24 @@ impl Worker {
         at: SystemTime,
     ) -> String {
         let event = self.event(kind, episode, reason, note, at);
+        // Either way the words are the episode's `repository`: what was recorded, or why not.
         match self.write(&event) {
-            Ok(text) => text,
-            Err(text) => text,
+            Ok(recorded) => recorded,
+            Err(unwritten) => unwritten.to_string(),
         }
     }
 
-    fn write(&mut self, event: &Event) -> Result<String, String> {
+    fn write(&mut self, event: &Event) -> Result<String, Unwritten> {
         match &mut self.driver {
             Driver::Command(command) => {
                 let line = serde_json::to_string(event).expect("events serialise");
-                Ok(command.run(event.event.as_str(), &line))
+                Ok(command.run(event.event, &line))
             }
             Driver::Journal(journal) => {
-                let seq = journal.append(event).map_err(|error| {
-                    format!(
-                        "the episode journal at {} could not be written ({error}), so this {} \
-                         is recorded nowhere",
-                        journal.path().display(),
-                        event.event.as_str()
-                    )
+                let seq = journal.append(event).map_err(|source| Unwritten {
+                    path: journal.path().to_path_buf(),
+                    event: event.event.as_str(),
+                    source,
                 })?;
                 let opened = journal
                     .open_mark(&event.external_id)

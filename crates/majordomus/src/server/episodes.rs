@@ -48,8 +48,9 @@ impl ServerState {
         if let Some(pending) = pending {
             match self.recorder.report(pending).await {
                 Ok(report) => carried_over = report.carried_over,
-                Err(text) => {
-                    self.episode_board().set_repository(external_id, &text);
+                Err(unreported) => {
+                    self.episode_board()
+                        .set_repository(external_id, &unreported.to_string());
                 }
             }
         }
@@ -81,7 +82,8 @@ impl ServerState {
             (closed, pending)
         };
         closed.repository = match self.recorder.report(pending).await {
-            Ok(text) | Err(text) => text,
+            Ok(recorded) => recorded,
+            Err(unreported) => unreported.to_string(),
         };
         Some(closed)
     }

@@ -144,8 +144,17 @@ pub enum Outcome {
     Found(Box<Lease>),
 }
 
+/// Why a process could neither serve its checkout nor find the server that does.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the election failed: {0}")]
+    Election(std::io::Error),
+    #[error("could not start serving: {0}")]
+    Serving(std::io::Error),
+}
+
 /// Elects, and starts serving when this process won.
-pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
+pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, StartError> {
     elect_and_start_after(site, None).await
 }
 
@@ -153,15 +162,15 @@ pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, String> {
 pub async fn elect_and_start_after(
     site: &Arc<Site>,
     known: Option<Silence>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, StartError> {
     match elect_after(site, known)
         .await
-        .map_err(|error| format!("the election failed: {error}"))?
+        .map_err(StartError::Election)?
     {
         Elected::Won(lease) => start(site.clone(), lease)
             .await
             .map(Outcome::Started)
-            .map_err(|error| format!("could not start serving: {error}")),
+            .map_err(StartError::Serving),
         Elected::Serving(lease) => Ok(Outcome::Found(Box::new(lease))),
     }
 }
