@@ -37,7 +37,10 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::capabilities::episodes::{EpisodesAttach, EpisodesDetach};
+use crate::capabilities::peers::PeersAnnounce;
 use crate::context::Site;
+use crate::registry::Operation;
 use crate::server::Worker;
 use crate::server::mcp::{
     BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
@@ -576,12 +579,12 @@ impl Bridge {
         };
         // The episode first, so the claims replayed after it are recorded under it.
         let calls = episode
-            .map(|arguments| ("majordomus_session_attach", arguments))
+            .map(|arguments| (tool_name::<EpisodesAttach>(), arguments))
             .into_iter()
             .chain(
                 claims
                     .into_iter()
-                    .map(|(_, arguments)| ("majordomus_announce", arguments)),
+                    .map(|(_, arguments)| (tool_name::<PeersAnnounce>(), arguments)),
             );
         let session = self.client_session();
         for (tool, arguments) in calls {
@@ -610,7 +613,7 @@ impl Bridge {
         let arguments = arguments.clone().unwrap_or_default();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
         match tool {
-            "majordomus_announce" => {
+            announce if announce == tool_name::<PeersAnnounce>() => {
                 let name = arguments
                     .get("claim")
                     .and_then(Value::as_str)
@@ -620,8 +623,8 @@ impl Bridge {
                     None => memory.claims.push((name, arguments)),
                 }
             }
-            "majordomus_session_attach" => memory.episode = Some(arguments),
-            "majordomus_session_detach" => {
+            attach if attach == tool_name::<EpisodesAttach>() => memory.episode = Some(arguments),
+            detach if detach == tool_name::<EpisodesDetach>() => {
                 let named = arguments.get("external_id").and_then(Value::as_str);
                 let held = memory
                     .episode
@@ -923,6 +926,15 @@ fn tool_error(text: String) -> CallToolResult {
 
 fn unreachable_server(tool: &str, why: &Unestablished) -> String {
     format!("`{tool}` was not sent: {why}. Nothing ran; call it again in a moment.")
+}
+
+/// The MCP tool of capability `O`, as its declaration names it: the calls the bridge
+/// remembers and replays are recognised by the same name the tool list shows.
+fn tool_name<O: Operation>() -> &'static str {
+    O::DECLARATION
+        .exposure
+        .mcp_tool
+        .expect("the capabilities a bridge replays are MCP tools")
 }
 
 /// A random identity for this bridge's lifetime.
