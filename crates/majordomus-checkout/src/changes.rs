@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use majordomus_domain::sync::LockExt;
+
 use crate::git::{CheckoutError, git_command, git_failed};
 
 /// How many changed paths a worktree's changes carry; the rest are counted. A worktree with
@@ -299,7 +301,7 @@ impl ChangesCache {
     pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
         let now = Instant::now();
         {
-            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let entries = self.entries.lock_or_recover();
             if let Some(cached) = entries.get(root)
                 && now.duration_since(cached.read_at) < self.interval
             {
@@ -307,7 +309,7 @@ impl ChangesCache {
             }
         }
         let changes = read_changes(root, configured).map_err(|error| error.to_string());
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.lock_or_recover();
         entries.insert(
             root.to_path_buf(),
             Cached {
@@ -322,8 +324,7 @@ impl ChangesCache {
     /// repository's worktrees.
     pub fn retain(&self, roots: &[PathBuf]) {
         self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .retain(|root, _| roots.contains(root));
     }
 }

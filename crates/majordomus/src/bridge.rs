@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use majordomus_checkout::{Lease, ProbeAnswer};
 use majordomus_domain::peers::Transport;
+use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
     ClientRequest, ContentBlock, InitializeRequestParams, InitializeResult, JsonObject,
@@ -307,9 +308,7 @@ impl Bridge {
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
             Outcome::Started(running) => *bridge.serving.lock().await = Some(running),
-            Outcome::Found(lease) => {
-                *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(*lease)
-            }
+            Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
         let keepalive = tokio::spawn(keep_alive(bridge.clone()));
         let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
@@ -344,8 +343,7 @@ impl Bridge {
             drop(connection.take());
         }
         let serving = self.serving.lock().await.take();
-        let retiring: Vec<JoinHandle<()>> =
-            std::mem::take(&mut *self.retiring.lock().unwrap_or_else(|p| p.into_inner()));
+        let retiring: Vec<JoinHandle<()>> = std::mem::take(&mut *self.retiring.lock_or_recover());
         let own = async {
             if let Some(running) = serving {
                 running
@@ -372,7 +370,7 @@ impl Bridge {
             tokio::spawn(
                 async move { retired.run(Lifetime::IdleFor(Duration::ZERO), &stops).await },
             );
-        let mut retiring = self.retiring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut retiring = self.retiring.lock_or_recover();
         retiring.retain(|finishing| !finishing.is_finished());
         retiring.push(finishing);
         None
@@ -409,11 +407,7 @@ impl Bridge {
                     service: None,
                 });
             }
-            let found = self
-                .first_lease
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
+            let found = self.first_lease.lock_or_recover().take();
             let lease = match found {
                 Some(lease) => lease,
                 None => match elect_and_start_after(&self.site, silence.take()).await? {
@@ -496,18 +490,12 @@ impl Bridge {
 
     /// The client's conversation id, once known.
     fn client_session(&self) -> Option<String> {
-        self.client_session
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.client_session.lock_or_recover().clone()
     }
 
     /// Remembers the conversation a request of the client named, for every upstream to come.
     fn note_client_session(&self, id: String) {
-        *self
-            .client_session
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id);
+        *self.client_session.lock_or_recover() = Some(id);
     }
 
     /// The current upstream, establishing one when there is none.
@@ -549,7 +537,7 @@ impl Bridge {
 
     async fn replay(&self, upstream: &Upstream) {
         let (claims, episode) = {
-            let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+            let memory = self.memory.lock_or_recover();
             (memory.claims.clone(), memory.episode.clone())
         };
         // The episode first, so the claims replayed after it are recorded under it.
@@ -586,7 +574,7 @@ impl Bridge {
     /// rather than undo it (a detach that ran is never followed by a replayed attach).
     fn remember(&self, tool: &str, arguments: &Option<JsonObject>) {
         let arguments = arguments.clone().unwrap_or_default();
-        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let mut memory = self.memory.lock_or_recover();
         match tool {
             "majordomus_announce" => {
                 let name = arguments

@@ -4,6 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
+use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListResourcesResult, ListToolsResult,
@@ -73,10 +74,7 @@ impl McpSession {
             return;
         };
         {
-            let mut known = self
-                .client_session
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut known = self.client_session.lock_or_recover();
             if known.as_deref() == Some(session_id) {
                 return;
             }
