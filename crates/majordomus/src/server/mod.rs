@@ -93,7 +93,7 @@ pub struct ServerState {
 impl ServerState {
     pub fn new(site: Arc<Site>, lease: LeaseHandle) -> Arc<Self> {
         let root = site.checkout.root.display().to_string();
-        let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
+        let grace = site.config.timings.reattach_grace();
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
         let shutdown = CancellationToken::new();
