@@ -42,7 +42,7 @@ use crate::context::Site;
 use crate::server::Worker;
 use crate::server::mcp::{
     BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
-    is_let_go, tools,
+    is_let_go, metas, negotiate, tool_list,
 };
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StopRequests, elect_and_start, elect_and_start_after,
@@ -670,7 +670,7 @@ impl Bridge {
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListToolsResult, McpError> {
-        let own = || ListToolsResult::with_all_items(tools().to_vec());
+        let own = tool_list;
         for _ in 0..MAX_FAILOVERS_PER_CALL {
             let Ok((upstream, generation)) = self.current().await else {
                 return Ok(own());
@@ -912,8 +912,7 @@ impl ServerHandler for SharedBridge {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let negotiated = self.negotiate_initialize(&request)?;
+        let negotiated = negotiate(self, &request, &context)?;
         let _ = self.0.client.set(request);
         let (upstream, _) = self
             .0
@@ -958,10 +957,7 @@ impl ServerHandler for SharedBridge {
     ) -> Result<CallToolResponse, McpError> {
         self.0.introduce(&context);
         // Codex names its conversation only here, in every call's turn metadata.
-        if let Some(id) = client_session_of(&[
-            Some(&context.meta.0.0),
-            request.meta.as_ref().map(|meta| &meta.0.0),
-        ]) {
+        if let Some(id) = client_session_of(&metas(&context, request.meta.as_ref())) {
             self.0.note_client_session(id);
         }
         self.0.call_tool(request).await.map(CallToolResponse::from)
