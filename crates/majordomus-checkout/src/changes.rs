@@ -24,7 +24,9 @@ pub const MAX_CHANGED_PATHS: usize = 2_000;
 
 /// How a path was changed. A path can be changed in several ways at once (committed, then
 /// edited again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ChangeKind {
     /// Committed on the worktree's branch since the merge base with the default branch.
     Committed,
@@ -39,12 +41,7 @@ pub enum ChangeKind {
 impl ChangeKind {
     /// The word answers use.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Committed => "committed",
-            ChangeKind::Staged => "staged",
-            ChangeKind::Unstaged => "unstaged",
-            ChangeKind::Untracked => "untracked",
-        }
+        self.into()
     }
 }
 
@@ -334,6 +331,16 @@ mod tests {
     use super::*;
     use crate::testing::{Repository, git};
     use std::fs;
+    use strum::VariantArray;
+
+    #[test]
+    fn each_kind_is_the_word_the_domain_writes() {
+        for &kind in ChangeKind::VARIANTS {
+            let answered: majordomus_domain::changes::ChangeKind =
+                serde_json::from_value(kind.as_str().into()).unwrap();
+            assert_eq!(answered.as_str(), kind.as_str());
+        }
+    }
 
     fn kinds(changes: &Changes, path: &str) -> Vec<&'static str> {
         changes
