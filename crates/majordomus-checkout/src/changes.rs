@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use majordomus_domain::sync::LockExt;
+
 use crate::git::{CheckoutError, git_command, git_failed};
 
 /// How many changed paths a worktree's changes carry; the rest are counted. A worktree with
@@ -22,7 +24,9 @@ pub const MAX_CHANGED_PATHS: usize = 2_000;
 
 /// How a path was changed. A path can be changed in several ways at once (committed, then
 /// edited again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ChangeKind {
     /// Committed on the worktree's branch since the merge base with the default branch.
     Committed,
@@ -37,12 +41,7 @@ pub enum ChangeKind {
 impl ChangeKind {
     /// The word answers use.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Committed => "committed",
-            ChangeKind::Staged => "staged",
-            ChangeKind::Unstaged => "unstaged",
-            ChangeKind::Untracked => "untracked",
-        }
+        self.into()
     }
 }
 
@@ -299,7 +298,7 @@ impl ChangesCache {
     pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
         let now = Instant::now();
         {
-            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let entries = self.entries.lock_or_recover();
             if let Some(cached) = entries.get(root)
                 && now.duration_since(cached.read_at) < self.interval
             {
@@ -307,7 +306,7 @@ impl ChangesCache {
             }
         }
         let changes = read_changes(root, configured).map_err(|error| error.to_string());
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.lock_or_recover();
         entries.insert(
             root.to_path_buf(),
             Cached {
@@ -322,8 +321,7 @@ impl ChangesCache {
     /// repository's worktrees.
     pub fn retain(&self, roots: &[PathBuf]) {
         self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .retain(|root, _| roots.contains(root));
     }
 }
@@ -333,6 +331,16 @@ mod tests {
     use super::*;
     use crate::testing::{Repository, git};
     use std::fs;
+    use strum::VariantArray;
+
+    #[test]
+    fn each_kind_is_the_word_the_domain_writes() {
+        for &kind in ChangeKind::VARIANTS {
+            let answered: majordomus_domain::changes::ChangeKind =
+                serde_json::from_value(kind.as_str().into()).unwrap();
+            assert_eq!(answered.as_str(), kind.as_str());
+        }
+    }
 
     fn kinds(changes: &Changes, path: &str) -> Vec<&'static str> {
         changes

@@ -42,6 +42,9 @@ pub struct HooksConfig {
 /// What the pre-edit guard does about another session's claim on the file being edited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum GuardPolicy {
     /// A line of context for the agent naming the other session; the edit goes ahead.
     #[default]
@@ -55,11 +58,7 @@ pub enum GuardPolicy {
 impl GuardPolicy {
     /// The word `majordomus.toml` writes it as.
     pub fn as_str(self) -> &'static str {
-        match self {
-            GuardPolicy::Warn => "warn",
-            GuardPolicy::Ask => "ask",
-            GuardPolicy::Deny => "deny",
-        }
+        self.into()
     }
 }
 
@@ -539,6 +538,15 @@ impl Anchored for UserConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn each_policy_reads_back_from_the_word_as_str_gives() {
+        for &policy in GuardPolicy::VARIANTS {
+            let read: GuardPolicy = serde_json::from_value(policy.as_str().into()).unwrap();
+            assert_eq!(read, policy);
+        }
+    }
 
     fn load_text(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use majordomus_domain::sync::LockExt;
+
 use crate::changes::{ChangeKind, Changes};
 use crate::git::{CheckoutError, git_command, git_failed};
 
@@ -290,19 +292,14 @@ impl ConflictPredictor {
             return Ok(head.to_owned());
         }
         let fingerprint = Fingerprint::of(root, head, changes);
-        if let Some((kept, commit)) = self
-            .snapshots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(root)
+        if let Some((kept, commit)) = self.snapshots.lock_or_recover().get(root)
             && *kept == fingerprint
         {
             return Ok(commit.clone());
         }
         let commit = snapshot(root, head)?;
         self.snapshots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .insert(root.to_path_buf(), (fingerprint, commit.clone()));
         Ok(commit)
     }
@@ -320,19 +317,14 @@ impl ConflictPredictor {
         } else {
             (theirs.to_owned(), ours.to_owned())
         };
-        if let Some(found) = self
-            .merges
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
+        if let Some(found) = self.merges.lock_or_recover().get(&key) {
             return Ok(found.clone());
         }
         let mut paths = merge_conflicts(dir, &key.0, &key.1)?;
         let omitted = paths.len().saturating_sub(MAX_CONFLICT_PATHS);
         paths.truncate(MAX_CONFLICT_PATHS);
         let found = PairConflicts { paths, omitted };
-        let mut merges = self.merges.lock().unwrap_or_else(|p| p.into_inner());
+        let mut merges = self.merges.lock_or_recover();
         if merges.len() >= MERGES_KEPT {
             merges.clear();
         }
@@ -343,8 +335,7 @@ impl ConflictPredictor {
     /// Forgets the snapshots of worktrees not in `roots`.
     pub fn retain(&self, roots: &[PathBuf]) {
         self.snapshots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .retain(|root, _| roots.contains(root));
     }
 }

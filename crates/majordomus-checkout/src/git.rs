@@ -13,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
 use majordomus_domain::ids::identity_digest;
+use majordomus_domain::sync::LockExt;
 
 /// Environment variables through which a caller (a git hook, a shell that exported `GIT_DIR`)
 /// would point git at some other repository than the one the directory is in.
@@ -250,7 +251,7 @@ impl WorktreeList {
     /// unchanged.
     pub fn list(&self, checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutError> {
         let stamp = checkout.common_dir.as_deref().and_then(registry_stamp);
-        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = self.cached.lock_or_recover();
         if let (Some(stamp), Some((seen, worktrees))) = (&stamp, cached.as_ref())
             && stamp == seen
         {

@@ -215,14 +215,6 @@ impl PeerBoard {
         PeerId::nth(self.last_peer)
     }
 
-    /// Records what the peer's client said about itself, [`ClientInfo::sanitized`]; unknown
-    /// peers are ignored.
-    pub fn set_client(&mut self, id: &PeerId, client: ClientInfo) {
-        if let Some(slot) = self.slot_mut(id) {
-            slot.client = client.sanitized();
-        }
-    }
-
     /// Notes that the peer was just heard from; unknown peers are ignored.
     pub fn touch(&mut self, id: &PeerId, now: SystemTime) {
         if let Some(slot) = self.slot_mut(id) {
@@ -479,14 +471,6 @@ impl PeerBoard {
         self.peers.values().filter(|slot| slot.attached).count()
     }
 
-    /// How many attached peers hold no claim: their silence is not evidence of no collision.
-    pub fn silent_count(&self) -> usize {
-        self.peers
-            .values()
-            .filter(|slot| slot.attached && slot.claims.is_empty())
-            .count()
-    }
-
     fn slot_mut(&mut self, id: &PeerId) -> Option<&mut Slot> {
         self.peers.get_mut(&peer_number(id)?)
     }
@@ -670,6 +654,15 @@ mod tests {
         }
     }
 
+    /// How many peers are attached and hold no claim, as a listing shows them.
+    fn silent(board: &PeerBoard) -> usize {
+        board
+            .peers(at(0))
+            .iter()
+            .filter(|peer| peer.attached && peer.claims.is_empty())
+            .count()
+    }
+
     fn board_with(n: usize) -> (PeerBoard, Vec<PeerId>) {
         let mut board = PeerBoard::new(ROOT);
         let ids = (0..n)
@@ -702,8 +695,8 @@ mod tests {
 
     #[test]
     fn a_peer_records_its_client_connection_and_last_message() {
-        let (mut board, ids) = board_with(1);
-        board.set_client(&ids[0], client("gemini-cli"));
+        let mut board = PeerBoard::new(ROOT);
+        let ids = [board.attach(Transport::Http, client("gemini-cli"), at(0))];
         board.touch(&ids[0], at(20));
         let peer = board.peer(&ids[0], at(27)).unwrap();
         assert_eq!(peer.client.name, "gemini-cli");
@@ -723,14 +716,14 @@ mod tests {
     fn leaving_without_claims_removes_leaving_with_claims_departs() {
         let (mut board, ids) = board_with(3);
         announce(&mut board, &ids[1], &["src"], None);
-        assert_eq!((board.attached_count(), board.silent_count()), (3, 2));
+        assert_eq!((board.attached_count(), silent(&board)), (3, 2));
         board.detach(&ids[0], None, at(10));
         board.detach(&ids[1], None, at(10));
         assert!(board.peer(&ids[0], at(11)).is_none());
         let departed = board.peer(&ids[1], at(11)).unwrap();
         assert!(!departed.attached);
         assert_eq!(departed.claims[0].scope, ["src"]);
-        assert_eq!((board.attached_count(), board.silent_count()), (1, 1));
+        assert_eq!((board.attached_count(), silent(&board)), (1, 1));
         // a second detach changes nothing
         board.detach(&ids[1], None, at(10));
         assert_eq!(board.peers(at(11)).len(), 2);
@@ -1034,7 +1027,7 @@ mod tests {
         let answer = announce(&mut board, &ids[1], &[], None);
         assert!(answer.overlaps.is_empty());
         assert_eq!(answer.peer.claims.len(), 1);
-        assert_eq!(board.silent_count(), 0);
+        assert_eq!(silent(&board), 0);
         let later = announce(&mut board, &ids[0], &["src"], Some("more"));
         assert!(later.overlaps.is_empty());
     }
@@ -1477,14 +1470,12 @@ mod tests {
         assert_eq!(kept.version.chars().count(), limits::CLIENT_VERSION_CHARS);
         assert!(kept.version.ends_with('…'));
         assert_eq!(kept.title.as_deref(), Some("\u{FFFD}"));
-        board.set_client(
-            &id,
-            ClientInfo {
-                name: " \t".into(),
-                version: String::new(),
-                title: Some("t".repeat(500)),
-            },
-        );
+        let blank = ClientInfo {
+            name: " \t".into(),
+            version: String::new(),
+            title: Some("t".repeat(500)),
+        };
+        let id = board.attach(Transport::Http, blank, at(0));
         let kept = board.peer(&id, at(0)).unwrap().client;
         assert_eq!(kept.name, ClientInfo::uninitialized().name);
         assert_eq!(

@@ -64,6 +64,9 @@ pub enum SideKind {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ChangeKind {
     /// Committed on the worktree's branch since the merge base with the default branch.
     Committed,
@@ -78,12 +81,7 @@ pub enum ChangeKind {
 impl ChangeKind {
     /// The word answers use.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Committed => "committed",
-            ChangeKind::Staged => "staged",
-            ChangeKind::Unstaged => "unstaged",
-            ChangeKind::Untracked => "untracked",
-        }
+        self.into()
     }
 }
 
@@ -471,6 +469,12 @@ pub fn change_overlaps_among(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_serde_words;
+
+    #[test]
+    fn serde_writes_each_change_kind_as_as_str_says() {
+        assert_serde_words(ChangeKind::as_str);
+    }
     use crate::paths::normalize;
     use crate::peers::{Announcement, ClientInfo, Transport};
     use crate::testing::Lcg;

@@ -19,11 +19,14 @@ use std::str::FromStr;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strum::VariantArray;
 
 /// Which checkouts of the repository a question covers. The whole repository costs a lease
 /// read and a probe per checkout; this checkout alone costs nothing beyond its own memory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum Checkouts {
     /// Every checkout git registers for the repository, this one first. The default.
     #[default]
@@ -39,11 +42,7 @@ pub enum Checkouts {
 impl Checkouts {
     /// The word this choice is written as in queries, tool inputs and on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Checkouts::Repository => "repository",
-            Checkouts::This => "this",
-            Checkouts::Everywhere => "everywhere",
-        }
+        self.into()
     }
 }
 
@@ -59,15 +58,16 @@ impl FromStr for Checkouts {
     /// Accepts exactly the words serde writes; anything else is refused with a message
     /// naming the words that would have worked.
     fn from_str(word: &str) -> Result<Self, Self::Err> {
-        match word {
-            "repository" => Ok(Checkouts::Repository),
-            "this" => Ok(Checkouts::This),
-            "everywhere" => Ok(Checkouts::Everywhere),
-            other => Err(format!(
-                "unknown checkouts `{other}`: say `repository` or `this`, or `everywhere` \
-                 for other machines too"
-            )),
-        }
+        Checkouts::VARIANTS
+            .iter()
+            .copied()
+            .find(|choice| choice.as_str() == word)
+            .ok_or_else(|| {
+                format!(
+                    "unknown checkouts `{word}`: say `repository` or `this`, or `everywhere` \
+                     for other machines too"
+                )
+            })
     }
 }
 
@@ -75,6 +75,9 @@ impl FromStr for Checkouts {
 /// names answers for that checkout, and whether it runs this executable's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ServerStanding {
     /// There is no lease: no server serves this checkout.
     Absent,
@@ -91,13 +94,7 @@ pub enum ServerStanding {
 impl ServerStanding {
     /// The word this standing is written as in answers.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ServerStanding::Absent => "absent",
-            ServerStanding::Starting => "starting",
-            ServerStanding::Ready => "ready",
-            ServerStanding::Outdated => "outdated",
-            ServerStanding::Stale => "stale",
-        }
+        self.into()
     }
 }
 
@@ -110,6 +107,13 @@ impl fmt::Display for ServerStanding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_serde_words;
+
+    #[test]
+    fn serde_writes_each_word_as_as_str_says() {
+        assert_serde_words(Checkouts::as_str);
+        assert_serde_words(ServerStanding::as_str);
+    }
 
     #[test]
     fn checkouts_words_round_trip_through_serde_and_from_str() {

@@ -21,6 +21,7 @@ pub mod listing;
 mod pairs;
 pub mod paths;
 pub mod peers;
+pub mod sync;
 pub mod text;
 
 #[cfg(test)]

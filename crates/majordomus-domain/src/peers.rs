@@ -96,6 +96,9 @@ impl ClientInfo {
 /// How a peer's client reached majordomus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum Transport {
     /// Over the stdin and stdout of the `majordomus mcp` process it started: the process that
     /// serves, or a bridge to it.
@@ -107,10 +110,7 @@ pub enum Transport {
 impl Transport {
     /// The word this transport is written as in answers.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Stdio => "stdio",
-            Transport::Http => "http",
-        }
+        self.into()
     }
 }
 
@@ -319,6 +319,12 @@ pub struct ListedOverlap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_serde_words;
+
+    #[test]
+    fn serde_writes_each_transport_as_as_str_says() {
+        assert_serde_words(Transport::as_str);
+    }
     use serde_json::json;
 
     fn peer() -> Peer {

@@ -1,6 +1,24 @@
 //! Random-ish but repeatable inputs for the tests that compare a fast rule with its simple
 //! definition.
 
+/// Fails unless serde writes and reads every variant of `T` as the word `as_str` gives it:
+/// an enum's words are spelled once for each, and the two spellings must agree.
+pub(crate) fn assert_serde_words<T>(as_str: fn(T) -> &'static str)
+where
+    T: strum::VariantArray
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + PartialEq
+        + Copy
+        + std::fmt::Debug,
+{
+    for &variant in T::VARIANTS {
+        let word = as_str(variant);
+        assert_eq!(serde_json::to_value(variant).unwrap(), word, "{variant:?}");
+        assert_eq!(serde_json::from_value::<T>(word.into()).unwrap(), variant);
+    }
+}
+
 /// A linear congruential generator: the same seed, the same sequence.
 pub(crate) struct Lcg(pub(crate) u64);
 

@@ -12,7 +12,8 @@ use axum::http::StatusCode;
 pub const BODY_LIMIT_BYTES: usize = 1024 * 1024;
 
 /// What kind of refusal an error is; decides the HTTP status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorKind {
     /// The input is malformed: fix it and call again.
     InvalidInput,
@@ -34,12 +35,7 @@ impl ErrorKind {
 
     /// The word an HTTP error body names it by.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::InvalidInput => "invalid_input",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::Refused => "refused",
-            ErrorKind::Internal => "internal",
-        }
+        self.into()
     }
 
     pub fn http_status(self) -> u16 {
@@ -89,7 +85,8 @@ impl std::fmt::Display for CapabilityError {
 impl std::error::Error for CapabilityError {}
 
 /// The router's own refusals, made before any capability runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Rejection {
     /// No token, or the wrong one.
     Unauthorized,
@@ -114,13 +111,7 @@ impl Rejection {
 
     /// The word an HTTP error body names it by.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Rejection::Unauthorized => "unauthorized",
-            Rejection::Forbidden => "forbidden",
-            Rejection::Conflict => "conflict",
-            Rejection::PayloadTooLarge => "payload_too_large",
-            Rejection::Unavailable => "unavailable",
-        }
+        self.into()
     }
 
     pub fn status(self) -> StatusCode {
@@ -140,4 +131,28 @@ pub fn error_kinds() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .map(ErrorKind::as_str)
         .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_name_their_kinds_in_snake_case() {
+        let kinds: Vec<_> = error_kinds().collect();
+        assert_eq!(
+            kinds,
+            [
+                "invalid_input",
+                "not_found",
+                "refused",
+                "internal",
+                "unauthorized",
+                "forbidden",
+                "conflict",
+                "payload_too_large",
+                "unavailable",
+            ]
+        );
+    }
 }

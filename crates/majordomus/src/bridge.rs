@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use majordomus_checkout::{Lease, ProbeAnswer};
 use majordomus_domain::peers::Transport;
+use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
     ClientRequest, ContentBlock, InitializeRequestParams, InitializeResult, JsonObject,
@@ -44,7 +45,7 @@ use crate::registry::Operation;
 use crate::server::Worker;
 use crate::server::mcp::{
     BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
-    is_let_go, tools,
+    is_let_go, metas, negotiate, tool_list,
 };
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StartError, StopRequests, elect_and_start,
@@ -335,9 +336,7 @@ impl Bridge {
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
             Outcome::Started(running) => *bridge.serving.lock().await = Some(running),
-            Outcome::Found(lease) => {
-                *bridge.first_lease.lock().unwrap_or_else(|p| p.into_inner()) = Some(*lease)
-            }
+            Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
         let keepalive = tokio::spawn(keep_alive(bridge.clone()));
         let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
@@ -372,8 +371,7 @@ impl Bridge {
             drop(connection.take());
         }
         let serving = self.serving.lock().await.take();
-        let retiring: Vec<JoinHandle<()>> =
-            std::mem::take(&mut *self.retiring.lock().unwrap_or_else(|p| p.into_inner()));
+        let retiring: Vec<JoinHandle<()>> = std::mem::take(&mut *self.retiring.lock_or_recover());
         let own = async {
             if let Some(running) = serving {
                 running
@@ -400,7 +398,7 @@ impl Bridge {
             tokio::spawn(
                 async move { retired.run(Lifetime::IdleFor(Duration::ZERO), &stops).await },
             );
-        let mut retiring = self.retiring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut retiring = self.retiring.lock_or_recover();
         retiring.retain(|finishing| !finishing.is_finished());
         retiring.push(finishing);
         None
@@ -434,11 +432,7 @@ impl Bridge {
                     service: None,
                 });
             }
-            let found = self
-                .first_lease
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
+            let found = self.first_lease.lock_or_recover().take();
             let lease = match found {
                 Some(lease) => lease,
                 None => match elect_and_start_after(&self.site, silence.take()).await? {
@@ -521,18 +515,12 @@ impl Bridge {
 
     /// The client's conversation id, once known.
     fn client_session(&self) -> Option<String> {
-        self.client_session
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.client_session.lock_or_recover().clone()
     }
 
     /// Remembers the conversation a request of the client named, for every upstream to come.
     fn note_client_session(&self, id: String) {
-        *self
-            .client_session
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id);
+        *self.client_session.lock_or_recover() = Some(id);
     }
 
     /// The current upstream, establishing one when there is none.
@@ -574,7 +562,7 @@ impl Bridge {
 
     async fn replay(&self, upstream: &Upstream) {
         let (claims, episode) = {
-            let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+            let memory = self.memory.lock_or_recover();
             (memory.claims.clone(), memory.episode.clone())
         };
         // The episode first, so the claims replayed after it are recorded under it.
@@ -611,7 +599,7 @@ impl Bridge {
     /// rather than undo it (a detach that ran is never followed by a replayed attach).
     fn remember(&self, tool: &str, arguments: &Option<JsonObject>) {
         let arguments = arguments.clone().unwrap_or_default();
-        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let mut memory = self.memory.lock_or_recover();
         match tool {
             announce if announce == tool_name::<PeersAnnounce>() => {
                 let name = arguments
@@ -707,7 +695,7 @@ impl Bridge {
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<ListToolsResult, McpError> {
-        let own = || ListToolsResult::with_all_items(tools().to_vec());
+        let own = tool_list;
         for _ in 0..MAX_FAILOVERS_PER_CALL {
             let Ok((upstream, generation)) = self.current().await else {
                 return Ok(own());
@@ -958,8 +946,7 @@ impl ServerHandler for SharedBridge {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let negotiated = self.negotiate_initialize(&request)?;
+        let negotiated = negotiate(self, &request, &context)?;
         let _ = self.0.client.set(request);
         let (upstream, _) = self
             .0
@@ -1004,10 +991,7 @@ impl ServerHandler for SharedBridge {
     ) -> Result<CallToolResponse, McpError> {
         self.0.introduce(&context);
         // Codex names its conversation only here, in every call's turn metadata.
-        if let Some(id) = client_session_of(&[
-            Some(&context.meta.0.0),
-            request.meta.as_ref().map(|meta| &meta.0.0),
-        ]) {
+        if let Some(id) = client_session_of(&metas(&context, request.meta.as_ref())) {
             self.0.note_client_session(id);
         }
         self.0.call_tool(request).await.map(CallToolResponse::from)

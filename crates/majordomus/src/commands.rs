@@ -74,7 +74,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    let bound = Duration::from_millis(site.config.timings.stop_timeout_ms) + Duration::from_secs(2);
+    let bound = site.config.timings.stop_timeout() + Duration::from_secs(2);
     let started = Instant::now();
     while process_alive(lease.pid, lease.process_start) {
         if started.elapsed() > bound {
@@ -93,8 +93,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
 /// `majordomus serve ensure`: make sure a server is ready, starting a detached one if needed.
 pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
     let site = Site::open(&dir)?;
-    let bound =
-        Duration::from_millis(site.config.timings.starting_grace_ms) + Duration::from_secs(5);
+    let bound = site.config.timings.starting_grace() + Duration::from_secs(5);
     let started = Instant::now();
     let mut spawned = false;
     loop {

@@ -82,7 +82,7 @@ impl Site {
     }
 
     pub fn probe_timeout(&self) -> Duration {
-        Duration::from_millis(self.config.timings.probe_timeout_ms)
+        self.config.timings.probe_timeout()
     }
 
     /// The latest reading of the whole repository. One older than [`CHANGES_INTERVAL`] (or

@@ -110,7 +110,7 @@ pub fn evidence<'a>(
         owner_alive: lease.is_some_and(Lease::owner_alive),
         executable_unchanged: lease.is_some_and(|lease| lease.executable.matches_disk()),
         this_version: env!("CARGO_PKG_VERSION"),
-        starting_grace: Duration::from_millis(site.config.timings.starting_grace_ms),
+        starting_grace: site.config.timings.starting_grace(),
     }
 }
 

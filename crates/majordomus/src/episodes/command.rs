@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use majordomus_domain::sync::LockExt;
+
 use super::event::EventKind;
 
 /// The most of a command's stderr kept: its last line is all that is reported.
@@ -100,7 +102,7 @@ impl CommandDriver {
                     if n == 0 {
                         break;
                     }
-                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut kept = kept.lock_or_recover();
                     kept.extend_from_slice(&chunk[..n]);
                     if kept.len() > STDERR_KEPT_BYTES {
                         let excess = kept.len() - STDERR_KEPT_BYTES;
@@ -135,7 +137,7 @@ impl CommandDriver {
         // stderr ends when the command (and anything it left running) closes it; do not wait
         // long for a straggler that holds it open.
         let _ = done_rx.recv_timeout(Duration::from_millis(200));
-        let said = last_line(&stderr_kept.lock().unwrap_or_else(|p| p.into_inner()));
+        let said = last_line(&stderr_kept.lock_or_recover());
         match (status, said) {
             (None, said) => {
                 let mut report = format!(

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 /// What happened to an episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum EventKind {
     /// A connection attached to an id nobody had open.
     Opened,
@@ -27,20 +30,16 @@ pub enum EventKind {
 
 impl EventKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Opened => "opened",
-            EventKind::Resumed => "resumed",
-            EventKind::Announced => "announced",
-            EventKind::Released => "released",
-            EventKind::Detached => "detached",
-            EventKind::Closed => "closed",
-        }
+        self.into()
     }
 }
 
 /// Why an episode was closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum CloseReason {
     /// Its client closed it with `episodes.detach`.
     Detach,
@@ -52,11 +51,7 @@ pub enum CloseReason {
 
 impl CloseReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::Detach => "detach",
-            CloseReason::Expired => "expired",
-            CloseReason::Shutdown => "shutdown",
-        }
+        self.into()
     }
 }
 
@@ -134,3 +129,23 @@ pub struct Event {
 
 /// The note on a `resumed` event whose episode a previous server left open.
 pub const INTERRUPTED_NOTE: &str = "interrupted: the previous server ended without closing it";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn events_are_written_and_read_in_the_words_as_str_gives() {
+        for &kind in EventKind::VARIANTS {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            let read: EventKind = serde_json::from_value(kind.as_str().into()).unwrap();
+            assert_eq!(read, kind);
+        }
+        for &reason in CloseReason::VARIANTS {
+            assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
+            let read: CloseReason = serde_json::from_value(reason.as_str().into()).unwrap();
+            assert_eq!(read, reason);
+        }
+    }
+}

@@ -18,6 +18,9 @@ use super::journal::{Record, journal_path, read_journal};
 /// Where an episode of the log stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum LoggedState {
     /// A `closed` record ends it.
     Closed,
@@ -32,12 +35,7 @@ pub enum LoggedState {
 
 impl LoggedState {
     fn as_str(self) -> &'static str {
-        match self {
-            LoggedState::Closed => "closed",
-            LoggedState::Open => "open",
-            LoggedState::Detached => "detached",
-            LoggedState::Interrupted => "interrupted",
-        }
+        self.into()
     }
 }
 
@@ -359,6 +357,14 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
 mod tests {
     use super::super::journal::{RECORD_SCHEMA, tests_support};
     use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn states_are_written_in_the_words_as_str_gives() {
+        for &state in LoggedState::VARIANTS {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+        }
+    }
 
     fn record(seq: u64, kind: EventKind, id: &str, at: &str) -> Record {
         let mut event = tests_support::event(kind, id);

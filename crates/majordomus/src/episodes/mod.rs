@@ -22,6 +22,7 @@ use majordomus_checkout::Checkout;
 use majordomus_domain::episodes::{ConnectionEpisode, EpisodeBoard};
 use majordomus_domain::ids::rfc3339;
 use majordomus_domain::peers::{Announcement, ClientInfo};
+use majordomus_domain::sync::LockExt;
 use tokio::sync::oneshot;
 
 use crate::context::Site;
@@ -161,11 +162,7 @@ pub struct Pending<T>(oneshot::Receiver<T>);
 impl Recorder {
     /// Starts the driver `site`'s configuration names, reporting onto `board`.
     pub fn start(site: &Site, board: Arc<Mutex<EpisodeBoard>>) -> Recorder {
-        let grace = board
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .grace()
-            .as_secs();
+        let grace = board.lock_or_recover().grace().as_secs();
         let (driver, patience, description) = match &site.config.episodes.command {
             Some(program) => {
                 let command = CommandDriver::new(
@@ -230,8 +227,7 @@ impl Recorder {
                     *self
                         .unrecorded
                         .by_episode
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
+                        .lock_or_recover()
                         .entry(id.to_owned())
                         .or_default() += 1;
                     self.unrecorded
@@ -460,13 +456,7 @@ impl Worker {
         if !self.unrecorded.any.swap(false, Ordering::Acquire) {
             return;
         }
-        let lost = std::mem::take(
-            &mut *self
-                .unrecorded
-                .by_episode
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
+        let lost = std::mem::take(&mut *self.unrecorded.by_episode.lock_or_recover());
         for (external_id, count) in lost {
             let text = format!(
                 "{count} event(s) of this episode were not recorded: the episode recorder fell \
@@ -478,8 +468,7 @@ impl Worker {
 
     fn set_repository(&self, external_id: &str, text: &str) {
         self.board
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_or_recover()
             .set_repository(external_id, text);
     }
 
@@ -522,12 +511,12 @@ impl Worker {
             kind = EventKind::Resumed;
             carried_over = true;
             let now = SystemTime::now();
-            if let Some(continued) = self
-                .board
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .carry_over(&episode.external_id, &mark.opened_at, mark.attachments, now)
-            {
+            if let Some(continued) = self.board.lock_or_recover().carry_over(
+                &episode.external_id,
+                &mark.opened_at,
+                mark.attachments,
+                now,
+            ) {
                 episode = continued;
             }
         }

@@ -23,6 +23,7 @@ use majordomus_checkout::config::FederationConfig;
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::peers::Peer;
+use majordomus_domain::sync::LockExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
@@ -301,18 +302,12 @@ impl Federation {
     }
 
     fn link_state(&self) -> LinkState {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.state.lock_or_recover().clone()
     }
 
     /// Records a new state of the link, and logs it when it is a change of kind.
     fn set_state(&self, next: LinkState) {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.state.lock_or_recover();
         // Once stopping, what the client reports is the stop's own doing: not worth a line.
         if *state == next || (self.stop.is_cancelled() && next != LinkState::Stopped) {
             return;
@@ -331,9 +326,7 @@ impl Federation {
     }
 
     fn view(&self) -> MutexGuard<'_, RemoteView> {
-        self.view
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.view.lock_or_recover()
     }
 
     /// Runs `change` on the remote view and tells whoever waits for changes.

@@ -19,6 +19,9 @@ use crate::context::Context;
 /// Whether a capability only reads (a query) or changes server state (a command).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum Kind {
     Query,
     Command,
@@ -26,16 +29,16 @@ pub enum Kind {
 
 impl Kind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Query => "query",
-            Kind::Command => "command",
-        }
+        self.into()
     }
 }
 
 /// How settled a capability's contract is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum Stability {
     /// Its behaviour is proven end to end by the integration tests.
     BehaviorallyVerified,
@@ -45,16 +48,14 @@ pub enum Stability {
 
 impl Stability {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stability::BehaviorallyVerified => "behaviorally_verified",
-            Stability::Experimental => "experimental",
-        }
+        self.into()
     }
 }
 
 /// The HTTP method of a route: a GET takes the input's fields as query parameters, a POST a
 /// JSON body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum HttpMethod {
     Get,
     Post,
@@ -62,10 +63,7 @@ pub enum HttpMethod {
 
 impl HttpMethod {
     pub fn as_str(self) -> &'static str {
-        match self {
-            HttpMethod::Get => "GET",
-            HttpMethod::Post => "POST",
-        }
+        self.into()
     }
 }
 
@@ -277,6 +275,21 @@ fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn declarations_are_written_in_the_words_as_str_gives() {
+        for &kind in Kind::VARIANTS {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for &stability in Stability::VARIANTS {
+            assert_eq!(serde_json::to_value(stability).unwrap(), stability.as_str());
+        }
+        assert_eq!(
+            [HttpMethod::Get, HttpMethod::Post].map(HttpMethod::as_str),
+            ["GET", "POST"]
+        );
+    }
 
     /// A capability of the test's own, so the registry's rules are tested apart from the
     /// capabilities this build has.

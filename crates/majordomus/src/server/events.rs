@@ -33,6 +33,7 @@ use majordomus_domain::limits;
 use majordomus_domain::peers::{
     Announced, Announcement, ClientInfo, OverlapPath, PeerCheckout, PeerId, Transport,
 };
+use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 
@@ -252,7 +253,7 @@ impl EventBus {
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock_or_recover()
     }
 
     /// A peer attached; the caller holds the board's lock.

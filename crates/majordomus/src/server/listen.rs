@@ -17,7 +17,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
+use majordomus_domain::sync::LockExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -260,7 +261,7 @@ impl ProbationPlaces {
         self: &Arc<Self>,
         clock: &Arc<ConnectionClock>,
     ) -> Option<(ProbationPlace, Option<Arc<ConnectionClock>>)> {
-        let mut holders = self.holders.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut holders = self.holders.lock_or_recover();
         let mut displaced = None;
         if holders.len() >= self.limit {
             let waiting = holders.iter().position(|holder| holder.awaits_head())?;
@@ -286,11 +287,7 @@ struct ProbationPlace {
 
 impl Drop for ProbationPlace {
     fn drop(&mut self) {
-        let mut holders = self
-            .places
-            .holders
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut holders = self.places.holders.lock_or_recover();
         if let Some(held) = holders
             .iter()
             .position(|holder| Arc::ptr_eq(holder, &self.clock))
@@ -454,10 +451,7 @@ impl ConnectionClock {
     }
 
     fn awaits_head(&self) -> bool {
-        matches!(
-            *self.phase.lock().unwrap_or_else(PoisonError::into_inner),
-            Phase::AwaitingHead { .. }
-        )
+        matches!(*self.phase.lock_or_recover(), Phase::AwaitingHead { .. })
     }
 
     fn displace(&self) {
@@ -470,7 +464,7 @@ impl ConnectionClock {
     }
 
     fn update(&self, step: impl FnOnce(Phase) -> Phase) {
-        let mut phase = self.phase.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut phase = self.phase.lock_or_recover();
         let next = step(*phase);
         if next != *phase {
             *phase = next;
@@ -479,10 +473,7 @@ impl ConnectionClock {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.phase
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .deadline(self.deadlines)
+        self.phase.lock_or_recover().deadline(self.deadlines)
     }
 }
 

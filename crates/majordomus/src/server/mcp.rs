@@ -4,12 +4,13 @@
 use std::sync::{Arc, OnceLock};
 
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
+use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
-    UnsubscribeRequestParams,
+    RequestMetaObject, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -73,10 +74,7 @@ impl McpSession {
             return;
         };
         {
-            let mut known = self
-                .client_session
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut known = self.client_session.lock_or_recover();
             if known.as_deref() == Some(session_id) {
                 return;
             }
@@ -181,9 +179,17 @@ pub const CLIENT_SESSION_META_KEY: &str = "majordomus/client-session";
 /// `session_id` included.
 pub const CODEX_TURN_META_KEY: &str = "x-codex-turn-metadata";
 
-/// The client session a request's `_meta` names: a bridge's own key, or the `session_id` of
-/// Codex's turn metadata (an object, or the same as a JSON string). rmcp lifts a request's
-/// `_meta` into its context; older paths leave it in the parameters, so both are read.
+/// Where a request's `_meta` may be: rmcp lifts it into the request's context, older paths
+/// leave it in the parameters, so both are read, the context's first.
+pub fn metas<'a>(
+    context: &'a RequestContext<RoleServer>,
+    params: Option<&'a RequestMetaObject>,
+) -> [Option<&'a JsonObject>; 2] {
+    [Some(&context.meta.0.0), params.map(|meta| &meta.0.0)]
+}
+
+/// The client session a request's `_meta` ([`metas`]) names: a bridge's own key, or the
+/// `session_id` of Codex's turn metadata (an object, or the same as a JSON string).
 pub fn client_session_of(metas: &[Option<&JsonObject>]) -> Option<String> {
     metas.iter().flatten().find_map(|meta| {
         if let Some(Value::String(id)) = meta.get(CLIENT_SESSION_META_KEY) {
@@ -201,6 +207,11 @@ pub fn client_session_of(metas: &[Option<&JsonObject>]) -> Option<String> {
             _ => None,
         }
     })
+}
+
+/// The answer to `tools/list` from this build: every tool, on one page.
+pub fn tool_list() -> ListToolsResult {
+    ListToolsResult::with_all_items(tools().to_vec())
 }
 
 /// The tools every connection is shown, derived once from the registry.
@@ -267,6 +278,19 @@ pub async fn call(
     })
 }
 
+/// What answering `initialize` does whichever handler answers it, a session served here or
+/// a bridge: the client's introduction is kept on its connection, and the protocol version
+/// is agreed between the client's and the ones `handler` declares, with `handler`'s
+/// capabilities and server info.
+pub fn negotiate(
+    handler: &impl ServerHandler,
+    request: &InitializeRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Result<InitializeResult, McpError> {
+    context.peer.set_peer_info(request.clone());
+    handler.negotiate_initialize(request)
+}
+
 pub fn server_config() -> ServerConfig {
     ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
         Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
@@ -303,17 +327,9 @@ impl ServerHandler for McpSession {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
-        // rmcp lifts a request's `_meta` into the context; older paths leave it in the params.
-        let meta = |key: &str| {
-            context
-                .meta
-                .0
-                .0
-                .get(key)
-                .or_else(|| request.meta.as_ref().and_then(|meta| meta.0.0.get(key)))
-        };
+        let result = negotiate(self, &request, &context)?;
+        let sent = metas(&context, request.meta.as_ref());
+        let meta = |key: &str| sent.iter().flatten().find_map(|meta| meta.get(key));
         let worker = meta(WORKER_META_KEY)
             .and_then(|value| value.as_str())
             .filter(|identity| is_worker_identity(identity))
@@ -324,11 +340,7 @@ impl ServerHandler for McpSession {
         let peer = self.join(&request.client_info, worker);
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
-        let session = client_session_of(&[
-            Some(&context.meta.0.0),
-            request.meta.as_ref().map(|meta| &meta.0.0),
-        ]);
-        if let Some(session) = session {
+        if let Some(session) = client_session_of(&sent) {
             self.adopt_client_session(&session).await;
         }
         Ok(result.with_instructions(self.state.instructions(peer)))
@@ -344,7 +356,7 @@ impl ServerHandler for McpSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.heard()?;
-        Ok(ListToolsResult::with_all_items(tools().to_vec()))
+        Ok(tool_list())
     }
 
     async fn call_tool(
@@ -353,10 +365,7 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.heard()?;
-        let session = client_session_of(&[
-            Some(&context.meta.0.0),
-            request.meta.as_ref().map(|meta| &meta.0.0),
-        ]);
+        let session = client_session_of(&metas(&context, request.meta.as_ref()));
         if let Some(session) = session {
             self.adopt_client_session(&session).await;
         }

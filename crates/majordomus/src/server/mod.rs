@@ -21,6 +21,7 @@ use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::EpisodeBoard;
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport};
+use majordomus_domain::sync::LockExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -92,7 +93,7 @@ pub struct ServerState {
 impl ServerState {
     pub fn new(site: Arc<Site>, lease: LeaseHandle) -> Arc<Self> {
         let root = site.checkout.root.display().to_string();
-        let grace = std::time::Duration::from_secs(site.config.timings.reattach_grace_secs);
+        let grace = site.config.timings.reattach_grace();
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let recorder = Recorder::start(&site, episodes.clone());
         let shutdown = CancellationToken::new();
@@ -122,15 +123,11 @@ impl ServerState {
     }
 
     pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {
-        self.board
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.board.lock_or_recover()
     }
 
     pub(crate) fn episode_board(&self) -> MutexGuard<'_, EpisodeBoard> {
-        self.episodes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.episodes.lock_or_recover()
     }
 
     /// The lease this process holds, as answers show it: without the token.
@@ -152,7 +149,7 @@ impl ServerState {
     /// Records the address the listener answers on and publishes it in the lease.
     pub(crate) fn publish(&self, url: String) -> std::io::Result<bool> {
         let _ = self.url.set(url.clone());
-        let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lease = self.lease.lock_or_recover();
         match lease.as_mut() {
             Some(handle) => handle.publish_url(&url),
             None => Ok(false),
@@ -180,7 +177,7 @@ impl ServerState {
         if !self.is_leaseholder() {
             return false;
         }
-        let mut lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lease = self.lease.lock_or_recover();
         let ours = lease.as_mut().is_some_and(|handle| handle.recheck());
         if !ours {
             lease.take();
@@ -195,7 +192,7 @@ impl ServerState {
 
     /// Removes the lease if it is still ours (the ordered stop).
     pub(crate) fn release_lease(&self) -> bool {
-        let handle = self.lease.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = self.lease.lock_or_recover().take();
         self.leaseholder.store(false, Ordering::SeqCst);
         handle.is_some_and(|handle| handle.release())
     }
@@ -309,7 +306,7 @@ impl ServerState {
     }
 
     fn workers(&self) -> MutexGuard<'_, Workers> {
-        self.workers.lock().unwrap_or_else(|p| p.into_inner())
+        self.workers.lock_or_recover()
     }
 
     /// Every message of a connection refreshes its peer and its episode.

@@ -23,6 +23,7 @@ use majordomus_domain::episodes::validate_external_id;
 use majordomus_domain::limits;
 use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
+use majordomus_domain::sync::LockExt;
 
 use super::ServerState;
 use crate::api::CapabilityError;
@@ -128,9 +129,7 @@ fn is_attached(board: &PeerBoard, peer: &PeerId, now: SystemTime) -> bool {
 
 impl ServerState {
     fn sessions(&self) -> MutexGuard<'_, HookSessions> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.sessions.lock_or_recover()
     }
 
     /// The peer that speaks for the client session `session_id` (checked by the caller):

@@ -27,6 +27,9 @@ use facts::Finding;
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum HookClient {
     /// Claude Code.
     ClaudeCode,
@@ -48,12 +51,7 @@ impl HookClient {
 
     /// The word commands, configs and answers name it by.
     pub fn as_str(self) -> &'static str {
-        match self {
-            HookClient::ClaudeCode => "claude-code",
-            HookClient::Codex => "codex",
-            HookClient::GeminiCli => "gemini-cli",
-            HookClient::Cursor => "cursor",
-        }
+        self.into()
     }
 
     /// The client a word names, if any.
@@ -356,5 +354,21 @@ impl Operation for HooksNews {
             .await;
         let lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
         Ok(News { peer, lines })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn clients_are_written_and_read_in_the_words_as_str_gives() {
+        assert_eq!(HookClient::VARIANTS, HookClient::ALL);
+        for client in HookClient::ALL {
+            assert_eq!(serde_json::to_value(client).unwrap(), client.as_str());
+            let read: HookClient = serde_json::from_value(client.as_str().into()).unwrap();
+            assert_eq!(read, client);
+        }
     }
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use majordomus_domain::sync::LockExt;
 use serde::Serialize;
 
 use super::ServerState;
@@ -58,7 +59,7 @@ struct AccessInner {
 
 impl Access {
     fn inner(&self) -> std::sync::MutexGuard<'_, AccessInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock_or_recover()
     }
 
     fn mint_ticket(&self) -> String {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use majordomus_domain::peers::PeerId;
+use majordomus_domain::sync::LockExt;
 use rmcp::RoleServer;
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
@@ -93,16 +94,13 @@ impl SessionFeed {
 
     /// `resources/unsubscribe` from the board.
     pub fn unsubscribe_board(&self) {
-        self.board_updates
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        self.board_updates.lock_or_recover().take();
     }
 }
 
 /// Keeps `stop` as the one running task of its kind, stopping the one it replaces.
 fn replace(slot: &Mutex<Option<DropGuard>>, stop: CancellationToken) {
-    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(stop.drop_guard());
+    *slot.lock_or_recover() = Some(stop.drop_guard());
 }
 
 fn rank(level: LoggingLevel) -> u8 {
