@@ -22,28 +22,8 @@ use crate::git::{CheckoutError, git_command, git_failed};
 /// than copied onto every answer.
 pub const MAX_CHANGED_PATHS: usize = 2_000;
 
-/// How a path was changed. A path can be changed in several ways at once (committed, then
-/// edited again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
-#[strum(serialize_all = "lowercase")]
-#[cfg_attr(test, derive(strum::VariantArray))]
-pub enum ChangeKind {
-    /// Committed on the worktree's branch since the merge base with the default branch.
-    Committed,
-    /// Staged in the index, not committed.
-    Staged,
-    /// Changed in the working tree, not staged.
-    Unstaged,
-    /// A new file git does not track and does not ignore.
-    Untracked,
-}
-
-impl ChangeKind {
-    /// The word answers use.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
+/// How a path was changed: the domain's kinds, which git's output is read into directly.
+pub use majordomus_domain::changes::ChangeKind;
 
 /// One changed path, repository-relative as git writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,16 +311,6 @@ mod tests {
     use super::*;
     use crate::testing::{Repository, git};
     use std::fs;
-    use strum::VariantArray;
-
-    #[test]
-    fn each_kind_is_the_word_the_domain_writes() {
-        for &kind in ChangeKind::VARIANTS {
-            let answered: majordomus_domain::changes::ChangeKind =
-                serde_json::from_value(kind.as_str().into()).unwrap();
-            assert_eq!(answered.as_str(), kind.as_str());
-        }
-    }
 
     fn kinds(changes: &Changes, path: &str) -> Vec<&'static str> {
         changes

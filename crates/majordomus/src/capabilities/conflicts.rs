@@ -16,6 +16,7 @@ use crate::context::{Context, Site};
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
+use crate::render;
 use crate::survey;
 
 /// What to ask of `conflicts.predict`. It always covers every worktree of the repository:
@@ -126,24 +127,7 @@ impl Operation for ConflictsPredict {
             text.push_str(&format!("\n  partial: {}", for_terminal(reason)));
         }
         for conflict in &output.conflicts {
-            let side = |s: &ConflictSide| match &s.branch {
-                Some(branch) => format!("{} ({})", for_terminal(&s.worktree), for_terminal(branch)),
-                None => for_terminal(&s.worktree).into_owned(),
-            };
-            let mut paths: Vec<String> = conflict
-                .paths
-                .iter()
-                .map(|p| for_terminal(p).into_owned())
-                .collect();
-            if conflict.more_paths > 0 {
-                paths.push(format!("and {} more", conflict.more_paths));
-            }
-            text.push_str(&format!(
-                "\n  conflict: {} and {} on {}",
-                side(&conflict.ours),
-                side(&conflict.theirs),
-                paths.join(", ")
-            ));
+            text.push_str(&format!("\n  conflict: {}", render::conflict(conflict)));
         }
         for worktree in output.worktrees.iter().filter(|w| w.reason.is_some()) {
             text.push_str(&format!(

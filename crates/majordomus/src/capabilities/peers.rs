@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use majordomus_checkout::changes::{ChangeKind as GitChangeKind, Changes};
+use majordomus_checkout::changes::Changes;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::board::check_announcement;
@@ -13,7 +13,7 @@ use majordomus_domain::changes::{
     WorktreeChanges, change_overlaps_among, changes_meeting,
 };
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
-use majordomus_domain::conflicts::{ConflictSide, ConflictSummary};
+use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::limits;
 use majordomus_domain::listing::{claims_meeting, overlaps_among, silent};
 use majordomus_domain::paths::{ClaimPath, without_repeats};
@@ -381,28 +381,9 @@ impl Operation for PeersList {
         }
         if let Some(conflicts) = &output.conflicts {
             for conflict in &conflicts.conflicts {
-                let side = |s: &ConflictSide| {
-                    render::checkout(&PeerCheckout {
-                        id: s.checkout_id.clone(),
-                        worktree: s.worktree.clone(),
-                        branch: s.branch.clone(),
-                        this_checkout: false,
-                        machine: None,
-                    })
-                };
-                let mut paths: Vec<String> = conflict
-                    .paths
-                    .iter()
-                    .map(|p| for_terminal(p).into_owned())
-                    .collect();
-                if conflict.more_paths > 0 {
-                    paths.push(format!("{} more", conflict.more_paths));
-                }
                 text.push_str(&format!(
-                    "\n  merge conflict predicted: {} and {} on {}",
-                    side(&conflict.ours),
-                    side(&conflict.theirs),
-                    paths.join(", ")
+                    "\n  merge conflict predicted: {}",
+                    render::conflict(conflict)
                 ));
             }
             if let Some(reason) = &conflicts.reason {
@@ -729,19 +710,13 @@ async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeC
 
 /// A worktree's changes as git read them, as a board carries them.
 fn board_changes(changes: Changes) -> WorktreeChanges {
-    let kind = |kind: GitChangeKind| match kind {
-        GitChangeKind::Committed => ChangeKind::Committed,
-        GitChangeKind::Staged => ChangeKind::Staged,
-        GitChangeKind::Unstaged => ChangeKind::Unstaged,
-        GitChangeKind::Untracked => ChangeKind::Untracked,
-    };
     capped(WorktreeChanges {
         paths: changes
             .paths
             .into_iter()
             .map(|changed| ChangedPath {
                 path: changed.path,
-                kinds: changed.kinds.into_iter().map(kind).collect(),
+                kinds: changed.kinds,
             })
             .collect(),
         more_paths: changes.omitted,
@@ -1100,7 +1075,7 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<List
 mod tests {
     use super::*;
     use crate::capabilities::conflicts::WorktreeChanges as PredictedWorktree;
-    use majordomus_domain::conflicts::PredictedConflict;
+    use majordomus_domain::conflicts::{ConflictSide, PredictedConflict};
 
     fn side(name: &str) -> ConflictSide {
         ConflictSide {
