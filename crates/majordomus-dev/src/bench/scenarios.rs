@@ -11,16 +11,15 @@ use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, sp
 use super::nats::BenchNats;
 use super::report::ScenarioRow;
 use super::setup::{
-    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, TempRepository, git, status_kib,
+    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, Serving, TempRepository, git, status_kib,
     wait_gone, wait_no_lease,
 };
 use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
-use crate::context::Context;
-use crate::federation::FederationState;
-use crate::registry::{Capability, Registry};
-use crate::server::ServerState;
-use crate::server::run::{Elected, elect};
+use majordomus::context::Context;
+use majordomus::federation::FederationState;
+use majordomus::registry::{Capability, Registry};
+use majordomus::server::ServerState;
 
 /// How many linked worktrees the gather reads, and how many of them have a live server.
 pub const GATHER_WORKTREES: usize = 118;
@@ -281,15 +280,9 @@ async fn board(
             BoardCase::ListAfterWide => "board-list-wide",
         },
     )?;
-    let site = crate::cli::open_site(repository.root())?;
-    let lease = match elect(&site)
-        .await
-        .map_err(|error| format!("the election failed: {error}"))?
-    {
-        Elected::Won(lease) => lease,
-        Elected::Serving(_) => return Err("the fresh repository is already served".into()),
-    };
-    let state = ServerState::new(site.clone(), lease);
+    let site = majordomus::cli::open_site(repository.root())?;
+    let serving = Serving::start(site.clone()).await?;
+    let state = serving.state.clone();
     let client = |name: String| ClientInfo {
         name,
         version: "1.0.0".into(),
@@ -300,17 +293,15 @@ async fn board(
         let scope = (0..BOARD_PATHS)
             .map(|m| format!("pkg{n:04}/src/mod{m}"))
             .collect();
-        state
-            .announce(
-                &peer,
-                AnnounceInput {
-                    intent: format!("task {n}"),
-                    scope,
-                    claim: None,
-                },
-                SystemTime::now(),
-            )
-            .map_err(|error| error.message)?;
+        announce_as_written(
+            &state,
+            &peer,
+            AnnounceInput {
+                intent: format!("task {n}"),
+                scope,
+                claim: None,
+            },
+        )?;
     }
     let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None);
     if case == BoardCase::ListAfterWide {
@@ -319,9 +310,7 @@ async fn board(
             scope: wide_scope(),
             claim: None,
         };
-        state
-            .announce(&caller, wide, SystemTime::now())
-            .map_err(|error| error.message)?;
+        announce_as_written(&state, &caller, wide)?;
     }
     let ctx = Context {
         site: site.clone(),
@@ -368,10 +357,28 @@ async fn board(
     };
     let budget = Budget::scenario(options, 200, 2000, 3.0);
     let samples = sample_in_process(budget, capability, &ctx, &input).await;
-    state.close_all_episodes().await;
-    state.release_lease();
-    state.shutdown.cancel();
+    serving.stop().await;
     Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
+}
+
+/// Records a claim with its paths taken by their text alone, not resolved on disk: how the
+/// crowded board's ten thousand claimed paths are made quickly, none of which exists.
+fn announce_as_written(
+    state: &ServerState,
+    caller: &PeerId,
+    input: AnnounceInput,
+) -> Result<(), String> {
+    let root = state.site.checkout.root.display().to_string();
+    let paths = input
+        .scope
+        .iter()
+        .map(|raw| majordomus_domain::paths::normalize(raw, &root))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| error.to_string())?;
+    state
+        .announce_resolved(caller, input, paths, SystemTime::now())
+        .map(drop)
+        .map_err(|error| error.message)
 }
 
 /// `VmRSS` of a `majordomus serve` once 200 MCP Streamable HTTP sessions are open and each has
@@ -593,7 +600,7 @@ async fn announce_to_subscribers(
                 .send()
                 .await
                 .map_err(|error| format!("an event stream did not open: {error}"))?;
-            let mut events = crate::server::events::read_stream(response);
+            let mut events = majordomus::server::events::read_stream(response);
             let seen = seen.clone();
             readers.push(tokio::spawn(async move {
                 while let Some(Ok(event)) = events.next().await {
@@ -873,7 +880,7 @@ async fn federation_visible(
             let (ctx, seeing) = (ctx.clone(), seeing.clone());
             async move {
                 // Untimed: a quiet moment, so the board is published at once.
-                tokio::time::sleep(crate::federation::REPUBLISH_INTERVAL).await;
+                tokio::time::sleep(majordomus::federation::REPUBLISH_INTERVAL).await;
                 let mut seen = seeing.federation.remote_changes();
                 let started = Instant::now();
                 announce
@@ -896,7 +903,7 @@ async fn federation_visible(
             format!(
                 "`peers.announce` on machine alpha's server until the claim is in machine beta's view: published to nats-server, delivered to beta's watch, checked and held; both servers inside this process, {} on loopback; each announce after a quiet {} ms, so it is published at once",
                 nats.version(),
-                crate::federation::REPUBLISH_INTERVAL.as_millis()
+                majordomus::federation::REPUBLISH_INTERVAL.as_millis()
             ),
         ))
     }
@@ -932,7 +939,7 @@ async fn federation_everywhere(
             .await
             .map_err(|error| format!("cannot connect to nats-server: {error}"))?;
         let bucket = async_nats::jetstream::new(client)
-            .get_key_value(crate::federation::BUCKET)
+            .get_key_value(majordomus::federation::BUCKET)
             .await
             .map_err(|error| format!("no bucket: {error}"))?;
         let seen = state.federation.remote_changes();
@@ -1020,12 +1027,12 @@ fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                     }
                 })
                 .collect();
-            let checkout = crate::federation::document::PublishedCheckout {
+            let checkout = majordomus::federation::document::PublishedCheckout {
                 id: id.clone(),
                 worktree: "/home/dev/repo".into(),
                 branch: Some("main".into()),
             };
-            let (_, bytes) = crate::federation::document::BoardDocument::publish(
+            let (_, bytes) = majordomus::federation::document::BoardDocument::publish(
                 &machine,
                 checkout,
                 majordomus_domain::checkouts::ServerStanding::Ready,
@@ -1033,7 +1040,7 @@ fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                 SystemTime::now(),
                 peers,
             );
-            let key = crate::federation::document::BoardKey::new(repository, &machine, &id);
+            let key = majordomus::federation::document::BoardKey::new(repository, &machine, &id);
             (key.as_key(), bytes)
         })
         .collect()

@@ -3,11 +3,13 @@
 //! tiny filtered one, to show the report holds exactly the planned rows it selected.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use majordomus::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
 use majordomus::registry::Registry;
+use majordomus_dev::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
 use serde_json::Value;
 
 /// The transports a capability should be measured on, read from its exposure independently of
@@ -80,12 +82,30 @@ fn the_scenarios_have_distinct_names() {
     assert!(names.iter().all(|name| name.starts_with("scenario/")));
 }
 
-/// Runs `majordomus bench` with `args` and the JSON report written to a temporary file, bounded
+/// Builds the `majordomus` the benchmark spawns, once, before any run is timed. The benchmark
+/// builds it itself when cargo runs it, as here, but under `cargo test --workspace` the first
+/// such build compiles the libraries again (with the features of the two crates rather than
+/// the whole workspace's), which can take longer than a run is given.
+fn build_majordomus() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_BIN_EXE_majordomus-dev"))
+            .parent()
+            .expect("the executable is in a target directory");
+        bench::executable::build(env!("CARGO").as_ref(), dir)
+    });
+    if let Err(message) = built {
+        panic!("{message}");
+    }
+}
+
+/// Runs `majordomus-dev bench` with `args` and the JSON report written to a temporary file, bounded
 /// in time; returns the report.
 fn bench_json(args: &[&str]) -> Value {
+    build_majordomus();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus-dev"));
     command
         .arg("bench")
         .args(args)
@@ -98,14 +118,14 @@ fn bench_json(args: &[&str]) -> Value {
             command.env_remove(&key);
         }
     }
-    let mut child = command.spawn().expect("majordomus bench starts");
+    let mut child = command.spawn().expect("majordomus-dev bench starts");
     let started = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let output = child.wait_with_output().unwrap();
             assert!(
                 status.success(),
-                "majordomus bench {args:?} failed:\n{}",
+                "majordomus-dev bench {args:?} failed:\n{}",
                 String::from_utf8_lossy(&output.stderr)
             );
             break;
@@ -113,7 +133,7 @@ fn bench_json(args: &[&str]) -> Value {
         if started.elapsed() > Duration::from_secs(90) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("majordomus bench {args:?} did not finish within 90 s");
+            panic!("majordomus-dev bench {args:?} did not finish within 90 s");
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -15,7 +15,7 @@ use super::{
     BenchTransport, Budget, Options, RowKey, SCENARIOS, Scenario, expects_refusal, planned_rows,
     scenarios, select,
 };
-use crate::registry::{Capability, Registry};
+use majordomus::registry::{Capability, Registry};
 
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
@@ -48,6 +48,12 @@ pub async fn run(options: &Options) -> Result<Report, String> {
             options.filter.as_deref().unwrap_or("")
         ));
     }
+    // Before the clock and the progress bar: it may build the executable first.
+    let explicit = options.majordomus.clone();
+    let majordomus =
+        tokio::task::spawn_blocking(move || super::executable::locate(explicit.as_deref()))
+            .await
+            .map_err(|error| format!("finding `majordomus` failed: {error}"))??;
     let started_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -58,7 +64,7 @@ pub async fn run(options: &Options) -> Result<Report, String> {
             .expect("the template is valid")
             .progress_chars("=> "),
     );
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&majordomus)?;
     let outcome = measure_all(options, &scratch, &rows, &scenarios, &progress).await;
     progress.finish_and_clear();
     let (mut measured, setup, scenario_rows) = match outcome {
@@ -133,7 +139,7 @@ impl Fixture {
         progress: &ProgressBar,
     ) -> Result<Fixture, String> {
         if let Some(dir) = repo {
-            let site = crate::cli::open_site(dir)?;
+            let site = majordomus::cli::open_site(dir)?;
             return Ok(Fixture {
                 dir: site.checkout.root.clone(),
                 description: format!(
