@@ -1,4 +1,4 @@
-//! The command line. The fixed commands (`mcp`, `serve`, `openapi`, `docs`, `bench`, …) are
+//! The command line. The fixed commands (`mcp`, `serve`, `hook`, `install`, `openapi`, …) are
 //! declared here; every capability with CLI words becomes a command too, its flags derived from
 //! its input schema.
 
@@ -110,77 +110,7 @@ pub fn command() -> Command {
                 .about("Say, for each client found on PATH or in the repository, whether majordomus is wired into it, and what to run if not")
                 .arg(repo_arg()),
         )
-        .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"))
-        .subcommand(
-            Command::new("docs")
-                .about("Write the reference pages (one per capability, and an index) from the capability registry")
-                .arg(
-                    Arg::new("out")
-                        .long("out")
-                        .value_name("DIR")
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .default_value(crate::docs::DEFAULT_DIR)
-                        .help("The directory to write into"),
-                )
-                .arg(
-                    Arg::new("check")
-                        .long("check")
-                        .action(ArgAction::SetTrue)
-                        .help("Write nothing: fail, naming each page, when DIR differs from what the code generates"),
-                ),
-        )
-        .subcommand(
-            Command::new("bench")
-                .about("Measure every capability on every transport it is exposed on, once per declared case; print p50/p90/p99")
-                .arg(
-                    Arg::new("repo")
-                        .long("repo")
-                        .value_name("DIR")
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .help("Measure in this checkout (it must have no server running) instead of a temporary repository"),
-                )
-                .arg(
-                    Arg::new("json")
-                        .long("json")
-                        .value_name("FILE")
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .help("Also write the report, with the machine description, as JSON"),
-                )
-                .arg(
-                    Arg::new("markdown")
-                        .long("markdown")
-                        .value_name("FILE")
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .help("Also write the tables as Markdown"),
-                )
-                .arg(
-                    Arg::new("filter")
-                        .long("filter")
-                        .value_name("TEXT")
-                        .help("Only rows (capability/transport/case) and scenarios whose name contains TEXT"),
-                )
-                .arg(
-                    Arg::new("scenarios")
-                        .long("scenarios")
-                        .action(ArgAction::SetTrue)
-                        .help("Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions, boards federated across machines (needs nats-server)"),
-                )
-                .arg(
-                    Arg::new("iterations")
-                        .long("iterations")
-                        .value_name("N")
-                        .value_parser(clap::value_parser!(usize))
-                        .help("Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)"),
-                )
-                .arg(
-                    Arg::new("warmup")
-                        .long("warmup")
-                        .value_name("N")
-                        .value_parser(clap::value_parser!(usize))
-                        .default_value("30")
-                        .help("Unmeasured calls before each row"),
-                ),
-        );
+        .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"));
     for capability in crate::capabilities::registry().iter() {
         if let Some(words) = capability.declaration.exposure.cli {
             root = graft(
@@ -486,23 +416,6 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             leaf.get_flag("json"),
             leaf.get_one::<String>("since").map(String::as_str),
         ),
-        ["docs"] => crate::docs::command(
-            leaf.get_one::<PathBuf>("out").expect("--out has a default"),
-            leaf.get_flag("check"),
-        ),
-        ["bench"] => {
-            crate::bench::run(crate::bench::Options {
-                repo: leaf.get_one::<PathBuf>("repo").cloned(),
-                json: leaf.get_one::<PathBuf>("json").cloned(),
-                markdown: leaf.get_one::<PathBuf>("markdown").cloned(),
-                filter: leaf.get_one::<String>("filter").cloned(),
-                scenarios: leaf.get_flag("scenarios"),
-                iterations: leaf.get_one::<usize>("iterations").copied(),
-                warmup: leaf.get_one::<usize>("warmup").copied().unwrap_or(30),
-                ..Default::default()
-            })
-            .await
-        }
         ["openapi"] => {
             println!(
                 "{}",
@@ -596,6 +509,13 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         command().debug_assert();
+    }
+
+    #[test]
+    fn the_development_tooling_is_no_command_of_the_users_executable() {
+        for tool in ["docs", "bench"] {
+            assert!(command().find_subcommand(tool).is_none(), "{tool}");
+        }
     }
 
     #[test]

@@ -3,13 +3,11 @@
 //! See `ARCHITECTURE.md` at the repository root for the parts and how a request flows.
 
 pub mod api;
-pub mod bench;
 pub mod bridge;
 pub mod capabilities;
 pub mod cli;
 pub mod commands;
 pub mod context;
-pub mod docs;
 pub mod episodes;
 pub mod federation;
 pub mod hooks;

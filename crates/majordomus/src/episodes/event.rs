@@ -99,7 +99,7 @@ pub struct Event {
     pub at: String,
     /// The client's own id for the episode.
     pub external_id: String,
-    /// The provider the client's name maps to in `providers.yaml` (`generic` when none).
+    /// The provider the client's name maps to in `providers.toml` (`generic` when none).
     pub provider: String,
     /// The client as it named itself.
     pub client: EventClient,

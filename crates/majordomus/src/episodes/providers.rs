@@ -1,4 +1,4 @@
-//! The providers a worker can run under, from the `providers.yaml` shipped inside the
+//! The providers a worker can run under, from the `providers.toml` shipped inside the
 //! executable: which `clientInfo.name` values identify each, where a project configures its
 //! MCP servers for it, and whether it has session hooks.
 
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const GENERIC: &str = "generic";
 
 /// The shipped list, as written.
-pub const PROVIDERS_YAML: &str = include_str!("../../providers.yaml");
+pub const PROVIDERS_TOML: &str = include_str!("../../providers.toml");
 
 /// The format of a provider's project MCP configuration file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +66,7 @@ impl Providers {
     /// Reads a providers document, refusing one that would make the mapping ambiguous: a
     /// repeated id, a client name claimed twice, or no `generic` entry to fall back on.
     pub fn parse(text: &str) -> Result<Providers, String> {
-        let document: Document = serde_norway::from_str(text)
+        let document: Document = toml::from_str(text)
             .map_err(|error| format!("the providers list cannot be read: {error}"))?;
         let mut ids = HashSet::new();
         let mut names = HashSet::new();
@@ -99,8 +99,8 @@ impl Providers {
     pub fn builtin() -> &'static Providers {
         static PROVIDERS: OnceLock<Providers> = OnceLock::new();
         PROVIDERS.get_or_init(|| {
-            Providers::parse(PROVIDERS_YAML)
-                .unwrap_or_else(|error| panic!("the shipped providers.yaml is broken: {error}"))
+            Providers::parse(PROVIDERS_TOML)
+                .unwrap_or_else(|error| panic!("the shipped providers.toml is broken: {error}"))
         })
     }
 
@@ -203,26 +203,31 @@ mod tests {
 
     #[test]
     fn an_ambiguous_or_incomplete_list_is_refused() {
-        let no_generic =
-            "providers:\n  - {id: a, title: A, client_names: [x], session_hooks: false}\n";
+        let no_generic = r#"providers = [{ id = "a", title = "A", client_names = ["x"], session_hooks = false }]"#;
         assert!(
             Providers::parse(no_generic)
                 .unwrap_err()
                 .contains("generic")
         );
-        let twice = "providers:\n  - {id: a, title: A, client_names: [x], session_hooks: false}\n  - {id: b, title: B, client_names: [X], session_hooks: false}\n  - {id: generic, title: G, session_hooks: false}\n";
+        let twice = r#"providers = [
+            { id = "a", title = "A", client_names = ["x"], session_hooks = false },
+            { id = "b", title = "B", client_names = ["X"], session_hooks = false },
+            { id = "generic", title = "G", session_hooks = false },
+        ]"#;
         assert!(Providers::parse(twice).unwrap_err().contains("`X`"));
-        let same_id = "providers:\n  - {id: generic, title: A, session_hooks: false}\n  - {id: generic, title: B, session_hooks: false}\n";
+        let same_id = r#"providers = [
+            { id = "generic", title = "A", session_hooks = false },
+            { id = "generic", title = "B", session_hooks = false },
+        ]"#;
         assert!(Providers::parse(same_id).unwrap_err().contains("twice"));
-        let unknown_field =
-            "providers:\n  - {id: generic, title: A, session_hooks: false, colour: red}\n";
+        let unknown_field = r#"providers = [{ id = "generic", title = "A", session_hooks = false, colour = "red" }]"#;
         assert!(
             Providers::parse(unknown_field)
                 .unwrap_err()
                 .contains("colour")
         );
-        let bad_format = "providers:\n  - {id: generic, title: A, session_hooks: false, project_config: {file: x, format: ini}}\n";
+        let bad_format = r#"providers = [{ id = "generic", title = "A", session_hooks = false, project_config = { file = "x", format = "ini" } }]"#;
         assert!(Providers::parse(bad_format).is_err());
-        assert!(Providers::parse("providers: [").is_err());
+        assert!(Providers::parse("providers = [").is_err());
     }
 }

@@ -27,6 +27,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
 use majordomus_domain::sync::LockExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -34,7 +35,6 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower::ServiceExt as _;
 
 /// The most connections served in full at once: kept alive between requests and given the
 /// whole header timeout. Fewer when the open-file limit is low (see [`connection_limits`]).
@@ -315,7 +315,7 @@ async fn serve_connection(
         clock: clock.clone(),
     });
     let service = Tracked {
-        router,
+        router: TowerToHyperService::new(router),
         clock: clock.clone(),
     };
     let connection = http1::Builder::new()
@@ -539,9 +539,10 @@ impl AsyncWrite for Watched {
 }
 
 /// The router, telling the connection's clock when a request begins and when its answer
-/// has been written (its body dropped).
+/// has been written (its body dropped). The router is a tower service; hyper-util's adapter
+/// calls it as hyper calls its services, each request on a clone of it.
 struct Tracked {
-    router: Router,
+    router: TowerToHyperService<Router>,
     clock: Arc<ConnectionClock>,
 }
 
@@ -553,9 +554,9 @@ impl hyper::service::Service<hyper::Request<Incoming>> for Tracked {
     fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
         self.clock.update(Phase::request_began);
         let in_flight = RequestInFlight(self.clock.clone());
-        let router = self.router.clone();
+        let answer = self.router.call(request);
         Box::pin(async move {
-            let response = router.oneshot(request).await?;
+            let response = answer.await?;
             Ok(response.map(|body| TrackedBody {
                 body,
                 _in_flight: in_flight,

@@ -263,8 +263,10 @@ impl ServerState {
     /// or its server replaced) takes over its former slot's claims and the slot goes, so it
     /// is never listed twice nor told that it overlaps itself; it announces its claims again
     /// right after, which replaces them. A bridged worker is held to pinging: silent for the
-    /// bridge silence, it is let go.
-    pub(crate) fn attach(
+    /// bridge silence, it is let go. Public for the benchmark, which calls the capabilities
+    /// in its own process as an attached peer.
+    #[doc(hidden)]
+    pub fn attach(
         &self,
         transport: Transport,
         client: ClientInfo,
@@ -407,27 +409,11 @@ impl ServerState {
             .collect()
     }
 
-    /// Records a claim with its paths read by their text alone, as the benchmark's crowded
-    /// board is made; a peer's announcement goes through [`ServerState::announce_resolved`].
-    pub(crate) fn announce(
-        &self,
-        caller: &PeerId,
-        input: AnnounceInput,
-        now: SystemTime,
-    ) -> Result<Announced, CapabilityError> {
-        let root = self.site.checkout.root.display().to_string();
-        let paths = input
-            .scope
-            .iter()
-            .map(|raw| majordomus_domain::paths::normalize(raw, &root))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        self.announce_resolved(caller, input, paths, now)
-    }
-
     /// Records a claim whose paths were resolved on disk, one per scope path, after
     /// releasing the claims whose grace ran out, so the answer never meets one of those.
-    pub(crate) fn announce_resolved(
+    /// Public for the benchmark, which fills a board with claims it does not resolve.
+    #[doc(hidden)]
+    pub fn announce_resolved(
         &self,
         caller: &PeerId,
         input: AnnounceInput,

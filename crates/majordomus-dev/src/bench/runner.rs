@@ -15,13 +15,13 @@ use super::{
     BenchTransport, Budget, Options, RowKey, SCENARIOS, Scenario, expects_refusal, planned_rows,
     scenarios, select,
 };
-use crate::registry::Capability;
+use majordomus::registry::Capability;
 
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
 
 pub async fn run(options: &Options) -> Result<Report, String> {
-    let registry = crate::capabilities::registry();
+    let registry = majordomus::capabilities::registry();
     let rows = select(planned_rows(registry), options.filter.as_deref());
     let scenarios: Vec<Scenario> = if options.scenarios {
         SCENARIOS
@@ -48,6 +48,12 @@ pub async fn run(options: &Options) -> Result<Report, String> {
             options.filter.as_deref().unwrap_or("")
         ));
     }
+    // Before the clock and the progress bar: it may build the executable first.
+    let explicit = options.majordomus.clone();
+    let majordomus =
+        tokio::task::spawn_blocking(move || super::executable::locate(explicit.as_deref()))
+            .await
+            .map_err(|error| format!("finding `majordomus` failed: {error}"))??;
     let started_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -58,7 +64,7 @@ pub async fn run(options: &Options) -> Result<Report, String> {
             .expect("the template is valid")
             .progress_chars("=> "),
     );
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&majordomus)?;
     let outcome = measure_all(options, &scratch, &rows, &scenarios, &progress).await;
     progress.finish_and_clear();
     let (mut measured, setup, scenario_rows) = match outcome {
@@ -110,7 +116,7 @@ async fn measure_all(
         scenario_rows.push(scenarios::run(scenario, scratch, options, progress).await);
         progress.inc(1);
     }
-    let order = planned_rows(crate::capabilities::registry());
+    let order = planned_rows(majordomus::capabilities::registry());
     let rows = order
         .into_iter()
         .filter_map(|key| measured.remove(&key))
@@ -133,7 +139,7 @@ impl Fixture {
         progress: &ProgressBar,
     ) -> Result<Fixture, String> {
         if let Some(dir) = repo {
-            let site = crate::context::Site::open(dir)?;
+            let site = majordomus::context::Site::open(dir)?;
             return Ok(Fixture {
                 dir: site.checkout.root.clone(),
                 description: format!(
@@ -297,14 +303,14 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
         "episodes.detach" => "episodes.attach",
         _ => return None,
     };
-    let prepare = crate::capabilities::registry().by_id(id)?;
+    let prepare = majordomus::capabilities::registry().by_id(id)?;
     let (_, input) = prepare.bench_cases().into_iter().next()?;
     Some((prepare, input))
 }
 
 /// Measures one row: warm-up, then iterations until the budget says stop.
 pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -> Row {
-    let capability = crate::capabilities::registry()
+    let capability = majordomus::capabilities::registry()
         .by_id(key.capability)
         .expect("rows are planned from the registry");
     let input = capability

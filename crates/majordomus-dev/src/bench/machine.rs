@@ -22,9 +22,10 @@ pub struct Machine {
     /// `rustc --version` of the compiler on `PATH` when the benchmark ran (the one that built
     /// this executable, when the run follows `cargo build` on the same machine).
     pub rustc: Option<String>,
-    /// `release` or `debug`: whether this executable was built with debug assertions.
+    /// `release` or `debug`: whether this executable (and so the `majordomus` built beside it)
+    /// was built with debug assertions.
     pub profile: &'static str,
-    /// This executable's version.
+    /// The workspace's version, which this executable and `majordomus` share.
     pub majordomus_version: &'static str,
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::stats::Summary;
 use super::{BenchTransport, Machine, ScenarioTarget, Target};
-use crate::render::table;
+use majordomus::render::table;
 
 /// One row of the matrix as measured.
 #[derive(Clone, Debug, Serialize)]

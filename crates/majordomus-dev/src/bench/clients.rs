@@ -14,8 +14,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::Value;
 
-use crate::context::Context;
-use crate::registry::{Capability, HttpMethod};
+use majordomus::context::Context;
+use majordomus::registry::{Capability, HttpMethod};
 
 /// How one call ended, as the caller saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! `majordomus bench`: every capability, on every transport it is exposed on, once per case its
+//! `cargo xtask bench`: every capability, on every transport it is exposed on, once per case its
 //! input type declares — plus the scenarios a reader of the numbers asks about (cold starts, a gather over many
 //! worktrees, a crowded board, memory with many sessions, boards federated across machines).
 //!
@@ -8,6 +8,7 @@
 //! benchmark reports, the reader judges.
 
 mod clients;
+pub mod executable;
 mod machine;
 mod nats;
 mod report;
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::registry::{Capability, Declaration, Kind, Registry};
+use majordomus::registry::{Capability, Declaration, Kind, Registry};
 
 pub use machine::Machine;
 pub use report::{Report, Row, ScenarioRow};
@@ -399,7 +400,7 @@ impl ScenarioTarget {
     }
 }
 
-/// What `majordomus bench` was asked to do.
+/// What `cargo xtask bench` was asked to do.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// A checkout to measure in instead of a temporary repository.
@@ -419,6 +420,9 @@ pub struct Options {
     pub row_seconds: f64,
     /// Unmeasured calls before each row.
     pub warmup: usize,
+    /// The `majordomus` executable the out-of-process rows and scenarios spawn, instead of the
+    /// one beside this executable.
+    pub majordomus: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -432,6 +436,7 @@ impl Default for Options {
             iterations: None,
             row_seconds: 2.0,
             warmup: 30,
+            majordomus: None,
         }
     }
 }
@@ -519,7 +524,7 @@ mod tests {
 
     #[test]
     fn every_capability_is_measured_on_each_of_its_transports_once_per_case() {
-        let registry = crate::capabilities::registry();
+        let registry = majordomus::capabilities::registry();
         let rows = planned_rows(registry);
         let unique: std::collections::BTreeSet<_> = rows.iter().cloned().collect();
         assert_eq!(unique.len(), rows.len(), "no row is planned twice");
@@ -536,7 +541,7 @@ mod tests {
 
     #[test]
     fn filters_match_the_row_name() {
-        let rows = planned_rows(crate::capabilities::registry());
+        let rows = planned_rows(majordomus::capabilities::registry());
         let picked = select(rows, Some("peers.list/rest/"));
         assert!(!picked.is_empty());
         assert!(

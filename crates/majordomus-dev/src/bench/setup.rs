@@ -1,6 +1,6 @@
 //! What the benchmark stands on: a scratch directory (temporary repositories, the logs of the
-//! processes it starts, a copy of this executable), `majordomus serve` processes ended by their
-//! own pid, and a server running inside the bench process itself.
+//! processes it starts, a copy of the `majordomus` executable), `majordomus serve` processes
+//! ended by their own pid, and a server running inside the bench process itself.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,10 +12,12 @@ use majordomus_checkout::{Lease, LeaseReading, lease_path, read_lease};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use tempfile::TempDir;
+use tokio::task::JoinHandle;
 
-use crate::context::{Context, Site};
-use crate::server::run::{Elected, Running, elect, start};
-use crate::survey;
+use majordomus::context::{Context, Site};
+use majordomus::server::ServerState;
+use majordomus::server::run::{Elected, Lifetime, StopRequests, elect, start};
+use majordomus::survey;
 
 /// How long any one wait of the setup may take before the benchmark gives up with a message.
 pub const SETUP_BOUND: Duration = Duration::from_secs(30);
@@ -66,7 +68,8 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    pub fn new() -> Result<Scratch, String> {
+    /// A scratch directory holding a copy of `original`, the `majordomus` executable.
+    pub fn new(original: &Path) -> Result<Scratch, String> {
         let dir = tempfile::Builder::new()
             .prefix("majordomus-bench-")
             .tempdir()
@@ -77,13 +80,11 @@ impl Scratch {
             .map_err(|error| format!("the temporary directory vanished: {error}"))?;
         let logs = base.join("logs");
         std::fs::create_dir_all(&logs).map_err(|error| error.to_string())?;
-        // The spawned processes run a copy of this executable, so a rebuild of the original
+        // The spawned processes run a copy of the executable, so a rebuild of the original
         // during the run cannot make them judge each other `outdated`.
-        let original = std::env::current_exe()
-            .map_err(|error| format!("cannot find this executable: {error}"))?;
         let exe = base.join("majordomus");
-        if std::fs::hard_link(&original, &exe).is_err() {
-            std::fs::copy(&original, &exe)
+        if std::fs::hard_link(original, &exe).is_err() {
+            std::fs::copy(original, &exe)
                 .map_err(|error| format!("could not copy {}: {error}", original.display()))?;
         }
         Ok(Scratch {
@@ -272,7 +273,7 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// Waits until the checkout's lease names a server that answers as ready, and returns it.
 pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
-    let site = crate::context::Site::open(dir)?;
+    let site = majordomus::context::Site::open(dir)?;
     let started = Instant::now();
     loop {
         let found = survey::survey(&site, site.checkout.clone()).await;
@@ -300,7 +301,7 @@ pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
 
 /// Waits until a checkout has no lease any more (its server has stopped in order).
 pub async fn wait_no_lease(dir: &Path) -> Result<(), String> {
-    let site = crate::context::Site::open(dir)?;
+    let site = majordomus::context::Site::open(dir)?;
     let path = lease_path(&site.checkout);
     let started = Instant::now();
     while !matches!(read_lease(&path), LeaseReading::Absent) {
@@ -316,16 +317,17 @@ pub async fn wait_no_lease(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A server running inside the bench process, with one peer attached to call as: the context
-/// the handler sees when an MCP session of this process calls it.
-pub struct InProcessServer {
-    running: Running,
-    caller: PeerId,
+/// A server elected and started inside the bench process, stopped as `majordomus serve stop`
+/// stops one: episodes close as `shutdown`, the lease goes, the listener stops.
+pub struct Serving {
+    pub state: Arc<ServerState>,
+    stops: StopRequests,
+    task: JoinHandle<()>,
 }
 
-impl InProcessServer {
-    pub async fn start(dir: &Path) -> Result<InProcessServer, String> {
-        let site: Arc<Site> = crate::context::Site::open(dir)?;
+impl Serving {
+    pub async fn start(site: Arc<Site>) -> Result<Serving, String> {
+        let dir = site.checkout.root.clone();
         let lease = match elect(&site)
             .await
             .map_err(|error| format!("the election in {} failed: {error}", dir.display()))?
@@ -344,7 +346,33 @@ impl InProcessServer {
         let running = start(site, lease)
             .await
             .map_err(|error| format!("could not serve {}: {error}", dir.display()))?;
-        let caller = running.state.attach(
+        let state = running.state.clone();
+        let stops = StopRequests::default();
+        let task = tokio::spawn({
+            let stops = stops.clone();
+            async move { running.run(Lifetime::UntilStopped, &stops).await }
+        });
+        Ok(Serving { state, stops, task })
+    }
+
+    /// The ordered stop, awaited.
+    pub async fn stop(self) {
+        self.stops.ask();
+        let _ = self.task.await;
+    }
+}
+
+/// A server running inside the bench process, with one peer attached to call as: the context
+/// the handler sees when an MCP session of this process calls it.
+pub struct InProcessServer {
+    serving: Serving,
+    caller: PeerId,
+}
+
+impl InProcessServer {
+    pub async fn start(dir: &Path) -> Result<InProcessServer, String> {
+        let serving = Serving::start(majordomus::context::Site::open(dir)?).await?;
+        let caller = serving.state.attach(
             Transport::Stdio,
             ClientInfo {
                 name: "majordomus-bench".into(),
@@ -353,28 +381,22 @@ impl InProcessServer {
             },
             None,
         );
-        Ok(InProcessServer { running, caller })
+        Ok(InProcessServer { serving, caller })
     }
 
-    pub fn state(&self) -> &Arc<crate::server::ServerState> {
-        &self.running.state
+    pub fn state(&self) -> &Arc<majordomus::server::ServerState> {
+        &self.serving.state
     }
 
     pub fn context(&self) -> Context {
         Context {
-            site: self.running.state.site.clone(),
-            server: Some(self.running.state.clone()),
+            site: self.serving.state.site.clone(),
+            server: Some(self.serving.state.clone()),
             caller: Some(self.caller.clone()),
         }
     }
 
-    /// Stops it in order: the caller leaves, episodes close, the lease goes, the listener
-    /// stops taking requests.
     pub async fn stop(self) {
-        let state = &self.running.state;
-        state.connection_lost(&self.caller);
-        state.close_all_episodes().await;
-        state.release_lease();
-        state.shutdown.cancel();
+        self.serving.stop().await;
     }
 }

@@ -5,19 +5,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use majordomus::bench;
-use majordomus::docs::{self, INDEX, MARKER, SECTIONS};
+use majordomus_dev::bench;
+use majordomus_dev::docs::{self, INDEX, MARKER, SECTIONS};
 
 /// The pages committed in the repository.
 fn committed() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reference")
 }
 
-fn majordomus(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_majordomus"))
+fn majordomus_dev(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_majordomus-dev"))
         .args(args)
         .output()
-        .expect("majordomus runs")
+        .expect("majordomus-dev runs")
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn the_committed_pages_are_what_the_code_generates() {
     assert!(
         problems.is_empty(),
         "the reference pages in docs/reference/ are not what the code generates; run \
-         `cargo run -p majordomus -- docs` at the repository root and commit the result:\n{}",
+         `cargo xtask docs` and commit the result:\n{}",
         problems.join("\n")
     );
     // And nothing else lives there unnoticed.
@@ -190,7 +190,7 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("reference");
     let out_arg = out.to_str().unwrap();
-    let written = majordomus(&["docs", "--out", out_arg]);
+    let written = majordomus_dev(&["docs", "--out", out_arg]);
     assert!(
         written.status.success(),
         "{}",
@@ -208,7 +208,7 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
     expected.insert(INDEX.to_string());
     assert_eq!(files, expected);
 
-    let again = majordomus(&["docs", "--out", out_arg, "--check"]);
+    let again = majordomus_dev(&["docs", "--out", out_arg, "--check"]);
     assert!(
         again.status.success(),
         "{}",
@@ -224,17 +224,17 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
         format!("{MARKER}\n\n# gone\n"),
     )
     .unwrap();
-    let check = majordomus(&["docs", "--out", out_arg, "--check"]);
+    let check = majordomus_dev(&["docs", "--out", out_arg, "--check"]);
     assert!(!check.status.success(), "--check fails on a difference");
     let said = String::from_utf8_lossy(&check.stderr);
     assert!(said.contains("peers.list.md differs"), "{said}");
     assert!(said.contains("gone.capability.md"), "{said}");
 
     // Writing again repairs both.
-    assert!(majordomus(&["docs", "--out", out_arg]).status.success());
+    assert!(majordomus_dev(&["docs", "--out", out_arg]).status.success());
     assert!(!out.join("gone.capability.md").exists());
     assert!(
-        majordomus(&["docs", "--out", out_arg, "--check"])
+        majordomus_dev(&["docs", "--out", out_arg, "--check"])
             .status
             .success()
     );

@@ -12,16 +12,15 @@ use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, sp
 use super::nats::BenchNats;
 use super::report::ScenarioRow;
 use super::setup::{
-    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, TempRepository, git, status_kib,
+    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, Serving, TempRepository, git, status_kib,
     wait_gone, wait_no_lease,
 };
 use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
-use crate::context::Context;
-use crate::federation::FederationState;
-use crate::registry::Capability;
-use crate::server::ServerState;
-use crate::server::run::{Elected, elect};
+use majordomus::context::Context;
+use majordomus::federation::FederationState;
+use majordomus::registry::Capability;
+use majordomus::server::ServerState;
 
 /// How many linked worktrees the gather reads, and how many of them have a live server.
 pub const GATHER_WORKTREES: usize = 118;
@@ -134,7 +133,7 @@ async fn cold_start(
     } else {
         None
     };
-    let capability = crate::capabilities::registry()
+    let capability = majordomus::capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -210,7 +209,7 @@ async fn gather(
         progress.set_message(scenario.name);
         let server = InProcessServer::start(repository.root()).await?;
         let ctx = server.context();
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});
@@ -286,15 +285,9 @@ async fn board(
             BoardCase::ListAfterWide => "board-list-wide",
         },
     )?;
-    let site = crate::context::Site::open(repository.root())?;
-    let lease = match elect(&site)
-        .await
-        .map_err(|error| format!("the election failed: {error}"))?
-    {
-        Elected::Won(lease) => lease,
-        Elected::Serving(_) => return Err("the fresh repository is already served".into()),
-    };
-    let state = ServerState::new(site.clone(), lease);
+    let site = majordomus::context::Site::open(repository.root())?;
+    let serving = Serving::start(site.clone()).await?;
+    let state = serving.state.clone();
     let client = |name: String| ClientInfo {
         name,
         version: "1.0.0".into(),
@@ -305,17 +298,15 @@ async fn board(
         let scope = (0..BOARD_PATHS)
             .map(|m| format!("pkg{n:04}/src/mod{m}"))
             .collect();
-        state
-            .announce(
-                &peer,
-                AnnounceInput {
-                    intent: format!("task {n}"),
-                    scope,
-                    claim: None,
-                },
-                SystemTime::now(),
-            )
-            .map_err(|error| error.message)?;
+        announce_as_written(
+            &state,
+            &peer,
+            AnnounceInput {
+                intent: format!("task {n}"),
+                scope,
+                claim: None,
+            },
+        )?;
     }
     let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None);
     if case == BoardCase::ListAfterWide {
@@ -324,9 +315,7 @@ async fn board(
             scope: wide_scope(),
             claim: None,
         };
-        state
-            .announce(&caller, wide, SystemTime::now())
-            .map_err(|error| error.message)?;
+        announce_as_written(&state, &caller, wide)?;
     }
     let ctx = Context {
         site: site.clone(),
@@ -350,7 +339,7 @@ async fn board(
         ),
         BoardCase::List | BoardCase::ListAfterWide => ("peers.list", json!({"checkouts": "this"})),
     };
-    let capability = crate::capabilities::registry()
+    let capability = majordomus::capabilities::registry()
         .by_id(id)
         .expect("the board's capabilities are registered");
     let first: Value = capability
@@ -373,10 +362,28 @@ async fn board(
     };
     let budget = Budget::scenario(options, 200, 2000, 3.0);
     let samples = sample_in_process(budget, capability, &ctx, &input).await;
-    state.close_all_episodes().await;
-    state.release_lease();
-    state.shutdown.cancel();
+    serving.stop().await;
     Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
+}
+
+/// Records a claim with its paths taken by their text alone, not resolved on disk: how the
+/// crowded board's ten thousand claimed paths are made quickly, none of which exists.
+fn announce_as_written(
+    state: &ServerState,
+    caller: &PeerId,
+    input: AnnounceInput,
+) -> Result<(), String> {
+    let root = state.site.checkout.root.display().to_string();
+    let paths = input
+        .scope
+        .iter()
+        .map(|raw| majordomus_domain::paths::normalize(raw, &root))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| error.to_string())?;
+    state
+        .announce_resolved(caller, input, paths, SystemTime::now())
+        .map(drop)
+        .map_err(|error| error.message)
 }
 
 /// `VmRSS` of a `majordomus serve` once 200 MCP Streamable HTTP sessions are open and each has
@@ -392,7 +399,7 @@ async fn memory(
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let http = http_client();
     let result = async {
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "this"});
@@ -482,7 +489,7 @@ async fn keep_alive(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("server.status")
             .expect("server.status is registered");
         let input = json!({"checkouts": "this"});
@@ -523,7 +530,7 @@ async fn exit_on_sigint(
 ) -> Result<ScenarioRow, String> {
     let repository = TempRepository::new(scratch, "exit-sigint")?;
     let dir = repository.root().to_path_buf();
-    let capability = crate::capabilities::registry()
+    let capability = majordomus::capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -598,7 +605,7 @@ async fn announce_to_subscribers(
                 .send()
                 .await
                 .map_err(|error| format!("an event stream did not open: {error}"))?;
-            let mut events = crate::server::events::read_stream(response);
+            let mut events = majordomus::server::events::read_stream(response);
             let seen = seen.clone();
             readers.push(tokio::spawn(async move {
                 while let Some(Ok(event)) = events.next().await {
@@ -623,7 +630,7 @@ async fn announce_to_subscribers(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let budget = Budget::scenario(options, 50, 1000, 3.0);
@@ -762,7 +769,7 @@ async fn hook(
         )
         .await?;
         let claimant = Caller::Mcp(session);
-        let announce = crate::capabilities::registry()
+        let announce = majordomus::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         if let Outcome::Failure(why) = claimant
@@ -864,7 +871,7 @@ async fn federation_visible(
         let seeing = watcher.state().clone();
         until_following(alpha.state()).await?;
         until_following(&seeing).await?;
-        let announce = crate::capabilities::registry()
+        let announce = majordomus::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let mut step = 0u64;
@@ -875,7 +882,7 @@ async fn federation_visible(
             let (ctx, seeing) = (ctx.clone(), seeing.clone());
             async move {
                 // Untimed: a quiet moment, so the board is published at once.
-                tokio::time::sleep(crate::federation::REPUBLISH_INTERVAL).await;
+                tokio::time::sleep(majordomus::federation::REPUBLISH_INTERVAL).await;
                 let mut seen = seeing.federation.remote_changes();
                 let started = Instant::now();
                 announce
@@ -898,7 +905,7 @@ async fn federation_visible(
             format!(
                 "`peers.announce` on machine alpha's server until the claim is in machine beta's view: published to nats-server, delivered to beta's watch, checked and held; both servers inside this process, {} on loopback; each announce after a quiet {} ms, so it is published at once",
                 nats.version(),
-                crate::federation::REPUBLISH_INTERVAL.as_millis()
+                majordomus::federation::REPUBLISH_INTERVAL.as_millis()
             ),
         ))
     }
@@ -934,7 +941,7 @@ async fn federation_everywhere(
             .await
             .map_err(|error| format!("cannot connect to nats-server: {error}"))?;
         let bucket = async_nats::jetstream::new(client)
-            .get_key_value(crate::federation::BUCKET)
+            .get_key_value(majordomus::federation::BUCKET)
             .await
             .map_err(|error| format!("no bucket: {error}"))?;
         let seen = state.federation.remote_changes();
@@ -952,7 +959,7 @@ async fn federation_everywhere(
             }
             seen = state.federation.remote_changed(seen, SETUP_BOUND).await;
         }
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "everywhere"});
@@ -1022,12 +1029,12 @@ fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                     }
                 })
                 .collect();
-            let checkout = crate::federation::document::PublishedCheckout {
+            let checkout = majordomus::federation::document::PublishedCheckout {
                 id: id.clone(),
                 worktree: "/home/dev/repo".into(),
                 branch: Some("main".into()),
             };
-            let (_, bytes) = crate::federation::document::BoardDocument::publish(
+            let (_, bytes) = majordomus::federation::document::BoardDocument::publish(
                 &machine,
                 checkout,
                 majordomus_domain::checkouts::ServerStanding::Ready,
@@ -1035,7 +1042,7 @@ fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                 SystemTime::now(),
                 peers,
             );
-            let key = crate::federation::document::BoardKey::new(repository, &machine, &id);
+            let key = majordomus::federation::document::BoardKey::new(repository, &machine, &id);
             (key.as_key(), bytes)
         })
         .collect()
@@ -1105,7 +1112,7 @@ async fn predict(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("conflicts.predict")
             .expect("conflicts.predict is registered");
         let input = json!({});
@@ -1182,7 +1189,7 @@ async fn announce_with_sibling(
         )
         .await?;
         let claimant = Caller::Mcp(mcp);
-        let announce = crate::capabilities::registry()
+        let announce = majordomus::capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let outcome = claimant
@@ -1238,7 +1245,7 @@ async fn list_with_changes(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = crate::capabilities::registry()
+        let capability = majordomus::capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});

@@ -3,10 +3,12 @@
 //! tiny filtered one, to show the report holds exactly the planned rows it selected.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use majordomus::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
+use majordomus_dev::bench::{self, BenchTransport, RowKey, SCENARIOS, planned_rows};
 use serde_json::Value;
 
 /// The transports a capability should be measured on, read from its exposure independently of
@@ -79,18 +81,36 @@ fn the_scenarios_have_distinct_names() {
     assert!(names.iter().all(|name| name.starts_with("scenario/")));
 }
 
-/// Runs `majordomus bench` with `args` and the JSON report written to a temporary file, bounded
+/// Builds the `majordomus` the benchmark spawns, once, before any run is timed. The benchmark
+/// builds it itself when cargo runs it, as here, but under `cargo test --workspace` the first
+/// such build compiles the libraries again (with the features of the two crates rather than
+/// the whole workspace's), which can take longer than a run is given.
+fn build_majordomus() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_BIN_EXE_majordomus-dev"))
+            .parent()
+            .expect("the executable is in a target directory");
+        bench::executable::build(env!("CARGO").as_ref(), dir)
+    });
+    if let Err(message) = built {
+        panic!("{message}");
+    }
+}
+
+/// Runs `majordomus-dev bench` with `args` and the JSON report written to a temporary file, bounded
 /// in time; returns the report.
 ///
 /// What the benchmark prints goes to a file beside the report, shown only if it fails: a pipe
 /// read only after the exit would fill up with a chatty `RUST_LOG` and stall the benchmark,
 /// and inherited, its lines would be printed among the test results.
 fn bench_json(args: &[&str]) -> Value {
+    build_majordomus();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let log = dir.path().join("bench.log");
     let output = std::fs::File::create(&log).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus-dev"));
     command
         .arg("bench")
         .args(args)
@@ -105,13 +125,13 @@ fn bench_json(args: &[&str]) -> Value {
         }
     }
     let printed = || std::fs::read_to_string(&log).unwrap_or_default();
-    let mut child = command.spawn().expect("majordomus bench starts");
+    let mut child = command.spawn().expect("majordomus-dev bench starts");
     let started = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             assert!(
                 status.success(),
-                "majordomus bench {args:?} failed:\n{}",
+                "majordomus-dev bench {args:?} failed:\n{}",
                 printed()
             );
             break;
@@ -120,7 +140,7 @@ fn bench_json(args: &[&str]) -> Value {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "majordomus bench {args:?} did not finish within 90 s:\n{}",
+                "majordomus-dev bench {args:?} did not finish within 90 s:\n{}",
                 printed()
             );
         }

@@ -1,0 +1,9 @@
+//! The tooling of majordomus's own development, kept out of the executable users install: the
+//! reference pages generated from the capability registry (`docs`) and the benchmark
+//! (`bench`). Both read the registry of the `majordomus` library; the benchmark also spawns
+//! the `majordomus` executable for the rows and scenarios that measure a separate process.
+//!
+//! Run through cargo: `cargo xtask docs [--check]`, `cargo xtask bench …`.
+
+pub mod bench;
+pub mod docs;
