@@ -123,6 +123,14 @@ fn lift(mut schema: Value, components: &mut Map<String, Value>) -> Value {
     if let Some(Value::Object(defs)) = schema.as_object_mut().and_then(|s| s.remove("$defs")) {
         for (name, mut def) in defs {
             repoint(&mut def);
+            // Components are named by the Rust type's name: two types of one name would
+            // silently describe one of them with the other's schema.
+            if let Some(earlier) = components.get(&name) {
+                assert_eq!(
+                    earlier, &def,
+                    "two schemas are named `{name}`; rename one of the types"
+                );
+            }
             components.insert(name, def);
         }
     }

@@ -33,7 +33,7 @@ impl BenchCases for ConflictsInput {
 
 /// One worktree, as the prediction read it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct WorktreeChanges {
+pub struct PredictedWorktree {
     /// Where the worktree is.
     pub worktree: String,
     /// The branch checked out there, when it could be read.
@@ -65,7 +65,7 @@ pub struct ConflictPrediction {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Every worktree of the repository, this one first.
-    pub worktrees: Vec<WorktreeChanges>,
+    pub worktrees: Vec<PredictedWorktree>,
     /// How many pairs of worktrees with changes were merged.
     pub pairs: usize,
     /// The pairs that would conflict. Empty is the ordinary case.
@@ -189,7 +189,7 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
     let default_branch = site.config.changes.default_branch.as_deref();
     let mut snapshots: Vec<(usize, String)> = Vec::new();
     for checkout in checkouts {
-        let mut view = WorktreeChanges {
+        let mut view = PredictedWorktree {
             worktree: checkout.root.display().to_string(),
             branch: checkout.branch.clone(),
             checkout_id: checkout.id.clone(),
@@ -257,7 +257,7 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
     answer
 }
 
-fn side(worktree: &WorktreeChanges) -> ConflictSide {
+fn side(worktree: &PredictedWorktree) -> ConflictSide {
     ConflictSide {
         worktree: worktree.worktree.clone(),
         branch: worktree.branch.clone(),

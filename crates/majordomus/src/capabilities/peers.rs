@@ -1074,7 +1074,7 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<List
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capabilities::conflicts::WorktreeChanges as PredictedWorktree;
+    use crate::capabilities::conflicts::PredictedWorktree;
     use majordomus_domain::conflicts::{ConflictSide, PredictedConflict};
 
     fn side(name: &str) -> ConflictSide {

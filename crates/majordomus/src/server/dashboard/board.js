@@ -2,8 +2,9 @@
 // of /api/v1/events. Everything a peer wrote is inserted with textContent, never as markup.
 'use strict';
 
-const LISTING = '/api/v1/peers?checkouts=repository';
-const EVENTS = '/api/v1/events?checkouts=repository';
+// `everywhere` is the repository alone until a federation is configured.
+const LISTING = '/api/v1/peers?checkouts=everywhere';
+const EVENTS = '/api/v1/events?checkouts=everywhere';
 
 let listing = null;
 let readAt = 0;
@@ -35,12 +36,17 @@ function claimText(claim) {
   return name + claim.intent + ' (' + claim.scope.join(', ') + ')';
 }
 
+// A checkout's worktree, with its machine when the listing reaches other machines.
+function place(checkout) {
+  return (checkout.machine ? checkout.machine + ':' : '') + checkout.worktree;
+}
+
 function side(peer, checkout) {
-  return checkout ? peer + ' in ' + checkout.worktree : peer;
+  return checkout ? peer + ' in ' + place(checkout) : peer;
 }
 
 function peerKey(peer, checkout) {
-  return (checkout ? checkout.id : '') + '/' + peer;
+  return (checkout ? (checkout.machine || '') + '/' + checkout.id : '') + '/' + peer;
 }
 
 function secondsAgo(peer) {
@@ -105,7 +111,7 @@ function renderPeers() {
     const seen = cell('LAST SEEN', secondsAgo(peer));
     seen.dataset.seen = String(peer.last_seen_seconds_ago);
     row.append(
-      cell('WORKTREE', peer.checkout ? peer.checkout.worktree : '-', 'path'),
+      cell('WORKTREE', peer.checkout ? place(peer.checkout) : '-', 'path'),
       cell('BRANCH', peer.checkout && peer.checkout.branch ? peer.checkout.branch : '-'),
       cell('PEER', peer.id, 'peer-id'),
       cell('CLIENT', peer.client.name + ' ' + peer.client.version),
@@ -125,7 +131,7 @@ function renderWorktrees() {
   for (const board of listing.boards) {
     const row = element('tr');
     row.append(
-      cell('WORKTREE', board.worktree + (board.this_checkout ? ' (this one)' : ''), 'path'),
+      cell('WORKTREE', place(board) + (board.this_checkout ? ' (this one)' : ''), 'path'),
       cell('BRANCH', board.branch || '-'),
       cell('STANDING', board.standing, 'standing-' + board.standing),
       cell('ATTACHED', board.attached),
