@@ -175,6 +175,7 @@ fn plural(n: usize) -> &'static str {
 mod tests {
     use super::*;
     use crate::peers::{Announcement, ClientInfo, Transport};
+    use crate::testing::claim;
 
     fn peer(n: u64, client: &str, claims: Vec<Announcement>) -> Peer {
         Peer {
@@ -192,16 +193,6 @@ mod tests {
             announcement: claims.last().cloned(),
             claims,
             checkout: None,
-        }
-    }
-
-    fn claim(name: Option<&str>, intent: &str, scope: &[&str]) -> Announcement {
-        Announcement {
-            name: name.map(str::to_owned),
-            intent: intent.into(),
-            scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:47Z".into(),
-            resolved: Vec::new(),
         }
     }
 

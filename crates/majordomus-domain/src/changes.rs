@@ -38,7 +38,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::index::PathIndex;
-use crate::listing::{claim_paths, for_each_meeting_pair};
+use crate::listing::{every_claims_paths, for_each_meeting_pair};
 use crate::pairs::PairSample;
 use crate::paths::ClaimPath;
 use crate::peers::{Peer, PeerCheckout, PeerId};
@@ -300,15 +300,7 @@ pub fn change_overlaps_among(
         // Nothing changed anywhere: no claim need be read at all.
         return Vec::new();
     }
-    let claimed: Vec<Vec<Vec<ClaimPath>>> = peers
-        .iter()
-        .map(|peer| {
-            peer.claims
-                .iter()
-                .map(|claim| claim_paths(peer, claim))
-                .collect()
-        })
-        .collect();
+    let claimed = every_claims_paths(peers);
     let changed: Vec<Vec<(usize, ClaimPath)>> = worktrees
         .iter()
         .map(|(_, changes)| changes.meeting_paths())
@@ -730,7 +722,7 @@ mod tests {
             for (w, (checkout, changes)) in worktrees.iter().enumerate() {
                 for peer in &peers {
                     let own = peer.checkout.as_ref().unwrap().id == checkout.id;
-                    let scope = claim_paths(peer, &peer.claims[0]);
+                    let scope = crate::listing::claim_paths(peer, &peer.claims[0]);
                     let pairs = changes
                         .paths
                         .iter()

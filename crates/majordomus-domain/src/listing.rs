@@ -78,15 +78,7 @@ type ClaimAt = (usize, usize);
 /// The work is a sort of all the paths plus one step per pair of paths that meet (see
 /// [`for_each_meeting_pair`]).
 pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
-    let normalized: Vec<Vec<Vec<ClaimPath>>> = peers
-        .iter()
-        .map(|peer| {
-            peer.claims
-                .iter()
-                .map(|claim| claim_paths(peer, claim))
-                .collect()
-        })
-        .collect();
+    let normalized = every_claims_paths(peers);
     // The same peer may be listed more than once; one number per (machine, checkout, id)
     // tells. Two machines may hold checkouts at the same path, hence with the same id.
     type Identity<'a> = (Option<(Option<&'a str>, &'a str)>, &'a str);
@@ -173,6 +165,19 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
         .collect();
     listed.sort_by_key(|o| u8::from(!o.overlap.attached) + u8::from(!o.with.attached));
     listed
+}
+
+/// [`claim_paths`] of every claim of every peer, by peer and claim.
+pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
+    peers
+        .iter()
+        .map(|peer| {
+            peer.claims
+                .iter()
+                .map(|claim| claim_paths(peer, claim))
+                .collect()
+        })
+        .collect()
 }
 
 /// The paths a claim of a listed peer is compared on, without repeats: where its server
@@ -303,7 +308,7 @@ mod tests {
     use super::*;
     use crate::limits;
     use crate::peers::{Announcement, ClientInfo, PeerCheckout, PeerId, Transport};
-    use crate::testing::Lcg;
+    use crate::testing::{Lcg, claim};
 
     fn checkout(worktree: &str) -> PeerCheckout {
         PeerCheckout {
@@ -312,16 +317,6 @@ mod tests {
             branch: Some("main".into()),
             this_checkout: worktree == "/repo",
             machine: None,
-        }
-    }
-
-    fn claim(name: Option<&str>, intent: &str, scope: &[&str]) -> Announcement {
-        Announcement {
-            name: name.map(str::to_owned),
-            intent: intent.into(),
-            scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:47Z".into(),
-            resolved: Vec::new(),
         }
     }
 

@@ -1,5 +1,5 @@
-//! Random-ish but repeatable inputs for the tests that compare a fast rule with its simple
-//! definition.
+//! What the domain's tests share: random-ish but repeatable inputs for the tests that compare
+//! a fast rule with its simple definition, and the fixtures several modules' tests build.
 
 /// Fails unless serde writes and reads every variant of `T` as the word `as_str` gives it:
 /// an enum's words are spelled once for each, and the two spellings must agree.
@@ -16,6 +16,21 @@ where
         let word = as_str(variant);
         assert_eq!(serde_json::to_value(variant).unwrap(), word, "{variant:?}");
         assert_eq!(serde_json::from_value::<T>(word.into()).unwrap(), variant);
+    }
+}
+
+/// A claim as a listed peer carries it, announced at a fixed time and resolved by its text.
+pub(crate) fn claim(
+    name: Option<&str>,
+    intent: &str,
+    scope: &[&str],
+) -> crate::peers::Announcement {
+    crate::peers::Announcement {
+        name: name.map(str::to_owned),
+        intent: intent.into(),
+        scope: scope.iter().map(|s| (*s).to_owned()).collect(),
+        at: "2026-11-30T02:26:47Z".into(),
+        resolved: Vec::new(),
     }
 }
 

@@ -291,10 +291,11 @@ impl Operation for PeersList {
                 let checkout = peer.checkout.as_ref();
                 let claims: Vec<String> = peer.claims.iter().map(render::claim).collect();
                 vec![
+                    // The table escapes every cell for the terminal.
                     checkout.map_or_else(
                         || "-".into(),
                         |c| match &c.machine {
-                            Some(machine) => format!("{}:{}", for_terminal(machine), c.worktree),
+                            Some(machine) => format!("{machine}:{}", c.worktree),
                             None => c.worktree.clone(),
                         },
                     ),
@@ -399,7 +400,11 @@ impl Operation for PeersList {
                 for_terminal(&federation.summary)
             ));
             for ignored in &federation.ignored {
-                text.push_str(&format!("\n  ignored {}: {}", ignored.key, ignored.reason));
+                text.push_str(&format!(
+                    "\n  ignored {}: {}",
+                    for_terminal(&ignored.key),
+                    for_terminal(&ignored.reason)
+                ));
             }
         }
         if !output.complete {
@@ -411,8 +416,8 @@ impl Operation for PeersList {
         for board in output.boards.iter().filter(|b| b.reason.is_some()) {
             text.push_str(&format!(
                 "\n  {}: {}",
-                board.worktree,
-                board.reason.as_deref().unwrap_or("")
+                for_terminal(&board.worktree),
+                for_terminal(board.reason.as_deref().unwrap_or(""))
             ));
         }
         text
