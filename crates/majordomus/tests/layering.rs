@@ -56,9 +56,6 @@ const LAYERS: &[&[&str]] = &[
     &["main"],
 ];
 
-/// Development tooling on its way out of this crate: not held to the layers.
-const DEV_TOOLING: &[&str] = &["bench", "docs"];
-
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS
         .iter()
@@ -360,9 +357,6 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
         let Some(from) = module.first() else {
             continue;
         };
-        if DEV_TOOLING.contains(&from.as_str()) {
-            continue;
-        }
         let shown = Path::new("crates/majordomus/src").join(relative);
         let Some(from_layer) = layer_of(from) else {
             found.push(format!(
@@ -372,7 +366,7 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
             continue;
         };
         for Use { line, module: to } in uses(&module, source) {
-            if &to == from || DEV_TOOLING.contains(&to.as_str()) {
+            if &to == from {
                 continue;
             }
             match layer_of(&to) {
@@ -434,7 +428,6 @@ fn the_table_names_every_module_once_and_no_other() {
     let modules: BTreeSet<String> = sources()
         .iter()
         .filter_map(|(relative, _)| module_of(relative).into_iter().next())
-        .filter(|module| !DEV_TOOLING.contains(&module.as_str()))
         .collect();
     let listed: Vec<&str> = LAYERS
         .iter()
