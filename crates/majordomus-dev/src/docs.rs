@@ -214,9 +214,11 @@ pub fn page(capability: &Capability) -> String {
     let _ = writeln!(out, "## Schemas\n");
     let _ = writeln!(
         out,
-        "The canonical input and output, generated from the Rust types; the MCP tool's \
-         `inputSchema` and `outputSchema` and the OpenAPI parameters and responses are derived \
-         from the same schemas.\n"
+        "The canonical input and output, generated from the Rust types; the OpenAPI \
+         parameters and responses are these schemas, and the MCP tool carries a compact \
+         projection of them: its `inputSchema` without type names and dialect, its \
+         `outputSchema` the answer's top level (every field, its JSON type, enum values, the \
+         required fields), since clients fetch `tools/list` at every start.\n"
     );
     schema_section(&mut out, "Input", &capability.input_schema());
     schema_section(&mut out, "Output", &capability.output_schema());

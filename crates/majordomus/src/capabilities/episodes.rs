@@ -62,12 +62,10 @@ impl Operation for EpisodesList {
         id: "episodes.list",
         kind: Kind::Query,
         title: "Episodes on this server",
-        description: "The episodes this checkout's server keeps in memory, by external id: the \
-            open ones, held by a live connection, and the detached ones, whose connection went \
-            away and which wait for their client to attach again before the reaper closes them. \
-            `mine` is the episode the calling connection holds. What the repository's episode \
-            driver made of each is in its `repository`; what happened after an episode was \
-            closed is in the journal (`majordomus episodes log`).",
+        description: "The episodes this checkout's server holds, by external id: the open ones, \
+            held by a live connection, and the detached ones, which wait for their client to \
+            attach again before they are closed. `mine` is the calling connection's. What happened \
+            after an episode closed is in the journal (`majordomus episodes log`).",
         exposure: Exposure {
             mcp_tool: Some("majordomus_episodes"),
             http: Some((HttpMethod::Get, "/api/v1/episodes")),
@@ -177,14 +175,12 @@ impl Operation for EpisodesAttach {
         kind: Kind::Command,
         title: "Attach this connection to an episode",
         description: "Tell the server which piece of work this connection carries, by your \
-            client's own durable id for it (its conversation or thread id — never the peer id, \
-            which changes with every connection). The first attach opens the episode and the \
-            repository's driver records it (by default a journal in the git common dir); after \
-            a reconnect, a restart or a crash, attaching the same id resumes it (`resumed: \
-            true`, one more attachment, the same `opened_at`). A connection holds one episode: \
-            attaching another id detaches the first. When the connection goes, the episode \
-            waits `reattach_grace_seconds` for you before it is closed. Needs an MCP session: \
-            call it through `majordomus mcp`.",
+            client's own durable id for it (its conversation or thread id; never the peer id, \
+            which changes with every connection). The first attach opens the episode; after a \
+            reconnect, a restart or a crash, attaching the same id resumes it (`resumed: true`). A \
+            connection holds one episode: attaching another id detaches the first. When the \
+            connection goes, the episode waits `reattach_grace_seconds` before it is closed. Needs \
+            an MCP session.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_attach"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached
@@ -242,12 +238,11 @@ impl Operation for EpisodesDetach {
         id: "episodes.detach",
         kind: Kind::Command,
         title: "Close an episode",
-        description: "Close an episode on purpose because its work is done, rather than \
-            leaving it to wait out the reattach grace: it leaves the board at once and the \
-            repository's driver records it closed with reason `detach`. Leave `external_id` out \
-            to close the one your connection holds (that needs an MCP session), or name any \
-            episode of this server. An id this server does not hold is not found; closing twice \
-            is not the same as closing once.",
+        description: "Close an episode because its work is done, rather than leaving it to wait \
+            out the reattach grace: it leaves the board at once and is recorded closed with reason \
+            `detach`. Leave `external_id` out to close the one your connection holds (that needs \
+            an MCP session), or name any episode of this server. Closing twice is not closing \
+            once: the second is not found.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_detach"),
             http: Some((HttpMethod::Post, "/api/v1/episodes/detach")),

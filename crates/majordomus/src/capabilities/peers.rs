@@ -40,10 +40,10 @@ use crate::survey;
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PeerListInput {
-    /// `repository` (the default) gathers every checkout's board; `this` reads the board of the
-    /// checkout the call reached and asks nobody else — it is what a sibling is asked, so a
-    /// gather can never ask back. `everywhere` adds the boards other machines publish to the
-    /// federation (`[federation]` in `majordomus.toml`), each marked with its machine.
+    /// `repository` (the default): every checkout's board; `this`: only the board of the
+    /// checkout the call reached, asking nobody else; `everywhere`: also the boards other
+    /// machines publish to the federation, each marked with its machine.
+    // `this` is what a gather asks a sibling, so a gather can never ask back.
     #[serde(default)]
     pub checkouts: Checkouts,
 }
@@ -242,19 +242,15 @@ impl Operation for PeersList {
         id: "peers.list",
         kind: Kind::Query,
         title: "Peers of this repository",
-        description: "Every worker on this repository: its client and version, transport, when \
-            it connected and was last seen (or left), what it claims and in which checkout, and \
-            what each worktree actually changed as git knows it (committed on its branch, \
-            staged, unstaged, untracked). Each checkout's server holds its own board; this \
-            gathers them (this checkout's from memory, every other from the server its lease \
-            names, asked about its own board only). `boards` says which checkouts were covered \
-            and `complete` whether each was read, so a short board is never mistaken for an \
-            empty repository. `overlaps` lists every pair of claims that meet, \
-            `change_overlaps` where changes meet claims of other worktrees or each other, and \
-            `conflicts` the merges that would conflict now. `checkouts: this` reads one board \
-            and contacts nothing else; `checkouts: everywhere` adds the boards of this \
-            repository that other machines publish to the federation, each marked with its \
-            machine.",
+        description: "Every worker on this repository, in every worktree: its client, transport, \
+            when it connected and was last seen (or left), and what it claims; and what each \
+            worktree actually changed as git knows it (committed on its branch, staged, unstaged, \
+            untracked). `overlaps` are the pairs of claims that meet, `change_overlaps` the \
+            changes that meet another worktree's claims or changes, `conflicts` the merges that \
+            would conflict now. `boards` lists every checkout covered and `complete` says whether \
+            each was read, so a short board is never taken for an empty repository. `checkouts: \
+            this` reads this checkout's board alone; `everywhere` adds the boards other machines \
+            publish to the federation.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_peers"),
             http: Some((HttpMethod::Get, "/api/v1/peers")),
@@ -895,17 +891,14 @@ impl Operation for PeersAnnounce {
         kind: Kind::Command,
         title: "Announce what you are working on",
         description: "Say in one line what this session is doing and which repository paths it \
-            expects to touch. The answer lists, at the moment the collision is created, every \
-            other peer in any worktree of the repository whose claim meets yours (`overlaps`, \
-            live peers first, departed ones marked) and every other worktree's actual changes \
-            that meet it (`change_overlaps`); `boards_unread` names the worktrees whose board \
-            could not be asked in time. Name a claim to hold several side by side; announce \
-            under the same name to replace it (`released` lists the paths you stopped \
-            claiming). Paths are repository-relative and compared as the file system has them: \
-            a path through a symbolic link meets its target, a glob-looking name that exists \
-            is that file, a link leading out of the repository is refused; `.` claims the \
-            whole repository and a glob counts as its literal directory prefix. A departed \
-            peer's claims are released after the claim grace.",
+            expects to touch. The answer lists every other peer, in any worktree, whose claim \
+            meets yours (`overlaps`, live peers first), every other worktree's actual changes that \
+            meet it (`change_overlaps`), and in `boards_unread` the worktrees that could not be \
+            asked in time. Name a claim to hold several side by side; announcing under the same \
+            name replaces it (`released` lists the paths no longer claimed). Paths are \
+            repository-relative and taken as the file system has them: a link meets its target, a \
+            link out of the repository is refused; `.` is the whole repository and a glob counts \
+            as its directory prefix.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_announce"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached

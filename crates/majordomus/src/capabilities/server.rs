@@ -18,10 +18,9 @@ use crate::survey;
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerStatusInput {
-    /// `repository` (the default) covers every checkout git registers; `this` covers only the
-    /// checkout the call reached and reads nothing else. `everywhere` covers what
-    /// `repository` does: other machines' servers are not reached, only their boards, which
-    /// `federation` says how this server follows.
+    /// `repository` (the default): every checkout git registers; `this`: only the checkout the
+    /// call reached, reading nothing else; `everywhere`: as `repository`, since other
+    /// machines' servers are never reached (`federation` says how their boards are followed).
     #[serde(default)]
     pub checkouts: Checkouts,
 }

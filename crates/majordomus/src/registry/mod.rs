@@ -3,6 +3,7 @@
 //! derived from that one declaration.
 
 mod schema;
+mod tool_list;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use schema::{input_schema, output_schema};
+pub use tool_list::{tool_input_schema, tool_output_schema};
 
 use crate::api::CapabilityError;
 use crate::context::Context;

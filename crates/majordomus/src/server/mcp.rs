@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::events::SessionFeed;
 use super::{ServerState, Worker};
 use crate::context::Context;
-use crate::registry::{Capability, Kind};
+use crate::registry::{Capability, Kind, tool_input_schema, tool_output_schema};
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
@@ -229,8 +229,9 @@ fn tool_of(capability: &Capability) -> Option<Tool> {
     let declaration = &capability.declaration;
     let name = declaration.exposure.mcp_tool?;
     let read_only = declaration.kind == Kind::Query;
+    // The title is the tool's own; the annotations do not say it twice.
     let annotations = ToolAnnotations::from_raw(
-        Some(declaration.title.to_string()),
+        None,
         Some(read_only),
         Some(false),
         Some(declaration.idempotent),
@@ -240,10 +241,12 @@ fn tool_of(capability: &Capability) -> Option<Tool> {
         Tool::new(
             name,
             declaration.description,
-            schema_object(capability.input_schema()),
+            schema_object(tool_input_schema(capability.input_schema())),
         )
         .with_title(declaration.title)
-        .with_raw_output_schema(schema_object(capability.output_schema()))
+        .with_raw_output_schema(schema_object(tool_output_schema(
+            &capability.output_schema(),
+        )))
         .with_annotations(annotations),
     )
 }
@@ -449,5 +452,22 @@ mod tests {
         assert!(!is_worker_identity(&"a".repeat(MAX_WORKER_IDENTITY + 1)));
         assert!(!is_worker_identity("worker 7"));
         assert!(!is_worker_identity("wörker"));
+    }
+
+    /// What `tools/list` may weigh: clients fetch it at every start, and a model reads every
+    /// tool's name, description and input schema on every turn.
+    const TOOL_LIST_BUDGET_BYTES: usize = 12_000;
+
+    /// Every client downloads `tools/list` at every start; it stays within 12 KB, and each
+    /// tool's schemas are the compact ones (the full ones are in the OpenAPI document).
+    #[test]
+    fn the_tool_list_stays_small() {
+        let size = serde_json::to_string(&tool_list()).unwrap().len();
+        assert!(size <= TOOL_LIST_BUDGET_BYTES, "tools/list is {size} bytes");
+        for tool in tools() {
+            let output = Value::Object(tool.output_schema.as_deref().cloned().unwrap());
+            assert!(output.get("$defs").is_none(), "{}: {output}", tool.name);
+            assert!(!tool.input_schema.contains_key("title"), "{}", tool.name);
+        }
     }
 }

@@ -814,6 +814,11 @@ pub async fn call(client: &Service, tool: &str, arguments: Value) -> Result<Valu
     let structured = result
         .structured_content
         .unwrap_or_else(|| panic!("{tool} answered without structuredContent: {text:?}"));
+    if let Err(error) = output_validators(client).await[tool].validate(&structured) {
+        panic!(
+            "{tool}'s answer does not fit the output schema it advertises: {error}\n{structured:#}"
+        );
+    }
     if let Some(first) = text.first() {
         let as_text: Value = serde_json::from_str(first)
             .unwrap_or_else(|e| panic!("{tool}'s text content is not JSON ({e}): {first}"));
@@ -823,6 +828,39 @@ pub async fn call(client: &Service, tool: &str, arguments: Value) -> Result<Valu
         );
     }
     Ok(structured)
+}
+
+/// Every tool's output schema as `tools/list` advertises it, compiled once: a client checks
+/// structured content against it, and the tool list is the same for every server of a build.
+async fn output_validators(
+    client: &Service,
+) -> &'static std::collections::HashMap<String, jsonschema::Validator> {
+    static VALIDATORS: tokio::sync::OnceCell<
+        std::collections::HashMap<String, jsonschema::Validator>,
+    > = tokio::sync::OnceCell::const_new();
+    VALIDATORS
+        .get_or_init(|| async {
+            let tools = tokio::time::timeout(BOUND, client.list_all_tools())
+                .await
+                .unwrap_or_else(|_| panic!("tools/list did not answer within {BOUND:?}"))
+                .unwrap_or_else(|e| panic!("tools/list failed: {e}"));
+            tools
+                .into_iter()
+                .map(|tool| {
+                    let schema = Value::Object(
+                        tool.output_schema
+                            .as_deref()
+                            .cloned()
+                            .unwrap_or_else(|| panic!("{} has no output schema", tool.name)),
+                    );
+                    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| {
+                        panic!("{}'s output schema does not compile: {e}", tool.name)
+                    });
+                    (tool.name.to_string(), validator)
+                })
+                .collect()
+        })
+        .await
 }
 
 // ---------------------------------------------------------------------------------------------
