@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -52,7 +53,7 @@ enum Command {
         /// Only rows (capability/transport/case) and scenarios whose name contains TEXT
         #[arg(long, value_name = "TEXT")]
         filter: Option<String>,
-        /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, memory with 200 sessions, boards federated across machines (needs nats-server)
+        /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, boards federated across machines (needs nats-server)
         #[arg(long)]
         scenarios: bool,
         /// Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)
@@ -64,7 +65,40 @@ enum Command {
         /// The `majordomus` executable to spawn (default: the one beside this executable)
         #[arg(long, value_name = "FILE")]
         majordomus: Option<PathBuf>,
+        /// Compare with an earlier run's --json report: each figure's ratio to the baseline's p50 (or value), flagging those above --flag-above
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// The ratio to the baseline above which a figure is flagged
+        #[arg(long, value_name = "RATIO", default_value_t = bench::baseline::FLAG_ABOVE)]
+        flag_above: f64,
+        /// How long each throughput scenario's clients call
+        #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+        throughput_seconds: f64,
+        /// Make every measured call of the row NAME this many milliseconds longer (to test --baseline)
+        #[arg(long, value_name = "NAME:MILLIS", hide = true, value_parser = slow_row)]
+        slow_row: Vec<(String, Duration)>,
     },
+    /// A minimal MCP server with one do-nothing tool (and, over HTTP, a minimal REST route): the floor the benchmark reads each transport's rows against
+    #[command(hide = true)]
+    FloorServer {
+        /// Serve MCP over stdin and stdout
+        #[arg(long, conflicts_with = "http", required_unless_present = "http")]
+        stdio: bool,
+        /// Serve MCP Streamable HTTP and the REST route on a loopback port, say the URL on stdout, and stop when stdin closes
+        #[arg(long)]
+        http: bool,
+    },
+}
+
+/// `NAME:MILLIS`, as `--slow-row` takes it.
+fn slow_row(text: &str) -> Result<(String, Duration), String> {
+    let (name, millis) = text
+        .rsplit_once(':')
+        .ok_or("expected NAME:MILLIS, such as peers.list/rest/this:20")?;
+    let millis: u64 = millis
+        .parse()
+        .map_err(|_| format!("`{millis}` is not a whole number of milliseconds"))?;
+    Ok((name.to_string(), Duration::from_millis(millis)))
 }
 
 fn main() -> ExitCode {
@@ -81,6 +115,10 @@ fn main() -> ExitCode {
             iterations,
             warmup,
             majordomus,
+            baseline,
+            flag_above,
+            throughput_seconds,
+            slow_row,
         } => {
             init_logging();
             // Two workers, as the `majordomus` executable runs, so that the in-process rows
@@ -99,8 +137,25 @@ fn main() -> ExitCode {
                 iterations,
                 warmup,
                 majordomus,
+                baseline,
+                flag_above,
+                throughput_seconds,
+                slow_rows: slow_row,
                 ..Default::default()
             }))
+        }
+        Command::FloorServer { stdio, .. } => {
+            // As `majordomus` runs: two workers, so the floor is served as the rows are.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("the async runtime starts");
+            if stdio {
+                runtime.block_on(bench::floor::serve_stdio())
+            } else {
+                runtime.block_on(bench::floor::serve_http())
+            }
         }
     };
     match outcome {

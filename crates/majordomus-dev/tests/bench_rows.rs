@@ -91,7 +91,11 @@ fn build_majordomus() {
         let dir = Path::new(env!("CARGO_BIN_EXE_majordomus-dev"))
             .parent()
             .expect("the executable is in a target directory");
-        bench::executable::build(env!("CARGO").as_ref(), dir)
+        bench::executable::build(
+            env!("CARGO").as_ref(),
+            dir,
+            bench::executable::Output::OnFailure,
+        )
     });
     if let Err(message) = built {
         panic!("{message}");
@@ -100,15 +104,21 @@ fn build_majordomus() {
 
 /// Runs `majordomus-dev bench` with `args` and the JSON report written to a temporary file, bounded
 /// in time; returns the report.
+fn bench_json(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    bench_json_in(dir.path(), "bench", args)
+}
+
+/// Runs `majordomus-dev bench` with `args` and the JSON report written to `<dir>/<name>.json`,
+/// bounded in time; returns the report.
 ///
 /// What the benchmark prints goes to a file beside the report, shown only if it fails: a pipe
 /// read only after the exit would fill up with a chatty `RUST_LOG` and stall the benchmark,
 /// and inherited, its lines would be printed among the test results.
-fn bench_json(args: &[&str]) -> Value {
+fn bench_json_in(dir: &Path, name: &str, args: &[&str]) -> Value {
     build_majordomus();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let log = dir.path().join("bench.log");
+    let json = dir.join(format!("{name}.json"));
+    let log = dir.join(format!("{name}.log"));
     let output = std::fs::File::create(&log).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_majordomus-dev"));
     command
@@ -158,19 +168,34 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
         Some(filter),
     ));
     assert_eq!(expected.len(), 10, "server.status: 5 transports × 2 cases");
+    let floors = ["floor/mcp-stdio", "floor/mcp-http", "floor/rest"];
     let rows = report["rows"].as_array().expect("rows");
-    let reported: BTreeSet<String> = rows
+    let reported: Vec<String> = rows
         .iter()
         .map(|row| row["key"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(reported, expected);
-    assert_eq!(rows.len(), expected.len(), "one row each");
+    assert_eq!(
+        reported[..3],
+        floors,
+        "the floors of its transports come first"
+    );
+    assert_eq!(
+        reported[3..].iter().cloned().collect::<BTreeSet<_>>(),
+        expected
+    );
+    assert_eq!(rows.len(), expected.len() + floors.len(), "one row each");
     for row in rows {
         assert_eq!(row["iterations"], 3, "{row}");
         assert_eq!(row["outcome"], "answer", "{row}");
         for figure in ["p50_ms", "p90_ms", "p99_ms"] {
             assert!(row[figure].as_f64().is_some_and(|ms| ms > 0.0), "{row}");
         }
+        let has_floor = row["capability"] != "floor" && row["transport"] != "in-process";
+        assert_eq!(
+            row["floor_ratio"].as_f64().is_some_and(|ratio| ratio > 0.0),
+            has_floor,
+            "{row}"
+        );
     }
     let machine = &report["machine"];
     assert!(machine["logical_cores"].as_u64().is_some_and(|n| n >= 1));
@@ -194,4 +219,64 @@ fn a_scenario_run_reports_its_scenario_row() {
     assert_eq!(scenarios[0]["name"], "scenario/board/announce-1000x10");
     assert_eq!(scenarios[0]["outcome"], "measured", "{}", scenarios[0]);
     assert_eq!(scenarios[0]["summary"]["iterations"], 3);
+}
+
+/// `--baseline` compares two real runs, and flags the one row a third run slowed down.
+///
+/// Two runs of the same binary differ: on a shared two-core machine, and with the other tests
+/// of this file running benchmarks beside these, a row's median moves by half or more between
+/// runs. The threshold here is therefore far above the default, at 20×, and the slowdown far
+/// above that: 200 ms added to a REST call that takes about a millisecond (a debug build),
+/// which no load makes a same-binary difference.
+#[test]
+fn a_baseline_flags_the_slowed_row_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let slowed = "peers.list/rest/this";
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--filter",
+            "rest/this",
+            "--iterations",
+            "25",
+            "--warmup",
+            "5",
+            "--flag-above",
+            "20",
+        ];
+        args.extend(extra);
+        bench_json_in(dir.path(), name, &args)
+    };
+    run("first", &[]);
+    let baseline = dir.path().join("first.json");
+    let baseline = baseline.to_str().unwrap();
+
+    let again = run("again", &["--baseline", baseline]);
+    let comparison = &again["baseline"];
+    assert_eq!(comparison["flag_above"], 20.0);
+    let compared: BTreeSet<&str> = comparison["compared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        compared.contains(slowed) && compared.contains("floor/rest"),
+        "{comparison}"
+    );
+    assert_eq!(
+        comparison["flagged"],
+        Value::Array(Vec::new()),
+        "{comparison}"
+    );
+    assert_eq!(comparison["only_in_this_run"], Value::Array(Vec::new()));
+    assert_eq!(comparison["only_in_baseline"], Value::Array(Vec::new()));
+
+    let slow_row = format!("{slowed}:200");
+    let slower = run("slower", &["--baseline", baseline, "--slow-row", &slow_row]);
+    let comparison = &slower["baseline"];
+    assert_eq!(
+        comparison["flagged"],
+        serde_json::json!([slowed]),
+        "{comparison}"
+    );
 }

@@ -83,20 +83,7 @@ impl Caller {
                     Value::Object(object) => object.clone(),
                     _ => JsonObject::new(),
                 };
-                let request =
-                    CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-                match service.call_tool(request).await {
-                    Ok(result) if result.is_error == Some(true) => {
-                        let text: Vec<String> = result
-                            .content
-                            .iter()
-                            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
-                            .collect();
-                        Outcome::Refusal(format!("isError: {}", text.join(" ")))
-                    }
-                    Ok(_) => Outcome::Answer,
-                    Err(error) => Outcome::Failure(error.to_string()),
-                }
+                call_tool(service, tool, arguments).await
             }
             Caller::Rest { http, base, token } => {
                 let Some((method, path)) = capability.declaration.exposure.http else {
@@ -115,27 +102,24 @@ impl Caller {
                     }
                     HttpMethod::Post => http.post(format!("{base}{path}")).json(input),
                 };
-                let response = match request.bearer_auth(token).send().await {
-                    Ok(response) => response,
-                    Err(error) => return Outcome::Failure(error.to_string()),
-                };
-                let status = response.status();
-                // The body is read and parsed whole, as any client of the route would.
-                let body: Value = match response.json().await {
-                    Ok(body) => body,
-                    Err(error) => {
-                        return Outcome::Failure(format!("HTTP {status}: no JSON body ({error})"));
-                    }
-                };
-                if status.is_success() {
-                    Outcome::Answer
-                } else {
-                    Outcome::Refusal(format!(
-                        "HTTP {}: {}",
-                        status.as_u16(),
-                        body["error"]["message"].as_str().unwrap_or_default()
-                    ))
-                }
+                rest_outcome(request.bearer_auth(token)).await
+            }
+        }
+    }
+
+    /// Calls the floor once over this caller's transport: the floor server's one tool, or
+    /// its REST route, with what the rows send besides the input (the token, the same
+    /// client and connection).
+    pub async fn call_floor(&self) -> Outcome {
+        match self {
+            Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
+            Caller::Mcp(service) => call_tool(service, super::floor::TOOL, JsonObject::new()).await,
+            Caller::Rest { http, base, token } => {
+                rest_outcome(
+                    http.get(format!("{base}{}", super::floor::ROUTE))
+                        .bearer_auth(token),
+                )
+                .await
             }
         }
     }
@@ -145,6 +129,48 @@ impl Caller {
         if let Caller::Mcp(service) = self {
             let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;
         }
+    }
+}
+
+/// One `tools/call`: an answer, a refusal (`isError`), or a failure of the protocol.
+async fn call_tool(service: &McpService, tool: &str, arguments: JsonObject) -> Outcome {
+    let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    match service.call_tool(request).await {
+        Ok(result) if result.is_error == Some(true) => {
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+                .collect();
+            Outcome::Refusal(format!("isError: {}", text.join(" ")))
+        }
+        Ok(_) => Outcome::Answer,
+        Err(error) => Outcome::Failure(error.to_string()),
+    }
+}
+
+/// Sends a REST request and reads its answer: the body is read and parsed whole, as any
+/// client of the route would.
+async fn rest_outcome(request: reqwest::RequestBuilder) -> Outcome {
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) => return Outcome::Failure(error.to_string()),
+    };
+    let status = response.status();
+    let body: Value = match response.json().await {
+        Ok(body) => body,
+        Err(error) => {
+            return Outcome::Failure(format!("HTTP {status}: no JSON body ({error})"));
+        }
+    };
+    if status.is_success() {
+        Outcome::Answer
+    } else {
+        Outcome::Refusal(format!(
+            "HTTP {}: {}",
+            status.as_u16(),
+            body["error"]["message"].as_str().unwrap_or_default()
+        ))
     }
 }
 
@@ -195,29 +221,37 @@ pub async fn spawn_mcp(
     let mut command = tokio::process::Command::new(exe);
     command.arg("mcp").arg("--repo").arg(dir);
     super::setup::clean_env(command.as_std_mut());
+    serve_child(
+        command,
+        &format!("`majordomus mcp` in {}", dir.display()),
+        name,
+        log,
+    )
+    .await
+}
+
+/// Starts `command` as an MCP server over its stdio and initialises an rmcp session with it,
+/// as the client `name`; `what` names the server in errors. Returns the session and the
+/// child's pid; the child's stderr goes to `log`.
+pub async fn serve_child(
+    mut command: tokio::process::Command,
+    what: &str,
+    name: &str,
+    log: std::fs::File,
+) -> Result<(McpService, u32), String> {
     command.stdin(Stdio::piped()).kill_on_drop(true);
     let (transport, _) = TokioChildProcess::builder(command)
         .stderr(log)
         .spawn()
-        .map_err(|error| format!("could not start `majordomus mcp`: {error}"))?;
+        .map_err(|error| format!("could not start {what}: {error}"))?;
     let pid = transport.id().unwrap_or(0);
     let service = tokio::time::timeout(
         Duration::from_secs(30),
         client_config(name).serve(transport),
     )
     .await
-    .map_err(|_| {
-        format!(
-            "`majordomus mcp` in {} did not initialise within 30 s",
-            dir.display()
-        )
-    })?
-    .map_err(|error| {
-        format!(
-            "`majordomus mcp` in {} did not initialise: {error}",
-            dir.display()
-        )
-    })?;
+    .map_err(|_| format!("{what} did not initialise within 30 s"))?
+    .map_err(|error| format!("{what} did not initialise: {error}"))?;
     Ok((service, pid))
 }
 

@@ -25,7 +25,7 @@ pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, String> {
         .parent()
         .ok_or_else(|| format!("{} has no directory", this.display()))?;
     if let Some(cargo) = std::env::var_os("CARGO") {
-        build(&cargo, dir)?;
+        build(&cargo, dir, Output::Shown)?;
     }
     let beside = dir.join(NAME);
     if beside.is_file() {
@@ -38,12 +38,21 @@ pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
+/// Whether cargo's output is shown as it builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// On this process's stderr: a person waiting for a benchmark sees what it waits for.
+    Shown,
+    /// Kept, and told only in the error if the build fails: a test's output stays its own.
+    OnFailure,
+}
+
 /// Builds `majordomus` with `cargo` into `dir`, a profile's directory of a target directory
 /// (`target/debug`, `target/release`), with that profile. This crate is built alongside, as
 /// cargo selects features for every package it builds together: built alone, `majordomus`
 /// would compile its libraries again with fewer features rather than link the ones this
 /// tool was just built with.
-pub fn build(cargo: &OsStr, dir: &Path) -> Result<(), String> {
+pub fn build(cargo: &OsStr, dir: &Path, output: Output) -> Result<(), String> {
     let profile = match dir.file_name().and_then(|name| name.to_str()) {
         Some("debug") => "dev",
         Some(name) => name,
@@ -52,7 +61,9 @@ pub fn build(cargo: &OsStr, dir: &Path) -> Result<(), String> {
     let target = dir
         .parent()
         .ok_or_else(|| format!("{} is not in a target directory", dir.display()))?;
-    eprintln!("building `majordomus` ({profile} profile) for the rows that spawn it");
+    if output == Output::Shown {
+        eprintln!("building `majordomus` ({profile} profile) for the rows that spawn it");
+    }
     let mut command = std::process::Command::new(cargo);
     command
         .args(["build", "-p", "majordomus", "-p", "majordomus-dev"])
@@ -80,12 +91,21 @@ pub fn build(cargo: &OsStr, dir: &Path) -> Result<(), String> {
             command.env_remove(&key);
         }
     }
-    let status = command
-        .status()
-        .map_err(|error| format!("could not run cargo: {error}"))?;
+    let (status, told) = match output {
+        Output::Shown => command.status().map(|status| (status, String::new())),
+        Output::OnFailure => command.output().map(|output| {
+            (
+                output.status,
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }),
+    }
+    .map_err(|error| format!("could not run cargo: {error}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("`cargo build -p majordomus` failed ({status})"))
+        Err(format!(
+            "`cargo build -p majordomus` failed ({status})\n{told}"
+        ))
     }
 }

@@ -1,14 +1,19 @@
 //! `cargo xtask bench`: every capability, on every transport it is exposed on, once per case its
-//! input type declares — plus the scenarios a reader of the numbers asks about (cold starts, a gather over many
-//! worktrees, a crowded board, memory with many sessions, boards federated across machines).
+//! input type declares, each read against the floor of its transport (a server that does
+//! nothing, measured in the same run) — plus the scenarios a reader of the numbers asks about
+//! (cold starts, a gather over many worktrees, a crowded board, throughput under many clients,
+//! memory with many sessions, the size of `tools/list`, boards federated across machines).
+//! With `--baseline`, every figure is also compared with an earlier run's.
 //!
 //! The set of rows is a pure function of the registry ([`planned_rows`]); the runner measures
 //! exactly that set (or the part of it a `--filter` selects), and the reference pages list the
 //! same rows as each capability's benchmark targets. Nothing here asserts on timing: the
 //! benchmark reports, the reader judges.
 
+pub mod baseline;
 mod clients;
 pub mod executable;
+pub mod floor;
 mod machine;
 mod nats;
 mod report;
@@ -98,6 +103,18 @@ impl BenchTransport {
             transports.push(BenchTransport::Rest);
         }
         transports
+    }
+
+    /// The transport whose floor a row on this one is read against: its own, except the
+    /// bridge's, which its client reaches over stdio (the ratio then says what the bridge,
+    /// its HTTP session and the server behind it add together). The handler alone has none.
+    pub fn floor(self) -> Option<BenchTransport> {
+        match self {
+            BenchTransport::InProcess => None,
+            BenchTransport::McpStdio | BenchTransport::McpBridge => Some(BenchTransport::McpStdio),
+            BenchTransport::McpHttp => Some(BenchTransport::McpHttp),
+            BenchTransport::Rest => Some(BenchTransport::Rest),
+        }
     }
 
     /// The goal a row on this transport is read against:
@@ -207,6 +224,38 @@ pub fn rows_of(capability: &Capability) -> Vec<RowKey> {
         .collect()
 }
 
+/// The `capability` of a floor row.
+pub const FLOOR: &str = "floor";
+
+/// The transports that have a floor, in the order the floors are measured and reported.
+pub const FLOORS: [BenchTransport; 3] = [
+    BenchTransport::McpStdio,
+    BenchTransport::McpHttp,
+    BenchTransport::Rest,
+];
+
+/// A floor's row key: `floor/<transport>`, what `--filter` matches.
+pub fn floor_key(transport: BenchTransport) -> String {
+    format!("{FLOOR}/{transport}")
+}
+
+/// The floors a run measures: those of the transports of the selected rows, so that every
+/// row has its ratio, and those the filter names itself.
+pub fn floors_for(rows: &[RowKey], filter: Option<&str>) -> Vec<BenchTransport> {
+    FLOORS
+        .into_iter()
+        .filter(|&floor| {
+            rows.iter().any(|row| row.transport.floor() == Some(floor))
+                || filter.is_none_or(|text| floor_key(floor).contains(text))
+        })
+        .collect()
+}
+
+/// The ratio to its floor a reader holds the rows to that read only this checkout's board
+/// (`peers.list` and `server.status` with `this`, `peers.announce`): what majordomus adds to
+/// a call that does next to nothing should be small beside what the transport costs anyway.
+pub const FLOOR_GOAL: f64 = 1.3;
+
 /// Whether a row is expected to be refused rather than answered: a command reached over plain
 /// HTTP has no MCP session to belong to, and the commands an agent calls as MCP tools act for
 /// their session. (The hooks' commands name their session in their input; they are not MCP
@@ -230,7 +279,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 19] = [
+pub const SCENARIOS: [Scenario; 24] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -275,9 +324,51 @@ pub const SCENARIOS: [Scenario; 19] = [
     },
     Scenario {
         id: ScenarioId::Memory,
-        name: "scenario/memory/200-http-sessions",
-        title: "resident memory (VmRSS) of `majordomus serve` with 200 open MCP Streamable HTTP sessions",
-        target: ScenarioTarget::MegabytesBelow(64.0),
+        name: "scenario/memory/2000-idle-http-sessions",
+        title: "resident memory (VmRSS) of `majordomus serve` per idle MCP Streamable HTTP session, with 2,000 of them open",
+        target: ScenarioTarget::KilobytesPerSessionAtMost(48.0),
+    },
+    Scenario {
+        id: ScenarioId::ThroughputAnnounce8,
+        name: "scenario/throughput/announce-mcp-http-8",
+        title: "8 MCP Streamable HTTP sessions calling `peers.announce` as fast as answered, on kept-alive connections, against `majordomus serve`",
+        target: ScenarioTarget::Throughput {
+            per_second: 5_000.0,
+            p99_ms: 10.0,
+        },
+    },
+    Scenario {
+        id: ScenarioId::ThroughputAnnounce32,
+        name: "scenario/throughput/announce-mcp-http-32",
+        title: "32 MCP Streamable HTTP sessions calling `peers.announce` as fast as answered, on kept-alive connections, against `majordomus serve`",
+        target: ScenarioTarget::Throughput {
+            per_second: 5_000.0,
+            p99_ms: 10.0,
+        },
+    },
+    Scenario {
+        id: ScenarioId::ThroughputList8,
+        name: "scenario/throughput/list-rest-8",
+        title: "8 REST clients calling `GET /api/v1/peers?checkouts=this` as fast as answered, on kept-alive connections, against `majordomus serve`",
+        target: ScenarioTarget::Throughput {
+            per_second: 20_000.0,
+            p99_ms: 10.0,
+        },
+    },
+    Scenario {
+        id: ScenarioId::ThroughputList32,
+        name: "scenario/throughput/list-rest-32",
+        title: "32 REST clients calling `GET /api/v1/peers?checkouts=this` as fast as answered, on kept-alive connections, against `majordomus serve`",
+        target: ScenarioTarget::Throughput {
+            per_second: 20_000.0,
+            p99_ms: 10.0,
+        },
+    },
+    Scenario {
+        id: ScenarioId::ToolsListSize,
+        name: "scenario/tools-list/size",
+        title: "the size of the `tools/list` result of `majordomus serve` over MCP Streamable HTTP, and of what a client forwards of it to its model",
+        target: ScenarioTarget::KilobytesAtMost(12.0),
     },
     Scenario {
         id: ScenarioId::HttpKeepAlive,
@@ -358,6 +449,11 @@ pub enum ScenarioId {
     BoardAnnounceWide,
     BoardListAfterWide,
     Memory,
+    ThroughputAnnounce8,
+    ThroughputAnnounce32,
+    ThroughputList8,
+    ThroughputList32,
+    ToolsListSize,
     HttpKeepAlive,
     ExitSigint,
     EventsAnnounceTo50,
@@ -387,7 +483,16 @@ pub struct Scenario {
 pub enum ScenarioTarget {
     None,
     MillisBelow(f64),
-    MegabytesBelow(f64),
+    /// Resident memory per session, in KB (1,024 bytes).
+    KilobytesPerSessionAtMost(f64),
+    /// A size in KB (1,024 bytes).
+    KilobytesAtMost(f64),
+    /// At least this many calls a second, all clients together, with the 99th percentile of
+    /// one call at most this long.
+    Throughput {
+        per_second: f64,
+        p99_ms: f64,
+    },
 }
 
 impl ScenarioTarget {
@@ -395,7 +500,11 @@ impl ScenarioTarget {
         match self {
             ScenarioTarget::None => "—".into(),
             ScenarioTarget::MillisBelow(ms) => format!("p50 < {ms} ms"),
-            ScenarioTarget::MegabytesBelow(mb) => format!("< {mb} MB"),
+            ScenarioTarget::KilobytesPerSessionAtMost(kb) => format!("≤ {kb} KB per session"),
+            ScenarioTarget::KilobytesAtMost(kb) => format!("≤ {kb} KB"),
+            ScenarioTarget::Throughput { per_second, p99_ms } => {
+                format!("≥ {per_second} calls/s, p99 ≤ {p99_ms} ms")
+            }
         }
     }
 }
@@ -423,6 +532,15 @@ pub struct Options {
     /// The `majordomus` executable the out-of-process rows and scenarios spawn, instead of the
     /// one beside this executable.
     pub majordomus: Option<PathBuf>,
+    /// An earlier run's JSON report to compare this run with.
+    pub baseline: Option<PathBuf>,
+    /// The ratio to the baseline above which a figure is flagged.
+    pub flag_above: f64,
+    /// How long each throughput scenario's clients call.
+    pub throughput_seconds: f64,
+    /// Rows (by key) whose every measured call is made this much longer: how a test shows
+    /// that `--baseline` flags a slower row, with a slowdown it controls.
+    pub slow_rows: Vec<(String, Duration)>,
 }
 
 impl Default for Options {
@@ -437,6 +555,10 @@ impl Default for Options {
             row_seconds: 2.0,
             warmup: 30,
             majordomus: None,
+            baseline: None,
+            flag_above: baseline::FLAG_ABOVE,
+            throughput_seconds: 5.0,
+            slow_rows: Vec::new(),
         }
     }
 }
@@ -497,12 +619,21 @@ impl Budget {
 
 /// Runs the benchmark and prints (and writes) its report.
 pub async fn run(options: Options) -> Result<(), String> {
-    let report = tokio::select! {
+    // Before anything is measured: a baseline that cannot be read should not cost a run.
+    let baseline = options
+        .baseline
+        .as_deref()
+        .map(baseline::Baseline::load)
+        .transpose()?;
+    let mut report = tokio::select! {
         report = runner::run(&options) => report?,
         _ = tokio::signal::ctrl_c() => {
             return Err("interrupted; every process the benchmark started has been ended".into());
         }
     };
+    if let Some(baseline) = &baseline {
+        report.baseline = Some(baseline::compare(&report, baseline, options.flag_above));
+    }
     print!("{}", report.table());
     if let Some(path) = &options.json {
         let text = serde_json::to_string_pretty(&report).expect("reports serialise");
@@ -548,6 +679,24 @@ mod tests {
             picked
                 .iter()
                 .all(|row| row.capability == "peers.list" && row.transport == BenchTransport::Rest)
+        );
+    }
+
+    #[test]
+    fn every_selected_row_brings_its_transports_floor() {
+        let rows = select(
+            planned_rows(majordomus::capabilities::registry()),
+            Some("peers.list/mcp-bridge/"),
+        );
+        assert_eq!(
+            floors_for(&rows, Some("peers.list/mcp-bridge/")),
+            [BenchTransport::McpStdio]
+        );
+        assert_eq!(floors_for(&[], Some("floor/rest")), [BenchTransport::Rest]);
+        assert!(floors_for(&[], Some("scenario/")).is_empty());
+        assert_eq!(
+            floors_for(&planned_rows(majordomus::capabilities::registry()), None),
+            FLOORS
         );
     }
 

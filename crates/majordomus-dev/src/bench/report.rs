@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::baseline::Comparison;
 use super::stats::Summary;
-use super::{BenchTransport, Machine, ScenarioTarget, Target};
+use super::{BenchTransport, FLOOR, FLOOR_GOAL, Machine, ScenarioTarget, Target};
 use majordomus::render::table;
 
 /// One row of the matrix as measured.
@@ -35,6 +36,51 @@ pub struct Row {
     pub target: Target,
     /// Whether the median met the target; absent where there is none or nothing to compare.
     pub target_met: Option<bool>,
+    /// The median over the median of its transport's floor, to two decimals: what
+    /// majordomus adds, as a multiple of what the transport costs anyway. Absent for the
+    /// handler alone, for the floors themselves, and where the floor was not measured.
+    pub floor_ratio: Option<f64>,
+}
+
+/// What a throughput scenario's clients achieved together, and what it cost the server.
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    pub clients: usize,
+    /// From the first timed call to the end of the last, all clients together.
+    pub seconds: f64,
+    pub calls: usize,
+    pub calls_per_second: f64,
+    /// The server process's user and system CPU time over the run, in percent of one core.
+    pub server_cpu_percent: f64,
+    /// The server's resident memory (VmRSS) at the end of the run.
+    pub server_rss_mb: f64,
+}
+
+/// The server's resident memory before and after sessions were opened.
+#[derive(Clone, Debug, Serialize)]
+pub struct Memory {
+    pub sessions: usize,
+    pub rss_before_mb: f64,
+    pub rss_after_mb: f64,
+    /// VmHWM: the most the process held at any moment.
+    pub peak_mb: f64,
+    /// (after − before) / sessions, in KB of 1,024 bytes.
+    pub kb_per_session: f64,
+}
+
+/// The size of a `tools/list` result, and of what a client forwards of it to its model.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolsListSize {
+    pub tools: usize,
+    /// The `result` of `tools/list`, as compact JSON.
+    pub result_bytes: usize,
+    /// Each tool's `name`, `description` and `inputSchema`, as compact JSON: what a client
+    /// puts in front of its model (the output schema, title and annotations stay with it).
+    pub forwarded_bytes: usize,
+    /// `result_bytes / 4`: a rough token count, the usual rule of thumb for English and JSON.
+    pub result_tokens_estimate: usize,
+    /// `forwarded_bytes / 4`.
+    pub forwarded_tokens_estimate: usize,
 }
 
 /// One scenario as measured.
@@ -42,12 +88,20 @@ pub struct Row {
 pub struct ScenarioRow {
     pub name: &'static str,
     pub title: &'static str,
-    /// `ms` for a latency (then `summary` holds it), `MB` for memory (then `value`).
+    /// `ms` for a latency (then `summary` holds it); `calls/s` for a throughput (then
+    /// `value`, with the calls' latencies in `summary` and the rest in `throughput`);
+    /// `KB/session` for memory and `KB` for a size (then `value`).
     pub unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_list: Option<ToolsListSize>,
     pub target: ScenarioTarget,
     pub target_met: Option<bool>,
     /// `measured`, or `failed` (then `note` says why).
@@ -67,31 +121,87 @@ impl ScenarioRow {
             _ => None,
         };
         ScenarioRow {
-            name: scenario.name,
-            title: scenario.title,
             unit: "ms",
             summary: Some(summary),
-            value: None,
-            target: scenario.target,
             target_met,
-            outcome: "measured",
-            note: note.into(),
+            ..ScenarioRow::measured(scenario, note)
         }
     }
 
-    pub fn megabytes(scenario: &super::Scenario, mb: f64, note: impl Into<String>) -> ScenarioRow {
+    pub fn throughput(
+        scenario: &super::Scenario,
+        summary: Summary,
+        throughput: Throughput,
+        note: impl Into<String>,
+    ) -> ScenarioRow {
         let target_met = match scenario.target {
-            ScenarioTarget::MegabytesBelow(limit) => Some(mb < limit),
+            ScenarioTarget::Throughput { per_second, p99_ms } => {
+                Some(throughput.calls_per_second >= per_second && summary.p99_ms <= p99_ms)
+            }
             _ => None,
         };
         ScenarioRow {
+            unit: "calls/s",
+            value: Some(throughput.calls_per_second.round()),
+            summary: Some(summary),
+            throughput: Some(throughput),
+            target_met,
+            ..ScenarioRow::measured(scenario, note)
+        }
+    }
+
+    pub fn memory(
+        scenario: &super::Scenario,
+        memory: Memory,
+        note: impl Into<String>,
+    ) -> ScenarioRow {
+        let target_met = match scenario.target {
+            ScenarioTarget::KilobytesPerSessionAtMost(kb) => Some(memory.kb_per_session <= kb),
+            _ => None,
+        };
+        ScenarioRow {
+            unit: "KB/session",
+            value: Some(memory.kb_per_session),
+            memory: Some(memory),
+            target_met,
+            ..ScenarioRow::measured(scenario, note)
+        }
+    }
+
+    pub fn tools_list(
+        scenario: &super::Scenario,
+        size: ToolsListSize,
+        note: impl Into<String>,
+    ) -> ScenarioRow {
+        let kb = (size.result_bytes as f64 / 1024.0 * 10.0).round() / 10.0;
+        let target_met = match scenario.target {
+            ScenarioTarget::KilobytesAtMost(limit) => {
+                Some(size.result_bytes as f64 <= limit * 1024.0)
+            }
+            _ => None,
+        };
+        ScenarioRow {
+            unit: "KB",
+            value: Some(kb),
+            tools_list: Some(size),
+            target_met,
+            ..ScenarioRow::measured(scenario, note)
+        }
+    }
+
+    /// A measured scenario with no figure yet: what the constructors above fill in.
+    fn measured(scenario: &super::Scenario, note: impl Into<String>) -> ScenarioRow {
+        ScenarioRow {
             name: scenario.name,
             title: scenario.title,
-            unit: "MB",
+            unit: "ms",
             summary: None,
-            value: Some((mb * 10.0).round() / 10.0),
+            value: None,
+            throughput: None,
+            memory: None,
+            tools_list: None,
             target: scenario.target,
-            target_met,
+            target_met: None,
             outcome: "measured",
             note: note.into(),
         }
@@ -99,18 +209,14 @@ impl ScenarioRow {
 
     pub fn failed(scenario: &super::Scenario, why: impl Into<String>) -> ScenarioRow {
         ScenarioRow {
-            name: scenario.name,
-            title: scenario.title,
             unit: match scenario.target {
-                ScenarioTarget::MegabytesBelow(_) => "MB",
-                _ => "ms",
+                ScenarioTarget::KilobytesPerSessionAtMost(_) => "KB/session",
+                ScenarioTarget::KilobytesAtMost(_) => "KB",
+                ScenarioTarget::Throughput { .. } => "calls/s",
+                ScenarioTarget::None | ScenarioTarget::MillisBelow(_) => "ms",
             },
-            summary: None,
-            value: None,
-            target: scenario.target,
-            target_met: None,
             outcome: "failed",
-            note: why.into(),
+            ..ScenarioRow::measured(scenario, why)
         }
     }
 }
@@ -126,12 +232,33 @@ pub struct Report {
     pub machine: Machine,
     /// Where the rows were measured.
     pub setup: String,
+    /// The floors first, then the capability rows in planned order.
     pub rows: Vec<Row>,
     pub scenarios: Vec<ScenarioRow>,
+    /// This run against `--baseline`, if one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Comparison>,
 }
 
-/// Decides `target_met` for every row that has a target and something to compare.
+/// Decides `target_met` for every row that has a target and something to compare, and
+/// each row's ratio to its transport's floor.
 pub fn judge(rows: &mut [Row]) {
+    let floors: BTreeMap<BenchTransport, f64> = rows
+        .iter()
+        .filter(|row| row.capability == FLOOR && row.summary.iterations > 0)
+        .map(|row| (row.transport, row.summary.p50_ms))
+        .collect();
+    for row in rows.iter_mut() {
+        if row.capability == FLOOR || row.summary.iterations == 0 {
+            continue;
+        }
+        row.floor_ratio = row
+            .transport
+            .floor()
+            .and_then(|floor| floors.get(&floor))
+            .filter(|&&floor| floor > 0.0)
+            .map(|floor| (row.summary.p50_ms / floor * 100.0).round() / 100.0);
+    }
     let p50: BTreeMap<(String, BenchTransport, String), f64> = rows
         .iter()
         .filter(|row| row.summary.iterations > 0)
@@ -176,7 +303,7 @@ fn outcome_cell(row: &Row) -> String {
     }
 }
 
-const ROW_HEADERS: [&str; 10] = [
+const ROW_HEADERS: [&str; 11] = [
     "capability",
     "transport",
     "case",
@@ -184,6 +311,7 @@ const ROW_HEADERS: [&str; 10] = [
     "p50 ms",
     "p90 ms",
     "p99 ms",
+    "× floor",
     "target",
     "met",
     "outcome",
@@ -193,10 +321,14 @@ const SCENARIO_HEADERS: [&str; 8] = [
     "scenario", "n", "p50", "p90", "p99", "target", "met", "note",
 ];
 
-/// A Markdown table; the columns named in `code` are set as code, the numeric ones (`n` and
-/// the percentiles) aligned right.
+/// The column the comparison with a baseline adds to both tables.
+const BASELINE_HEADER: &str = "× baseline";
+
+/// A Markdown table; the columns named in `code` are set as code, the numeric ones (`n`, the
+/// percentiles and the ratios) aligned right.
 fn markdown_table(headers: &[&str], code: &[usize], rows: &[Vec<String>]) -> String {
-    let numeric = |header: &str| header == "n" || header.starts_with('p');
+    let numeric =
+        |header: &str| header == "n" || header.starts_with('p') || header.starts_with('×');
     let mut out = format!("| {} |\n", headers.join(" | "));
     let rules: Vec<&str> = headers
         .iter()
@@ -209,7 +341,7 @@ fn markdown_table(headers: &[&str], code: &[usize], rows: &[Vec<String>]) -> Str
             .enumerate()
             .map(|(at, cell)| {
                 let cell = cell.replace('|', "\\|");
-                if code.contains(&at) {
+                if code.contains(&at) && cell != "—" {
                     format!("`{cell}`")
                 } else {
                     cell
@@ -221,23 +353,59 @@ fn markdown_table(headers: &[&str], code: &[usize], rows: &[Vec<String>]) -> Str
     out
 }
 
+fn floor_cell(row: &Row) -> String {
+    if row.capability == FLOOR {
+        return "floor".into();
+    }
+    row.floor_ratio
+        .map(|ratio| format!("{ratio:.2}"))
+        .unwrap_or_else(|| "—".into())
+}
+
 impl Report {
+    /// The headers of a table, with the baseline's column when there is one.
+    fn headers<'a>(&self, headers: &[&'a str]) -> Vec<&'a str> {
+        let mut headers = headers.to_vec();
+        if self.baseline.is_some() {
+            headers.push(BASELINE_HEADER);
+        }
+        headers
+    }
+
+    /// The baseline's cell for `name`, when there is a baseline.
+    fn baseline_cell(&self, name: &str) -> Option<String> {
+        let comparison = self.baseline.as_ref()?;
+        Some(match comparison.of(name) {
+            Some(compared) if compared.flagged => format!("{:.2} SLOWER", compared.ratio),
+            Some(compared) => format!("{:.2}", compared.ratio),
+            None => "(not in baseline)".into(),
+        })
+    }
+
     fn row_cells(&self) -> Vec<Vec<String>> {
         self.rows
             .iter()
             .map(|row| {
-                vec![
+                let floor = row.capability == FLOOR;
+                let mut cells = vec![
                     row.capability.to_string(),
                     row.transport.as_str().to_string(),
-                    row.case.to_string(),
+                    if floor {
+                        "—".into()
+                    } else {
+                        row.case.to_string()
+                    },
                     row.summary.iterations.to_string(),
                     format!("{:.3}", row.summary.p50_ms),
                     format!("{:.3}", row.summary.p90_ms),
                     format!("{:.3}", row.summary.p99_ms),
+                    floor_cell(row),
                     row.target.short(),
                     met(row.target_met).to_string(),
                     outcome_cell(row),
-                ]
+                ];
+                cells.extend(self.baseline_cell(&row.key));
+                cells
             })
             .collect()
     }
@@ -247,7 +415,7 @@ impl Report {
             .iter()
             .map(|s| {
                 let (n, p50, p90, p99) = scenario_figures(s);
-                vec![
+                let mut cells = vec![
                     s.name.to_string(),
                     n,
                     p50,
@@ -256,9 +424,68 @@ impl Report {
                     s.target.describe(),
                     met(s.target_met).to_string(),
                     s.note.to_string(),
-                ]
+                ];
+                cells.extend(self.baseline_cell(s.name));
+                cells
             })
             .collect()
+    }
+
+    /// How to read the "× floor" column, under the rows.
+    fn floor_legend(&self) -> Option<String> {
+        let floors: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|row| row.capability == FLOOR && row.summary.iterations > 0)
+            .map(|row| format!("{} {:.3} ms", row.key, row.summary.p50_ms))
+            .collect();
+        (!floors.is_empty()).then(|| {
+            format!(
+                "× floor: a row's p50 over the p50 of its transport's floor, measured in this run ({}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
+                floors.join(", ")
+            )
+        })
+    }
+
+    /// What the comparison with the baseline found, in a few lines.
+    fn baseline_summary(&self) -> Option<String> {
+        let comparison = self.baseline.as_ref()?;
+        let mut out = format!(
+            "Compared with {} (measured {}): {} figure(s) in both runs (p50, or the scenario's value); ",
+            comparison.file,
+            if comparison.started_at.is_empty() {
+                "at an unknown time"
+            } else {
+                &comparison.started_at
+            },
+            comparison.compared.len()
+        );
+        if comparison.flagged.is_empty() {
+            let _ = write!(out, "none above {}× its baseline.", comparison.flag_above);
+        } else {
+            let _ = write!(
+                out,
+                "{} above {}× its baseline: {}.",
+                comparison.flagged.len(),
+                comparison.flag_above,
+                comparison.flagged.join(", ")
+            );
+        }
+        if !comparison.only_in_this_run.is_empty() {
+            let _ = write!(
+                out,
+                "\nOnly in this run: {}.",
+                comparison.only_in_this_run.join(", ")
+            );
+        }
+        if !comparison.only_in_baseline.is_empty() {
+            let _ = write!(
+                out,
+                "\nOnly in the baseline: {}.",
+                comparison.only_in_baseline.join(", ")
+            );
+        }
+        Some(out)
     }
 
     /// The table printed on stdout.
@@ -268,14 +495,24 @@ impl Report {
         let _ = writeln!(out, "{}", self.command);
         if !self.rows.is_empty() {
             let _ = writeln!(out, "\nrows: {}\n", self.setup);
-            let _ = writeln!(out, "{}", table(&ROW_HEADERS, &self.row_cells()));
+            let _ = writeln!(
+                out,
+                "{}",
+                table(&self.headers(&ROW_HEADERS), &self.row_cells())
+            );
+            if let Some(legend) = self.floor_legend() {
+                let _ = writeln!(out, "{legend}");
+            }
         }
         if !self.scenarios.is_empty() {
             let _ = writeln!(
                 out,
                 "\n{}",
-                table(&SCENARIO_HEADERS, &self.scenario_cells())
+                table(&self.headers(&SCENARIO_HEADERS), &self.scenario_cells())
             );
+        }
+        if let Some(summary) = self.baseline_summary() {
+            let _ = writeln!(out, "\n{summary}");
         }
         let _ = writeln!(out, "\n(took {:.1} s)", self.duration_seconds);
         out
@@ -321,15 +558,25 @@ impl Report {
             let _ = writeln!(
                 out,
                 "{}",
-                markdown_table(&ROW_HEADERS, &[0, 2], &self.row_cells())
+                markdown_table(&self.headers(&ROW_HEADERS), &[0, 2], &self.row_cells())
             );
+            if let Some(legend) = self.floor_legend() {
+                let _ = writeln!(out, "{legend}\n");
+            }
         }
         if !self.scenarios.is_empty() {
-            let _ = write!(
+            let _ = writeln!(
                 out,
                 "{}",
-                markdown_table(&SCENARIO_HEADERS, &[0], &self.scenario_cells())
+                markdown_table(
+                    &self.headers(&SCENARIO_HEADERS),
+                    &[0],
+                    &self.scenario_cells()
+                )
             );
+        }
+        if let Some(summary) = self.baseline_summary() {
+            let _ = writeln!(out, "{}", summary.replace('\n', "  \n"));
         }
         out
     }
@@ -343,13 +590,18 @@ fn scenario_figures(s: &ScenarioRow) -> (String, String, String, String) {
             format!("{:.3} ms", summary.p90_ms),
             format!("{:.3} ms", summary.p99_ms),
         ),
-        (None, Some(value)) => ("1".into(), format!("{value:.1} MB"), "—".into(), "—".into()),
+        (None, Some(value)) => (
+            "1".into(),
+            format!("{value:.1} {}", s.unit),
+            "—".into(),
+            "—".into(),
+        ),
         _ => ("0".into(), "—".into(), "—".into(), "—".into()),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn row(transport: BenchTransport, p50_ms: f64) -> Row {
@@ -370,6 +622,28 @@ mod tests {
             },
             target: transport.target(),
             target_met: None,
+            floor_ratio: None,
+        }
+    }
+
+    /// A report of rows named by key, with these medians.
+    pub(crate) fn report_with_rows(rows: &[(&str, f64)]) -> Report {
+        Report {
+            schema: "majordomus-bench/v1",
+            command: String::new(),
+            started_at: String::new(),
+            duration_seconds: 0.0,
+            machine: Machine::describe(),
+            setup: String::new(),
+            rows: rows
+                .iter()
+                .map(|(key, p50)| Row {
+                    key: key.to_string(),
+                    ..row(BenchTransport::Rest, *p50)
+                })
+                .collect(),
+            scenarios: Vec::new(),
+            baseline: None,
         }
     }
 
@@ -389,6 +663,30 @@ mod tests {
         assert_eq!(
             alone[0].target_met, None,
             "no HTTP row to compare the bridge with"
+        );
+    }
+
+    #[test]
+    fn rows_are_read_against_their_transports_floor_and_the_bridge_against_stdio() {
+        let floor = |transport, p50| Row {
+            capability: FLOOR,
+            ..row(transport, p50)
+        };
+        let mut rows = vec![
+            floor(BenchTransport::McpStdio, 0.1),
+            floor(BenchTransport::Rest, 0.05),
+            row(BenchTransport::InProcess, 0.01),
+            row(BenchTransport::McpStdio, 0.12),
+            row(BenchTransport::McpBridge, 0.5),
+            row(BenchTransport::Rest, 0.065),
+            row(BenchTransport::McpHttp, 0.4),
+        ];
+        judge(&mut rows);
+        let ratios: Vec<Option<f64>> = rows.iter().map(|r| r.floor_ratio).collect();
+        assert_eq!(
+            ratios,
+            [None, None, None, Some(1.2), Some(5.0), Some(1.3), None],
+            "no HTTP floor was measured"
         );
     }
 }

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, spawn_mcp};
+use super::clients::{
+    Caller, HttpPooling, Outcome, connect_http, http_client, serve_child, spawn_mcp,
+};
 use super::report::{Report, Row, ScenarioRow};
 use super::setup::{InProcessServer, Scratch, ServeProcess, TempRepository, wait_gone, wait_ready};
 use super::stats::Summary;
 use super::{
-    BenchTransport, Budget, Options, RowKey, SCENARIOS, Scenario, expects_refusal, planned_rows,
-    scenarios, select,
+    BenchTransport, Budget, FLOOR, Options, RowKey, SCENARIOS, Scenario, Target, expects_refusal,
+    floor_key, floors_for, planned_rows, scenarios, select,
 };
 use majordomus::registry::Capability;
 
@@ -37,7 +39,8 @@ pub async fn run(options: &Options) -> Result<Report, String> {
     } else {
         Vec::new()
     };
-    if rows.is_empty() && scenarios.is_empty() {
+    let floors = floors_for(&rows, options.filter.as_deref());
+    if rows.is_empty() && floors.is_empty() && scenarios.is_empty() {
         return Err(format!(
             "nothing to measure: no row{} matches the filter `{}`; rows are named capability/transport/case, such as `peers.list/mcp-http/this`",
             if options.scenarios {
@@ -58,14 +61,19 @@ pub async fn run(options: &Options) -> Result<Report, String> {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let clock = Instant::now();
-    let progress = ProgressBar::new((rows.len() + scenarios.len()) as u64);
+    let progress = ProgressBar::new((floors.len() + rows.len() + scenarios.len()) as u64);
     progress.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
             .expect("the template is valid")
             .progress_chars("=> "),
     );
     let scratch = Scratch::new(&majordomus)?;
-    let outcome = measure_all(options, &scratch, &rows, &scenarios, &progress).await;
+    let plan = Plan {
+        floors: &floors,
+        rows: &rows,
+        scenarios: &scenarios,
+    };
+    let outcome = measure_all(options, &scratch, plan, &progress).await;
     progress.finish_and_clear();
     let (mut measured, setup, scenario_rows) = match outcome {
         Ok(done) => done,
@@ -88,26 +96,46 @@ pub async fn run(options: &Options) -> Result<Report, String> {
         setup,
         rows: measured,
         scenarios: scenario_rows,
+        baseline: None,
     })
 }
 
 type Measured = (Vec<Row>, String, Vec<ScenarioRow>);
 
+/// What a run measures: the floors, the capability rows, the scenarios.
+#[derive(Clone, Copy)]
+struct Plan<'a> {
+    floors: &'a [BenchTransport],
+    rows: &'a [RowKey],
+    scenarios: &'a [Scenario],
+}
+
 async fn measure_all(
     options: &Options,
     scratch: &Scratch,
-    rows: &[RowKey],
-    scenarios: &[Scenario],
+    plan: Plan<'_>,
     progress: &ProgressBar,
 ) -> Result<Measured, String> {
+    let Plan {
+        floors,
+        rows,
+        scenarios,
+    } = plan;
     let mut measured: BTreeMap<RowKey, Row> = BTreeMap::new();
     let mut setup = String::from("no capability row was selected");
+    let budget = Budget::rows(options);
+    let slow = Slowdowns(&options.slow_rows);
+    let floor_rows = measure_floors(scratch, floors, budget, slow, progress).await?;
     if !rows.is_empty() {
         let fixture = Fixture::prepare(scratch, options.repo.as_deref(), progress).await?;
         setup = fixture.description.clone();
-        let budget = Budget::rows(options);
-        measure_in_process(&fixture.dir, rows, budget, progress, &mut measured).await?;
-        measure_processes(scratch, &fixture.dir, rows, budget, progress, &mut measured).await?;
+        let run = RowRun {
+            budget,
+            slow,
+            progress,
+        };
+        measure_in_process(&fixture.dir, rows, run, &mut measured).await?;
+        measure_processes(scratch, &fixture.dir, rows, run, &mut measured).await?;
         fixture.stop().await;
     }
     let mut scenario_rows = Vec::new();
@@ -117,11 +145,182 @@ async fn measure_all(
         progress.inc(1);
     }
     let order = planned_rows(majordomus::capabilities::registry());
-    let rows = order
+    let rows = floor_rows
         .into_iter()
-        .filter_map(|key| measured.remove(&key))
+        .chain(order.into_iter().filter_map(|key| measured.remove(&key)))
         .collect();
     Ok((rows, setup, scenario_rows))
+}
+
+/// The `--slow-row` delays, by row key.
+#[derive(Clone, Copy)]
+struct Slowdowns<'a>(&'a [(String, Duration)]);
+
+impl Slowdowns<'_> {
+    fn of(&self, key: &str) -> Option<Duration> {
+        self.0
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, delay)| *delay)
+    }
+}
+
+/// How the capability rows are measured: their budget, the test's slowdowns, the progress.
+#[derive(Clone, Copy)]
+struct RowRun<'a> {
+    budget: Budget,
+    slow: Slowdowns<'a>,
+    progress: &'a ProgressBar,
+}
+
+/// The floors of `transports`, each measured against a `majordomus-dev floor-server` of its
+/// own through the client the rows of that transport use: rmcp's child-process client over
+/// stdio, rmcp's default Streamable HTTP client, the kept-alive reqwest client of REST.
+async fn measure_floors(
+    scratch: &Scratch,
+    transports: &[BenchTransport],
+    budget: Budget,
+    slow: Slowdowns<'_>,
+    progress: &ProgressBar,
+) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    if transports.is_empty() {
+        return Ok(rows);
+    }
+    let this = std::env::current_exe()
+        .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
+    if transports.contains(&BenchTransport::McpStdio) {
+        progress.set_message("starting the stdio floor server");
+        let mut command = tokio::process::Command::new(&this);
+        command.args(["floor-server", "--stdio"]);
+        let (service, pid) = serve_child(
+            command,
+            "the stdio floor server",
+            "majordomus-bench-floor",
+            scratch.log("floor-stdio"),
+        )
+        .await?;
+        let caller = Caller::Mcp(service);
+        rows.push(measure_floor(BenchTransport::McpStdio, &caller, budget, slow, progress).await);
+        caller.close().await;
+        wait_gone(pid, Duration::from_secs(10)).await;
+    }
+    let over_http: Vec<BenchTransport> = transports
+        .iter()
+        .copied()
+        .filter(|&t| t != BenchTransport::McpStdio)
+        .collect();
+    if over_http.is_empty() {
+        return Ok(rows);
+    }
+    progress.set_message("starting the HTTP floor server");
+    let server = FloorHttpServer::start(scratch, &this).await?;
+    // The floor asks for no token; one is sent all the same, as the rows send theirs.
+    let token = "floor";
+    let http = http_client();
+    for transport in over_http {
+        let caller = match transport {
+            BenchTransport::McpHttp => Caller::Mcp(
+                connect_http(
+                    &http,
+                    HttpPooling::RmcpDefault,
+                    &server.url,
+                    token,
+                    "majordomus-bench-floor",
+                )
+                .await?,
+            ),
+            _ => Caller::Rest {
+                http: http.clone(),
+                base: server.url.clone(),
+                token: token.into(),
+            },
+        };
+        rows.push(measure_floor(transport, &caller, budget, slow, progress).await);
+        caller.close().await;
+    }
+    server.stop().await;
+    Ok(rows)
+}
+
+/// `majordomus-dev floor-server --http`, which says its URL on its first line of output and
+/// serves until its stdin closes.
+struct FloorHttpServer {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl FloorHttpServer {
+    async fn start(scratch: &Scratch, this: &Path) -> Result<FloorHttpServer, String> {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut command = tokio::process::Command::new(this);
+        command
+            .args(["floor-server", "--http"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(scratch.log("floor-http"))
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|error| format!("could not start the HTTP floor server: {error}"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the floor server has no stdout")?;
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(super::setup::SETUP_BOUND, lines.next_line())
+            .await
+            .map_err(|_| "the HTTP floor server said no URL within 30 s".to_string())?
+            .map_err(|error| format!("the HTTP floor server's output: {error}"))?
+            .ok_or("the HTTP floor server ended before saying its URL")?;
+        Ok(FloorHttpServer { child, url })
+    }
+
+    /// Closes its stdin, which ends it; kills it if it lingers.
+    async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+/// Measures one floor: the floor server's do-nothing tool, or its route.
+async fn measure_floor(
+    transport: BenchTransport,
+    caller: &Caller,
+    budget: Budget,
+    slow: Slowdowns<'_>,
+    progress: &ProgressBar,
+) -> Row {
+    let key = floor_key(transport);
+    progress.set_message(key.clone());
+    let sampled = sample_calls(
+        budget,
+        slow.of(&key),
+        async || {},
+        async || caller.call_floor().await,
+    )
+    .await;
+    progress.inc(1);
+    sampled.row(Row {
+        key,
+        capability: FLOOR,
+        transport,
+        case: super::floor::TOOL,
+        input: Value::Object(Default::default()),
+        expected: "answer",
+        outcome: "answer",
+        outcomes: BTreeMap::new(),
+        detail: None,
+        summary: Summary::default(),
+        target: Target::Reference,
+        target_met: None,
+        floor_ratio: None,
+    })
 }
 
 /// The checkout the rows are measured in, and the siblings that make its `repository` case a
@@ -173,10 +372,10 @@ impl Fixture {
 async fn measure_in_process(
     dir: &Path,
     rows: &[RowKey],
-    budget: Budget,
-    progress: &ProgressBar,
+    run: RowRun<'_>,
     measured: &mut BTreeMap<RowKey, Row>,
 ) -> Result<(), String> {
+    let progress = run.progress;
     let selected: Vec<&RowKey> = rows
         .iter()
         .filter(|row| row.transport == BenchTransport::InProcess)
@@ -189,7 +388,8 @@ async fn measure_in_process(
     let caller = Caller::InProcess(server.context());
     for key in selected {
         progress.set_message(key.name());
-        measured.insert(key.clone(), measure_row(key, &caller, budget).await);
+        let row = measure_row(key, &caller, run.budget, run.slow.of(&key.name())).await;
+        measured.insert(key.clone(), row);
         progress.inc(1);
     }
     drop(caller);
@@ -204,10 +404,10 @@ async fn measure_processes(
     scratch: &Scratch,
     dir: &Path,
     rows: &[RowKey],
-    budget: Budget,
-    progress: &ProgressBar,
+    run: RowRun<'_>,
     measured: &mut BTreeMap<RowKey, Row>,
 ) -> Result<(), String> {
+    let progress = run.progress;
     let wants = |transport: BenchTransport| rows.iter().any(|row| row.transport == transport);
     if !BenchTransport::ALL
         .iter()
@@ -280,7 +480,8 @@ async fn measure_processes(
             continue;
         };
         progress.set_message(key.name());
-        measured.insert(key.clone(), measure_row(key, caller, budget).await);
+        let row = measure_row(key, caller, run.budget, run.slow.of(&key.name())).await;
+        measured.insert(key.clone(), row);
         progress.inc(1);
     }
     // Close in reverse: the bridge and the HTTP session leave the board first, then the
@@ -308,8 +509,14 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
     Some((prepare, input))
 }
 
-/// Measures one row: warm-up, then iterations until the budget says stop.
-pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -> Row {
+/// Measures one row: warm-up, then iterations until the budget says stop; `slow` is added to
+/// every measured call.
+pub(crate) async fn measure_row(
+    key: &RowKey,
+    caller: &Caller,
+    budget: Budget,
+    slow: Option<Duration>,
+) -> Row {
     let capability = majordomus::capabilities::registry()
         .by_id(key.capability)
         .expect("rows are planned from the registry");
@@ -320,16 +527,88 @@ pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -
         .map(|(_, input)| input)
         .expect("rows are planned from the declared cases");
     let prepare = preparation(capability);
-    let once = async |measure: bool| -> (Option<Duration>, Outcome) {
-        if let Some((prepare, input)) = &prepare {
-            let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
+    let sampled = sample_calls(
+        budget,
+        slow,
+        async || {
+            if let Some((prepare, input)) = &prepare {
+                let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
+            }
+        },
+        async || caller.call(capability, &input).await,
+    )
+    .await;
+    let declaration = &capability.declaration;
+    let expected = if expects_refusal(declaration, key.transport) {
+        "refusal"
+    } else {
+        "answer"
+    };
+    sampled.row(Row {
+        key: key.name(),
+        capability: key.capability,
+        transport: key.transport,
+        case: key.case,
+        input,
+        expected,
+        outcome: expected,
+        outcomes: BTreeMap::new(),
+        detail: None,
+        summary: Summary::default(),
+        target: key.transport.target(),
+        target_met: None,
+        floor_ratio: None,
+    })
+}
+
+/// What one row's calls came to.
+struct Sampled {
+    samples: Vec<Duration>,
+    outcomes: BTreeMap<&'static str, usize>,
+    first: Outcome,
+}
+
+impl Sampled {
+    /// `row` with what was measured: its outcome, the count of each, the first refusal's or
+    /// failure's message, the distribution.
+    fn row(self, row: Row) -> Row {
+        Row {
+            outcome: if self.outcomes.len() > 1 {
+                "mixed"
+            } else {
+                self.first.word()
+            },
+            outcomes: self
+                .outcomes
+                .into_iter()
+                .map(|(word, n)| (word.to_string(), n))
+                .collect(),
+            detail: self.first.detail().map(|text| truncate(text, 240)),
+            summary: Summary::of(&self.samples),
+            ..row
         }
+    }
+}
+
+/// Warms up, then calls until the budget says stop, timing `call` alone (not `prepare`,
+/// which runs before each call untimed). `slow` is added inside every measured span.
+async fn sample_calls(
+    budget: Budget,
+    slow: Option<Duration>,
+    prepare: impl AsyncFn(),
+    call: impl AsyncFn() -> Outcome,
+) -> Sampled {
+    let once = async |measure: bool| -> (Option<Duration>, Outcome) {
+        prepare().await;
         let started = Instant::now();
-        let outcome = tokio::time::timeout(CALL_BOUND, caller.call(capability, &input))
+        let outcome = tokio::time::timeout(CALL_BOUND, call())
             .await
             .unwrap_or_else(|_| {
                 Outcome::Failure(format!("no answer within {} s", CALL_BOUND.as_secs()))
             });
+        if measure && let Some(delay) = slow {
+            tokio::time::sleep(delay).await;
+        }
         (measure.then(|| started.elapsed()), outcome)
     };
     let warm = Instant::now();
@@ -360,32 +639,10 @@ pub(crate) async fn measure_row(key: &RowKey, caller: &Caller, budget: Budget) -
             break;
         }
     }
-    let first = first.expect("at least one iteration ran");
-    let declaration = &capability.declaration;
-    Row {
-        key: key.name(),
-        capability: key.capability,
-        transport: key.transport,
-        case: key.case,
-        input,
-        expected: if expects_refusal(declaration, key.transport) {
-            "refusal"
-        } else {
-            "answer"
-        },
-        outcome: if outcomes.len() > 1 {
-            "mixed"
-        } else {
-            first.word()
-        },
-        outcomes: outcomes
-            .into_iter()
-            .map(|(word, n)| (word.to_string(), n))
-            .collect(),
-        detail: first.detail().map(|text| truncate(text, 240)),
-        summary: Summary::of(&samples),
-        target: key.transport.target(),
-        target_met: None,
+    Sampled {
+        samples,
+        outcomes,
+        first: first.expect("at least one iteration ran"),
     }
 }
 

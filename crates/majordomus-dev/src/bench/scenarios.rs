@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, spawn_mcp};
 use super::nats::BenchNats;
-use super::report::ScenarioRow;
+use super::report::{Memory, ScenarioRow, Throughput, ToolsListSize};
 use super::setup::{
-    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, Serving, TempRepository, git, status_kib,
-    wait_gone, wait_no_lease,
+    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, Serving, TempRepository, cpu_time, git,
+    status_kib, wait_gone, wait_no_lease,
 };
 use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
@@ -30,8 +30,10 @@ pub const BOARD_PEERS: usize = 1000;
 pub const BOARD_PATHS: usize = 10;
 /// How many event streams the announce-to-subscribers scenario holds open.
 pub const EVENT_SUBSCRIBERS: usize = 50;
-/// How many Streamable HTTP sessions the memory scenario holds open.
-pub const MEMORY_SESSIONS: usize = 200;
+/// How many idle Streamable HTTP sessions the memory scenario holds open.
+pub const MEMORY_SESSIONS: usize = 2_000;
+/// How many sessions the memory scenario opens at once.
+const MEMORY_OPENING: usize = 16;
 /// How many other machines' boards the `everywhere` listing joins, and peers on each.
 pub const FEDERATION_MACHINES: usize = 10;
 pub const FEDERATION_PEERS: usize = 10;
@@ -55,6 +57,19 @@ pub async fn run(
             board(scenario, scratch, options, BoardCase::ListAfterWide).await
         }
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
+        ScenarioId::ThroughputAnnounce8 => {
+            throughput(scenario, scratch, options, Hammer::AnnounceMcpHttp, 8).await
+        }
+        ScenarioId::ThroughputAnnounce32 => {
+            throughput(scenario, scratch, options, Hammer::AnnounceMcpHttp, 32).await
+        }
+        ScenarioId::ThroughputList8 => {
+            throughput(scenario, scratch, options, Hammer::ListRest, 8).await
+        }
+        ScenarioId::ThroughputList32 => {
+            throughput(scenario, scratch, options, Hammer::ListRest, 32).await
+        }
+        ScenarioId::ToolsListSize => tools_list_size(scenario, scratch).await,
         ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
         ScenarioId::ExitSigint => exit_on_sigint(scenario, scratch, options).await,
         ScenarioId::EventsAnnounceTo50 => announce_to_subscribers(scenario, scratch, options).await,
@@ -386,14 +401,26 @@ fn announce_as_written(
         .map_err(|error| error.message)
 }
 
-/// `VmRSS` of a `majordomus serve` once 200 MCP Streamable HTTP sessions are open and each has
-/// made one tool call.
+/// `VmRSS` of a `majordomus serve` before and after [`MEMORY_SESSIONS`] MCP Streamable HTTP
+/// sessions are opened and left idle, the server's session limit raised above that in the
+/// repository's `majordomus.toml`. Each session is opened as any client opens one
+/// (`initialize`, then `notifications/initialized`), with plain requests on a few kept-alive
+/// connections: thousands of rmcp clients would each keep a task and a stream open in the
+/// benchmark, and what is measured is what the server holds per session, not the clients.
 async fn memory(
     scenario: &Scenario,
     scratch: &Scratch,
     progress: &ProgressBar,
 ) -> Result<ScenarioRow, String> {
+    use futures::StreamExt as _;
     let repository = TempRepository::new(scratch, "memory")?;
+    let limit = MEMORY_SESSIONS + 100;
+    write_file(
+        &repository
+            .root()
+            .join(majordomus_checkout::config::CONFIG_FILE),
+        &format!("[limits]\nmcp_sessions = {limit}\n"),
+    )?;
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let pid = server.pid;
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
@@ -410,33 +437,22 @@ async fn memory(
             token: lease.token.clone(),
         };
         rest.call(capability, &input).await;
-        let baseline = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
-        let mut sessions = Vec::with_capacity(MEMORY_SESSIONS);
-        for n in 0..MEMORY_SESSIONS {
-            if n % 20 == 0 {
-                progress.set_message(format!(
-                    "{}: opening session {}/{MEMORY_SESSIONS}",
-                    scenario.name,
-                    n + 1
-                ));
-            }
-            let session = connect_http(
-                &http,
-                HttpPooling::RmcpDefault,
-                &url,
-                &lease.token,
-                &format!("agent-{n}"),
-            )
-            .await?;
-            let caller = Caller::Mcp(session);
-            if let Outcome::Failure(why) = caller.call(capability, &input).await {
-                return Err(format!("session {n} could not call a tool: {why}"));
-            }
-            sessions.push(caller);
+        let before = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        progress.set_message(format!(
+            "{}: opening {MEMORY_SESSIONS} sessions",
+            scenario.name
+        ));
+        let opened: Vec<Result<(), String>> = futures::stream::iter(0..MEMORY_SESSIONS)
+            .map(|n| open_idle_session(&http, &url, &lease.token, n))
+            .buffer_unordered(MEMORY_OPENING)
+            .collect()
+            .await;
+        if let Some(Err(why)) = opened.into_iter().find(Result::is_err) {
+            return Err(why);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let rss = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
-        let peak = status_kib(pid, "VmHWM").unwrap_or(rss);
+        let after = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        let peak = status_kib(pid, "VmHWM").unwrap_or(after);
         let attached = http
             .get(format!("{url}/api/v1/peers?checkouts=this"))
             .bearer_auth(&lease.token)
@@ -448,20 +464,313 @@ async fn memory(
             .map_err(|error| error.to_string())?["count"]
             .as_u64()
             .unwrap_or(0);
-        progress.set_message(format!("{}: closing sessions", scenario.name));
-        futures::future::join_all(sessions.into_iter().map(Caller::close)).await;
-        let mb = |kib: u64| kib as f64 / 1024.0;
-        Ok::<_, String>(ScenarioRow::megabytes(
-            scenario,
-            mb(rss),
-            format!(
-                "VmRSS {:.1} MB with {MEMORY_SESSIONS} sessions open ({attached} peers attached), {:.1} MB before the first session: {:.1} KB per session; peak (VmHWM) {:.1} MB",
-                mb(rss),
-                mb(baseline),
-                (rss.saturating_sub(baseline)) as f64 / MEMORY_SESSIONS as f64,
-                mb(peak)
-            ),
+        let mb = |kib: u64| (kib as f64 / 1024.0 * 10.0).round() / 10.0;
+        let per_session = after.saturating_sub(before) as f64 / MEMORY_SESSIONS as f64;
+        let memory = Memory {
+            sessions: MEMORY_SESSIONS,
+            rss_before_mb: mb(before),
+            rss_after_mb: mb(after),
+            peak_mb: mb(peak),
+            kb_per_session: (per_session * 10.0).round() / 10.0,
+        };
+        let note = format!(
+            "VmRSS {:.1} MB before the first session, {:.1} MB with {MEMORY_SESSIONS} idle sessions open ({attached} peers attached): {:.1} KB per session; peak (VmHWM) {:.1} MB; `[limits] mcp_sessions = {limit}` in the repository's majordomus.toml; each session opened with `initialize` and `notifications/initialized` as plain POSTs, no GET stream",
+            memory.rss_before_mb, memory.rss_after_mb, memory.kb_per_session, memory.peak_mb
+        );
+        Ok::<_, String>(ScenarioRow::memory(scenario, memory, note))
+    }
+    .await;
+    server.stop().await;
+    result
+}
+
+/// Opens one MCP Streamable HTTP session and leaves it idle: `initialize` (its answer read
+/// whole), then `notifications/initialized` in the session it named.
+async fn open_idle_session(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    n: usize,
+) -> Result<(), String> {
+    const ACCEPT: &str = "application/json, text/event-stream";
+    let initialize = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": format!("agent-{n}"), "version": "1.0.0"},
+        },
+    });
+    let response = http
+        .post(format!("{url}/mcp"))
+        .bearer_auth(token)
+        .header(reqwest::header::ACCEPT, ACCEPT)
+        .json(&initialize)
+        .send()
+        .await
+        .map_err(|error| format!("session {n}: initialize failed: {error}"))?;
+    let status = response.status();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    let body = response
+        .text()
+        .await
+        .map_err(|error| format!("session {n}: the answer to initialize: {error}"))?;
+    let Some(session) = session.filter(|_| status.is_success()) else {
+        return Err(format!(
+            "session {n}: initialize was answered HTTP {status} without a session: {}",
+            body.chars().take(240).collect::<String>()
+        ));
+    };
+    let version = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find_map(|message| {
+            message["result"]["protocolVersion"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .ok_or_else(|| format!("session {n}: initialize answered no protocol version"))?;
+    let initialized = http
+        .post(format!("{url}/mcp"))
+        .bearer_auth(token)
+        .header(reqwest::header::ACCEPT, ACCEPT)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", &version)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .map_err(|error| format!("session {n}: notifications/initialized failed: {error}"))?;
+    let status = initialized.status();
+    let _ = initialized.bytes().await;
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "session {n}: notifications/initialized was answered HTTP {status}"
         ))
+    }
+}
+
+/// What the clients of a throughput scenario call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hammer {
+    /// `peers.announce` of one path of the client's own, each client its own MCP Streamable
+    /// HTTP session on a kept-alive connection of its own.
+    AnnounceMcpHttp,
+    /// `GET /api/v1/peers?checkouts=this`, each client a kept-alive connection of its own.
+    ListRest,
+}
+
+/// How many calls each client makes, untimed, before the clock starts.
+const THROUGHPUT_WARMUP: usize = 20;
+
+/// `clients` clients calling a `majordomus serve` as fast as it answers, for
+/// `--throughput-seconds`: the calls a second of all together, each call's latency, and the
+/// server's CPU time and resident memory over the run. The clients are tasks of this
+/// process's multi-thread runtime; on a small machine they compete with the server for its
+/// cores, which the CPU figure shows.
+async fn throughput(
+    scenario: &Scenario,
+    scratch: &Scratch,
+    options: &Options,
+    hammer: Hammer,
+    clients: usize,
+) -> Result<ScenarioRow, String> {
+    let label = match hammer {
+        Hammer::AnnounceMcpHttp => "throughput-announce",
+        Hammer::ListRest => "throughput-list",
+    };
+    let repository = TempRepository::new(scratch, &format!("{label}-{clients}"))?;
+    let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
+    let pid = server.pid;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let result = async {
+        let registry = majordomus::capabilities::registry();
+        let capability = match hammer {
+            Hammer::AnnounceMcpHttp => registry.by_id("peers.announce"),
+            Hammer::ListRest => registry.by_id("peers.list"),
+        }
+        .expect("the hammered capabilities are registered");
+        let mut callers = Vec::with_capacity(clients);
+        for n in 0..clients {
+            // A client of its own each, so each holds its own kept-alive connection.
+            let http = http_client();
+            callers.push(match hammer {
+                Hammer::AnnounceMcpHttp => Caller::Mcp(
+                    connect_http(&http, HttpPooling::KeepAlive, &url, &lease.token, &format!("agent-{n}"))
+                        .await?,
+                ),
+                Hammer::ListRest => Caller::Rest {
+                    http,
+                    base: url.clone(),
+                    token: lease.token.clone(),
+                },
+            });
+        }
+        let input = |n: usize| match hammer {
+            Hammer::AnnounceMcpHttp => json!({"intent": format!("task {n}"), "scope": [format!("src/agent{n}")]}),
+            Hammer::ListRest => json!({"checkouts": "this"}),
+        };
+        let seconds = Duration::from_secs_f64(options.throughput_seconds.max(0.1));
+        // Every client warm, the clock starts for all at once.
+        let ready = std::sync::Arc::new(tokio::sync::Barrier::new(clients + 1));
+        let tasks: Vec<_> = callers
+            .into_iter()
+            .enumerate()
+            .map(|(n, caller)| {
+                let input = input(n);
+                let ready = ready.clone();
+                tokio::spawn(async move {
+                    let once = async || {
+                        let outcome = tokio::time::timeout(SETUP_BOUND, caller.call(capability, &input))
+                            .await
+                            .unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()));
+                        match outcome {
+                            Outcome::Answer => Ok(()),
+                            other => Err(format!(
+                                "client {n}: {} was not answered: {}",
+                                capability.id(),
+                                other.detail().unwrap_or("")
+                            )),
+                        }
+                    };
+                    let mut warm = Ok(());
+                    for _ in 0..THROUGHPUT_WARMUP {
+                        warm = once().await;
+                        if warm.is_err() {
+                            break;
+                        }
+                    }
+                    // Waited for even by a client that failed, so that no other waits forever.
+                    ready.wait().await;
+                    let end = Instant::now() + seconds;
+                    let run = async {
+                        warm?;
+                        let mut samples = Vec::new();
+                        let mut last = Instant::now();
+                        while last < end {
+                            let call = Instant::now();
+                            once().await?;
+                            last = Instant::now();
+                            samples.push(last - call);
+                        }
+                        Ok::<_, String>((samples, last))
+                    };
+                    let outcome = run.await;
+                    caller.close().await;
+                    outcome
+                })
+            })
+            .collect();
+        ready.wait().await;
+        let clock = Instant::now();
+        let cpu_at_start = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
+        let mut samples = Vec::new();
+        let mut last = clock;
+        let mut failure = None;
+        for task in tasks {
+            match task.await.map_err(|error| format!("a client task failed: {error}")) {
+                Ok(Ok((client_samples, client_last))) => {
+                    samples.extend(client_samples);
+                    last = last.max(client_last);
+                }
+                Ok(Err(why)) | Err(why) => failure = failure.or(Some(why)),
+            }
+        }
+        if let Some(why) = failure {
+            return Err(why);
+        }
+        let cpu_after = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
+        let wall = (last - clock).as_secs_f64();
+        let rss = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        let calls = samples.len();
+        let throughput = Throughput {
+            clients,
+            seconds: (wall * 100.0).round() / 100.0,
+            calls,
+            calls_per_second: (calls as f64 / wall).round(),
+            server_cpu_percent: ((cpu_after - cpu_at_start).as_secs_f64() / wall * 1000.0).round() / 10.0,
+            server_rss_mb: (rss as f64 / 1024.0 * 10.0).round() / 10.0,
+        };
+        let summary = Summary::of(&samples);
+        let what = match hammer {
+            Hammer::AnnounceMcpHttp => "`peers.announce` of one path of its own over an MCP Streamable HTTP session on a kept-alive connection",
+            Hammer::ListRest => "`GET /api/v1/peers?checkouts=this` on a kept-alive connection",
+        };
+        let note = format!(
+            "{:.0} calls/s ({calls} calls in {:.2} s); server CPU {:.0}% of one core, VmRSS {:.1} MB; {clients} clients, each calling {what} as soon as the last call was answered, as tasks of the benchmark's runtime on the same machine",
+            throughput.calls_per_second, throughput.seconds, throughput.server_cpu_percent, throughput.server_rss_mb
+        );
+        Ok::<_, String>(ScenarioRow::throughput(scenario, summary, throughput, note))
+    }
+    .await;
+    server.stop().await;
+    result
+}
+
+/// The `tools/list` result of a `majordomus serve` over MCP Streamable HTTP, as an rmcp
+/// client receives it, in bytes of compact JSON; and the part a client forwards to its model
+/// with every request (each tool's name, description and input schema), which is what the
+/// tools cost in the model's context. Tokens are estimated as bytes / 4.
+async fn tools_list_size(scenario: &Scenario, scratch: &Scratch) -> Result<ScenarioRow, String> {
+    let repository = TempRepository::new(scratch, "tools-list")?;
+    let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let result = async {
+        let service = connect_http(
+            &http_client(),
+            HttpPooling::KeepAlive,
+            &url,
+            &lease.token,
+            "majordomus-bench-tools",
+        )
+        .await?;
+        let listed = service
+            .list_tools(None)
+            .await
+            .map_err(|error| format!("tools/list failed: {error}"));
+        let _ = service.cancel().await;
+        let listed = listed?;
+        let result_bytes = serde_json::to_vec(&listed)
+            .map_err(|error| error.to_string())?
+            .len();
+        let forwarded: Vec<Value> = listed
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": tool.input_schema,
+                })
+            })
+            .collect();
+        let forwarded_bytes = serde_json::to_vec(&forwarded)
+            .map_err(|error| error.to_string())?
+            .len();
+        let size = ToolsListSize {
+            tools: listed.tools.len(),
+            result_bytes,
+            forwarded_bytes,
+            result_tokens_estimate: result_bytes / 4,
+            forwarded_tokens_estimate: forwarded_bytes / 4,
+        };
+        let note = format!(
+            "{} tools: the result is {} bytes of compact JSON (≈ {} tokens at 4 bytes a token); what a client forwards to its model (name, description and inputSchema of each tool) is {} bytes (≈ {} tokens)",
+            size.tools,
+            size.result_bytes,
+            size.result_tokens_estimate,
+            size.forwarded_bytes,
+            size.forwarded_tokens_estimate
+        );
+        Ok::<_, String>(ScenarioRow::tools_list(scenario, size, note))
     }
     .await;
     server.stop().await;

@@ -271,6 +271,20 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
     })
 }
 
+/// The CPU time a process has used so far, user and system together (`utime` + `stime` of
+/// `/proc/<pid>/stat`).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields from the third on follow the command name's closing parenthesis (the name may
+    // hold spaces); utime and stime are the 14th and 15th.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
 /// Waits until the checkout's lease names a server that answers as ready, and returns it.
 pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
     let site = majordomus::context::Site::open(dir)?;

@@ -1,0 +1,122 @@
+//! The floors: the least a transport can cost. A minimal rmcp server with one tool that does
+//! nothing, served over stdio or behind rmcp's Streamable HTTP service on axum, and a plain
+//! axum route answering a few bytes of JSON — `majordomus-dev floor-server`, a process of its
+//! own as `majordomus` is. The rows' own clients call it over the same transports, so a row's
+//! ratio to its transport's floor is what majordomus adds on top of rmcp, axum and the
+//! machine, which no change to majordomus can remove.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Value, json};
+
+/// The floor server's one tool.
+pub const TOOL: &str = "noop";
+
+/// The floor server's REST route.
+pub const ROUTE: &str = "/api/v1/floor";
+
+/// What the tool and the route answer: structured, and about as small as a `this`-sized
+/// answer of majordomus can be.
+fn answer() -> Value {
+    json!({"ok": true})
+}
+
+/// An MCP server that serves one tool and nothing else.
+#[derive(Clone, Copy, Default)]
+struct Floor;
+
+impl ServerHandler for Floor {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("majordomus-floor", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let schema = match json!({"type": "object"}) {
+            Value::Object(object) => Arc::new(object),
+            _ => unreachable!("the literal is an object"),
+        };
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            TOOL,
+            "Does nothing; answers {\"ok\": true}.",
+            schema,
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        Ok(CallToolResult::structured(answer()).into())
+    }
+}
+
+/// Serves the floor over this process's stdin and stdout, through the same tokio streams
+/// `majordomus mcp` reads and writes, until stdin closes.
+pub async fn serve_stdio() -> Result<(), String> {
+    let running = Floor
+        .serve(rmcp::transport::io::stdio())
+        .await
+        .map_err(|error| format!("the client did not complete initialize: {error}"))?;
+    let _ = running.waiting().await;
+    Ok(())
+}
+
+/// Serves the floor's `/mcp` and its REST route on a loopback port, says the URL on stdout
+/// (one line), and serves until stdin closes: the benchmark that started it holds the other
+/// end, so the server cannot outlive it.
+pub async fn serve_http() -> Result<(), String> {
+    use axum::serve::ListenerExt as _;
+    let mcp = StreamableHttpService::new(
+        || Ok(Floor),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = Router::new()
+        .route_service("/mcp", mcp)
+        .route(ROUTE, get(|| async { axum::Json(answer()) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|error| format!("cannot bind a loopback port: {error}"))?;
+    let address = listener
+        .local_addr()
+        .map_err(|error| format!("the listener has no address: {error}"))?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "http://{address}")
+            .and_then(|()| stdout.flush())
+            .map_err(|error| format!("cannot say the URL: {error}"))?;
+    }
+    // As majordomus's own listener does: without TCP_NODELAY a kept-alive client's delayed
+    // ACK would stall small answers, and the floor would not be one.
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    let stdin_closed = async {
+        let mut sink = tokio::io::sink();
+        let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut sink).await;
+    };
+    tokio::select! {
+        served = axum::serve(listener, router) => {
+            served.map_err(|error| format!("the floor server failed: {error}"))
+        }
+        () = stdin_closed => Ok(()),
+    }
+}
