@@ -118,11 +118,15 @@ pub struct Timings {
     /// How long a bridge's session may go without a message before its server takes the
     /// bridge for dead and lets its peer go. A bridge pings a third of this apart.
     pub bridge_silence_ms: u64,
+    /// How long an MCP-over-HTTP session may go without a request or an open stream before
+    /// it is parked: its running session is let go and brought back, unseen by its client,
+    /// at its next request; its peer stays on the board. Zero never parks.
+    pub session_park_secs: u64,
 }
 
-/// How many MCP-over-HTTP sessions a server holds at once by default. A session costs about
-/// 100 KB, so the limit keeps a runaway or hostile client near 100 MB; real repositories see
-/// a handful of agents.
+/// How many MCP-over-HTTP sessions a server holds at once by default, parked ones included.
+/// A live session costs about 100 KB and a parked one a few hundred bytes, so the limit keeps
+/// a runaway or hostile client near 100 MB; real repositories see a handful of agents.
 pub const DEFAULT_MCP_SESSIONS: usize = 1_000;
 
 /// `[limits]`: how much a server takes on at once.
@@ -164,6 +168,7 @@ impl Default for Timings {
             stop_timeout_ms: 3_000,
             header_timeout_ms: 5_000,
             bridge_silence_ms: 5_000,
+            session_park_secs: 20,
         }
     }
 }
@@ -175,6 +180,10 @@ impl Timings {
 
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    pub fn session_park(&self) -> Duration {
+        Duration::from_secs(self.session_park_secs)
     }
 
     pub fn reattach_grace(&self) -> Duration {

@@ -49,6 +49,9 @@ pub trait BoardPort: Send + Sync {
     /// How many of the board's peers are attached.
     fn attached_peers(&self) -> usize;
 
+    /// The MCP-over-HTTP sessions past their handshake: how many run, how many are parked.
+    fn http_sessions(&self) -> (usize, usize);
+
     /// The board's peers as they stand at `now`, the claims whose grace ran out released.
     fn board_peers(&self, now: SystemTime) -> Vec<Peer>;
 

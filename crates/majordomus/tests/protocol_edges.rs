@@ -144,6 +144,88 @@ async fn delete_ends_a_live_session_with_204_and_answers_404_for_any_other() {
     assert_eq!(after.status(), StatusCode::NOT_FOUND, "the session is gone");
 }
 
+/// An idle HTTP session — no request in flight, no stream open — is parked, its running
+/// session let go, and its next request brings it back unseen: the same peer, its claim,
+/// its answers. Its peer stays attached the whole time, and DELETE still ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_parked_and_its_next_request_finds_it_unchanged() {
+    let repo = TempRepo::new();
+    std::fs::write(
+        repo.root().join("majordomus.toml"),
+        "[timings]\nsession_park_secs = 1\n",
+    )
+    .unwrap();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let session = open_session(&lease).await;
+    let announce = json!({"name": "majordomus_announce",
+        "arguments": {"intent": "rework the parser", "scope": ["src/parser"]}});
+    call_tool(&lease, &session, announce).await;
+    let list = json!({"name": "majordomus_peers", "arguments": {"checkouts": "this"}});
+    let before = call_tool(&lease, &session, list.clone()).await;
+    let me = before["caller"].clone();
+    assert!(me.is_string(), "{before:#}");
+
+    let status = eventually("the idle session to be parked", || async {
+        let status = get_json(&lease, "/api/v1/server?checkouts=this").await?;
+        if status["mcp_sessions"]["parked"] == 1 {
+            Ok(status)
+        } else {
+            Err(status.to_string())
+        }
+    })
+    .await;
+    assert_eq!(status["mcp_sessions"]["live"], 0, "{status:#}");
+    let board = get_json(&lease, "/api/v1/peers?checkouts=this")
+        .await
+        .unwrap();
+    let parked = find(&board["peers"], "id", me.as_str().unwrap());
+    assert_eq!(
+        parked["attached"], true,
+        "a parked session's peer stays: {board:#}"
+    );
+    assert_eq!(
+        parked["claims"][0]["scope"],
+        json!(["src/parser"]),
+        "{board:#}"
+    );
+
+    let after = call_tool(&lease, &session, list).await;
+    assert_eq!(after["caller"], me, "the same peer answers: {after:#}");
+    assert_eq!(after["count"], 1, "no second peer joined: {after:#}");
+    let status = get_json(&lease, "/api/v1/server?checkouts=this")
+        .await
+        .unwrap();
+    assert_eq!(
+        status["mcp_sessions"]["live"], 1,
+        "brought back: {status:#}"
+    );
+
+    eventually("the session to be parked again", || async {
+        let status = get_json(&lease, "/api/v1/server?checkouts=this").await?;
+        if status["mcp_sessions"]["parked"] == 1 {
+            Ok(())
+        } else {
+            Err(status.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        delete(&lease, &session).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    let board = get_json(&lease, "/api/v1/peers?checkouts=this")
+        .await
+        .unwrap();
+    assert_eq!(
+        board["count"], 0,
+        "a parked session's DELETE ends its peer: {board:#}"
+    );
+    assert_eq!(
+        delete(&lease, &session).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
 /// A request without the token is told which scheme to use, and OAuth discovery finds
 /// nothing to discover.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,6 +344,30 @@ async fn next_frame(stdout: &mut BufReader<ChildStdout>) -> Value {
     assert!(read > 0, "stdout closed: the process stopped serving");
     serde_json::from_str(&line)
         .unwrap_or_else(|e| panic!("stdout carries JSON frames only ({e}): {line}"))
+}
+
+/// `tools/call` in `session`: the answer's structured content.
+async fn call_tool(lease: &LeaseFile, session: &str, params: Value) -> Value {
+    let response = post_mcp(
+        lease,
+        Some(session),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).to_string(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let frame = jsonrpc_answer(response).await;
+    frame["result"]["structuredContent"].clone()
+}
+
+/// GET a route of the server with its token, as JSON.
+async fn get_json(lease: &LeaseFile, path: &str) -> Result<Value, String> {
+    let response = http()
+        .get(format!("{}{path}", lease.url()))
+        .header(AUTHORIZATION, format!("Bearer {}", lease.token))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    response.json().await.map_err(|e| e.to_string())
 }
 
 /// POST `/mcp` with the token, as a Streamable HTTP client sends it.

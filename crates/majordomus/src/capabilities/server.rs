@@ -92,6 +92,19 @@ pub struct ServerStatusOutput {
     /// off, connecting, connected to its address, unreachable or refused, and why.
     #[serde(default = "FederationStatus::off")]
     pub federation: FederationStatus,
+    /// The MCP-over-HTTP sessions of the process that answered, when it serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_sessions: Option<HttpSessions>,
+}
+
+/// A serving process's MCP-over-HTTP sessions past their handshake.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct HttpSessions {
+    /// Sessions running now.
+    pub live: usize,
+    /// Sessions idle past `[timings] session_park_secs`, let go and kept as a few hundred
+    /// bytes each; a client's next request brings its session back unchanged.
+    pub parked: usize,
 }
 
 /// `server.status`.
@@ -158,6 +171,12 @@ impl Operation for ServerStatus {
             &["", "WORKTREE", "BRANCH", "STANDING", "PEERS", "URL"],
             &rows,
         );
+        if let Some(sessions) = &output.mcp_sessions {
+            text.push_str(&format!(
+                "\nMCP sessions over HTTP: {} live, {} parked",
+                sessions.live, sessions.parked
+            ));
+        }
         for server in &output.servers {
             if let Some(reason) = &server.reason {
                 text.push_str(&format!("\n{}: {reason}", server.worktree));
@@ -200,6 +219,10 @@ impl Operation for ServerStatus {
             standing,
             servers: views,
             federation,
+            mcp_sessions: ctx.server.as_ref().map(|server| {
+                let (live, parked) = server.http_sessions();
+                HttpSessions { live, parked }
+            }),
         })
     }
 }

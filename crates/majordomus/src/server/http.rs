@@ -266,6 +266,7 @@ fn no_route(method: &Method, path: &str) -> Response {
 struct McpEndpoint {
     service: StreamableHttpService<McpSession, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
+    state: Arc<ServerState>,
     /// Held while a new session opens: the sessions are counted, and the new one opened or
     /// refused, before the next `initialize` is judged, so the count is never stale and the
     /// limit is exact. Opening a session takes well under a millisecond of the server's
@@ -276,14 +277,17 @@ struct McpEndpoint {
 
 impl McpEndpoint {
     fn new(state: &Arc<ServerState>) -> McpEndpoint {
-        let config = StreamableHttpServerConfig::default()
+        let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(state.shutdown.child_token())
             .with_max_request_body_bytes(BODY_LIMIT_BYTES)
             .with_allowed_origins(LOOPBACK_ORIGINS)
             .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
+        // Parked sessions are where rmcp looks for a session it does not know.
+        config.session_store = Some(state.parking.clone());
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(state.site.config.timings.idle_timeout());
         let sessions = Arc::new(sessions);
+        park_idle_sessions(state, &sessions);
         let session_state = state.clone();
         McpEndpoint {
             service: StreamableHttpService::new(
@@ -292,16 +296,35 @@ impl McpEndpoint {
                 config,
             ),
             sessions,
+            state: state.clone(),
             opening: tokio::sync::Mutex::new(()),
             max_sessions: state.site.config.limits.mcp_sessions,
         }
     }
 
     async fn handle(&self, request: Request) -> Response {
-        match *request.method() {
+        // A request of a known session keeps it from being parked until its answer, or the
+        // stream it opened, has ended.
+        let activity = match session_id(request.headers()) {
+            Some(id) => self.state.parking.begin(&id).await,
+            None => None,
+        };
+        let response = match *request.method() {
             Method::POST => self.post(request).await,
             Method::DELETE => self.delete(request).await,
             _ => self.forward(request).await,
+        };
+        match activity {
+            Some(activity) => response.map(|body| {
+                Body::from_stream(futures::StreamExt::map(
+                    body.into_data_stream(),
+                    move |chunk| {
+                        let _open = &activity;
+                        chunk
+                    },
+                ))
+            }),
+            None => response,
         }
     }
 
@@ -324,7 +347,8 @@ impl McpEndpoint {
         match vet(&message) {
             Verdict::Pass(parsed) if session.is_none() && is_initialize(&parsed) => {
                 let _opening = self.opening.lock().await;
-                if self.sessions.sessions.read().await.len() >= self.max_sessions {
+                let live = self.sessions.sessions.read().await.len();
+                if live + self.state.parking.parked_count() >= self.max_sessions {
                     return self.sessions_full();
                 }
                 self.forward_body(parts, message).await
@@ -356,6 +380,10 @@ impl McpEndpoint {
             return self.forward(request).await;
         };
         if !self.has_session(&id).await {
+            if let Some(peer) = self.state.parking.end_parked(&id) {
+                self.state.connection_closed(&peer);
+                return StatusCode::NO_CONTENT.into_response();
+            }
             return error_response(
                 StatusCode::NOT_FOUND,
                 ErrorKind::NotFound.as_str(),
@@ -387,6 +415,38 @@ impl McpEndpoint {
         );
         refusal
     }
+}
+
+/// Parks the sessions idle for `[timings] session_park_secs`, and ends the parked ones whose
+/// client stayed away past the idle timeout, until the server stops.
+fn park_idle_sessions(state: &Arc<ServerState>, sessions: &Arc<LocalSessionManager>) {
+    let Some(interval) = state.parking.sweep_interval() else {
+        return;
+    };
+    let (state, sessions) = (state.clone(), sessions.clone());
+    let tracker = state.tasks.clone();
+    tracker.spawn(async move {
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = state.shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let now = std::time::Instant::now();
+            let chosen = state.parking.choose(now);
+            for session in &chosen {
+                // A session already gone in rmcp is as good as closed.
+                let _ = sessions
+                    .close_session(&SessionId::from(session.as_str()))
+                    .await;
+            }
+            state.parking.closed(&chosen);
+            for peer in state.parking.expire(now) {
+                state.connection_closed(&peer);
+            }
+        }
+    });
 }
 
 fn session_id(headers: &HeaderMap) -> Option<SessionId> {

@@ -12,7 +12,8 @@ use rmcp::model::{
     RequestMetaObject, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
     ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -34,7 +35,13 @@ pub struct McpSession {
     feed: SessionFeed,
     /// The client session (the client's conversation id) this connection last named.
     client_session: std::sync::Mutex<Option<String>>,
+    /// This connection among all of the process's: a parked session brought back is a new
+    /// connection holding the same peer.
+    connection: u64,
 }
+
+/// Numbers the connections of the process.
+static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl McpSession {
     pub fn new(state: Arc<ServerState>, transport: Transport) -> Self {
@@ -44,6 +51,7 @@ impl McpSession {
             peer: OnceLock::new(),
             feed: SessionFeed::default(),
             client_session: std::sync::Mutex::new(None),
+            connection: CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -122,10 +130,26 @@ impl McpSession {
 
 impl Drop for McpSession {
     fn drop(&mut self) {
-        if let Some(peer) = self.peer.get() {
-            self.state.connection_closed(peer);
+        let Some(peer) = self.peer.get() else {
+            return;
+        };
+        // A parked session's connection goes, its peer stays.
+        if self.state.parking.keeps(peer, self.connection) {
+            return;
         }
+        self.state.parking.forget(peer);
+        self.state.connection_closed(peer);
     }
+}
+
+/// The MCP session a request or notification came in, as its HTTP request named it.
+fn http_session(extensions: &rmcp::model::Extensions) -> Option<&str> {
+    extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
 }
 
 /// The `initialize` `_meta` key under which a bridge names the worker it carries, stable for
@@ -340,13 +364,32 @@ impl ServerHandler for McpSession {
                 identity,
                 bridged: meta(BRIDGED_META_KEY).is_some_and(|flag| flag == true),
             });
-        let peer = self.join(&request.client_info, worker);
+        // A parked session brought back by rmcp takes its own peer again.
+        let restored = context
+            .extensions
+            .get::<SessionRestoreMarker>()
+            .and_then(|marker| self.state.parking.unpark(&marker.id, self.connection));
+        let peer = match restored {
+            Some(peer) => {
+                let peer = self.peer.get_or_init(|| peer);
+                self.state.touch(peer);
+                peer
+            }
+            None => self.join(&request.client_info, worker),
+        };
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
         if let Some(session) = client_session_of(&sent) {
             self.adopt_client_session(&session).await;
         }
         Ok(result.with_instructions(self.state.instructions(peer)))
+    }
+
+    /// Over HTTP, the session is known by its id from now on: it can be parked when idle.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let (Some(session), Some(peer)) = (http_session(&context.extensions), self.peer.get()) {
+            self.state.parking.register(session, peer, self.connection);
+        }
     }
 
     async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
@@ -413,6 +456,9 @@ impl ServerHandler for McpSession {
             .map_err(|error| McpError::resource_not_found(error.to_string(), None))?;
         self.feed
             .subscribe_board(&self.state.events, context.peer.clone());
+        if let Some(session) = http_session(&context.extensions) {
+            self.state.parking.pin(session);
+        }
         Ok(())
     }
 

@@ -6,6 +6,7 @@ pub mod events;
 pub mod http;
 pub mod listen;
 pub mod mcp;
+mod parking;
 mod port;
 pub mod run;
 mod sessions;
@@ -88,6 +89,8 @@ pub struct ServerState {
     sessions: Mutex<sessions::HookSessions>,
     /// This server's link to other machines' boards; off unless configured.
     pub federation: Federation,
+    /// The MCP-over-HTTP sessions, and the idle ones parked.
+    pub(crate) parking: Arc<parking::Parking>,
 }
 
 impl ServerState {
@@ -116,6 +119,10 @@ impl ServerState {
             dashboard: dashboard::Access::default(),
             sessions: Mutex::new(Default::default()),
             federation,
+            parking: Arc::new(parking::Parking::new(
+                site.config.timings.session_park(),
+                site.config.timings.idle_timeout(),
+            )),
             site,
         });
         sessions::watch_quiet_sessions(&state);
@@ -338,6 +345,11 @@ impl ServerState {
         self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.board_changed();
+    }
+
+    /// This process's MCP-over-HTTP sessions past their handshake: running, and parked.
+    pub fn http_sessions(&self) -> (usize, usize) {
+        self.parking.counts()
     }
 
     /// A connection ended: unless it was already let go for its silence, it is lost now.

@@ -34,6 +34,10 @@ impl BoardPort for ServerState {
         ServerState::url(self)
     }
 
+    fn http_sessions(&self) -> (usize, usize) {
+        ServerState::http_sessions(self)
+    }
+
     fn attached_peers(&self) -> usize {
         ServerState::attached_peers(self)
     }
