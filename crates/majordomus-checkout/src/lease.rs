@@ -354,16 +354,7 @@ impl LeaseHandle {
     /// the path is no longer the one last found ours: a server asks this every second and on
     /// every new session, and a `stat` answers it until somebody writes the lease.
     pub fn recheck(&mut self) -> bool {
-        let before = FileIdentity::of(&self.path);
-        if before.is_some() && before == self.verified {
-            return true;
-        }
-        let ours = self.still_ours();
-        // Kept only when the file did not move while it was read.
-        self.verified = (ours && FileIdentity::of(&self.path) == before)
-            .then_some(before)
-            .flatten();
-        ours
+        recheck_token(&self.path, &self.lease.token, &mut self.verified)
     }
 
     /// Whether the lease on disk still carries our token.
@@ -391,6 +382,47 @@ impl LeaseHandle {
             tracing::warn!(path = %self.path.display(), %error, "could not release the lease");
             false
         })
+    }
+}
+
+/// Whether the lease at `path` still carries `token`, read again only when the file is no
+/// longer the one `verified` last found so; `verified` is kept only when the file did not move
+/// while it was read.
+fn recheck_token(path: &Path, token: &str, verified: &mut Option<FileIdentity>) -> bool {
+    let before = FileIdentity::of(path);
+    if before.is_some() && before == *verified {
+        return true;
+    }
+    let still =
+        matches!(read_lease(path), LeaseReading::Document(lease, _) if lease.token == token);
+    *verified = (still && FileIdentity::of(path) == before)
+        .then_some(before)
+        .flatten();
+    still
+}
+
+/// Another process's lease, as a reader that keeps talking to its server follows it: whether
+/// the file still names that server, answered by a `stat` until somebody writes the lease, so
+/// a reader can ask it often and still notice a take-over (a new server, a new token) at once.
+pub struct LeaseWatch {
+    path: PathBuf,
+    token: String,
+    verified: Option<FileIdentity>,
+}
+
+impl LeaseWatch {
+    /// Follows the lease file at `path`, which was read as `lease`.
+    pub fn new(path: PathBuf, lease: &Lease) -> LeaseWatch {
+        LeaseWatch {
+            path,
+            token: lease.token.clone(),
+            verified: None,
+        }
+    }
+
+    /// Whether the lease on disk still carries the token it was read with.
+    pub fn still_there(&mut self) -> bool {
+        recheck_token(&self.path, &self.token, &mut self.verified)
     }
 }
 
@@ -754,6 +786,27 @@ mod tests {
         assert!(take_over(&path, &judged).unwrap());
         try_create(&path, &Lease::new_for_this_process(dir.path(), "1.2.3")).unwrap();
         assert!(!handle.recheck());
+    }
+
+    #[test]
+    fn a_watch_sees_the_lease_it_read_until_another_server_takes_it_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let mut handle = try_create(&path, &lease).unwrap();
+        assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
+        let (read, judged) = document(&path);
+        let mut watch = LeaseWatch::new(path.clone(), &read);
+        assert!(watch.still_there());
+        assert!(watch.still_there(), "unchanged, a stat answers");
+
+        assert!(take_over(&path, &judged).unwrap());
+        try_create(&path, &Lease::new_for_this_process(dir.path(), "1.2.3")).unwrap();
+        assert!(
+            !watch.still_there(),
+            "a new server's lease is not the one read"
+        );
+        fs::remove_file(&path).unwrap();
+        assert!(!watch.still_there(), "nor is no lease at all");
     }
 
     #[test]

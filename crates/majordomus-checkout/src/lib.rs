@@ -21,8 +21,8 @@ pub mod standing;
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};
 pub use git::{Checkout, CheckoutError, Worktree, WorktreeList, list_worktrees};
 pub use lease::{
-    CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, lease_age, lease_path,
-    read_lease, take_over, try_create,
+    CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, LeaseWatch, lease_age,
+    lease_path, read_lease, take_over, try_create,
 };
 pub use process::{ExecutableStamp, executable_stamp, process_alive, process_start_time};
 pub use standing::{

@@ -85,6 +85,15 @@ impl Site {
         self.config.timings.probe_timeout()
     }
 
+    /// How long ago a sibling's server may last have confirmed its board for a serving
+    /// process to list that board from memory: the probe timeout, the time a live read of it
+    /// is given. An older memory is not used; the board is asked as if nothing were kept, so
+    /// a sibling that stopped answering is reported unread within twice the probe timeout,
+    /// and a board listed from memory is never older than a live read could have been.
+    pub fn sibling_view_bound(&self) -> Duration {
+        self.probe_timeout()
+    }
+
     /// The latest reading of the whole repository. One older than [`CHANGES_INTERVAL`] (or
     /// none) starts `read` in the background, unless a reading is under way; only one ever
     /// is. The new one is waited for, at most `wait`, when there is none yet or the last one

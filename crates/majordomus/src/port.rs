@@ -9,10 +9,13 @@
 //! this checkout's board as they read any sibling's, through its lease.
 
 use std::collections::HashSet;
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
-use majordomus_checkout::lease::LeaseView;
+use majordomus_checkout::lease::{Lease, LeaseView};
+use majordomus_checkout::standing::Standing;
+use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
@@ -30,6 +33,27 @@ pub const EDITS_CLAIM: &str = "edits";
 pub struct Fact {
     pub key: u64,
     pub line: String,
+}
+
+/// A sibling checkout's board as a serving process keeps it in memory while it follows the
+/// sibling's server: what that server answered about its own board, and how long ago it last
+/// confirmed that nothing changed since.
+#[derive(Clone)]
+pub struct SiblingBoard {
+    /// The lease of the server followed, token included: anything the memory does not hold is
+    /// asked of that server.
+    pub lease: Lease,
+    /// Where that server stood when following it began.
+    pub standing: Standing,
+    /// The board's peers, each with whether a bridge carries its client.
+    pub peers: Arc<Vec<(Peer, bool)>>,
+    /// The worktree's changes as that server read them.
+    pub changes: Option<Arc<WorktreeChanges>>,
+    /// How long ago the board was read.
+    pub read: Duration,
+    /// How long ago the server last confirmed the board: when it was read, or since then its
+    /// stream said nothing changed.
+    pub age: Duration,
 }
 
 /// This checkout's serving process, as the capabilities see it.
@@ -109,4 +133,10 @@ pub trait BoardPort: Send + Sync {
 
     /// The serving process's link to other machines' boards, and what it holds of them.
     fn federation(&self) -> &Federation;
+
+    /// Sibling `checkout_id`'s board from memory, when this process follows that sibling and
+    /// its server confirmed the board within the bound the site states
+    /// (`Site::sibling_view_bound`); `None` when it must be asked. Asking is what starts (and
+    /// keeps up) the following.
+    fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard>;
 }

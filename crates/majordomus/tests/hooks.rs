@@ -350,12 +350,20 @@ async fn without_a_working_server_a_hook_says_nothing_and_exits_0() {
         .await;
     assert!(refuse(&before), "{}", before.stdout);
 
-    // The sibling that holds the claim is frozen: the guard cannot read its board in time.
+    // The sibling that holds the claim is frozen: once what the primary's server keeps of its
+    // board is older than the probe timeout, the guard cannot read that board in time.
     scene.beta_server.freeze().await;
-    scene
-        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
-        .await
-        .assert_silent("the board with the claim frozen");
+    let frozen = eventually("the guard to give up on the frozen board", || async {
+        let hook = scene
+            .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+            .await;
+        match hook.stdout.is_empty() {
+            true => Ok(hook),
+            false => Err(hook.stdout),
+        }
+    })
+    .await;
+    frozen.assert_silent("the board with the claim frozen");
     scene.beta_server.thaw();
     let thawed = scene
         .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")

@@ -5,7 +5,9 @@
 //! once.
 //!
 //! A remote board is asked through the route its own capability declares, about its own
-//! checkout only (`checkouts: this`), so a gather never asks back.
+//! checkout only (`checkouts: this`), so a gather never asks back. A serving process that
+//! follows a sibling lists that sibling's board from memory while the sibling's server
+//! confirmed it recently enough ([`Board::listed`]); everything else is still asked.
 
 use std::time::{Duration, SystemTime};
 
@@ -21,7 +23,7 @@ use super::peers::{ListedPeer, PeerList, PeerListInput, PeersList};
 use super::server::{ServerStatus, ServerStatusInput};
 use crate::context::{Context, Site};
 use crate::federation::{Federation, FederationStatus};
-use crate::port::BoardPort;
+use crate::port::{BoardPort, SiblingBoard};
 use crate::registry::Operation;
 use crate::survey::{self, Survey};
 
@@ -35,6 +37,12 @@ pub(crate) enum Board<'a> {
     /// Another process serves the checkout, or nobody does: the board is read through the
     /// lease, as the survey found it.
     Remote(Box<Survey>),
+    /// Another process serves the checkout and this one follows it: its peers and changes are
+    /// in memory, anything else is asked through the lease it was followed by.
+    Viewed {
+        found: Box<Survey>,
+        view: SiblingBoard,
+    },
 }
 
 /// What a board gave of itself for a listing.
@@ -64,6 +72,27 @@ impl<'a> Board<'a> {
         }
     }
 
+    /// `checkout`'s board for a listing: as [`Board::of`], but a sibling's board that this
+    /// serving process follows, confirmed by its server within the bound, is read from
+    /// memory rather than asked.
+    pub async fn listed(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
+        let view = match ctx.server.as_deref() {
+            Some(port) if checkout.id != ctx.site.checkout.id => port.sibling_board(&checkout.id),
+            _ => None,
+        };
+        match view {
+            Some(view) => Board::Viewed {
+                found: Box::new(Survey {
+                    checkout,
+                    lease: Some(view.lease.clone()),
+                    standing: view.standing.clone(),
+                }),
+                view,
+            },
+            None => Board::of(ctx, checkout).await,
+        }
+    }
+
     /// The board of the checkout the call reached.
     pub async fn here(ctx: &'a Context) -> Board<'a> {
         Board::of(ctx, ctx.site.checkout.clone()).await
@@ -72,7 +101,15 @@ impl<'a> Board<'a> {
     pub fn checkout(&self) -> &Checkout {
         match self {
             Board::Local { checkout, .. } => checkout,
-            Board::Remote(found) => &found.checkout,
+            Board::Remote(found) | Board::Viewed { found, .. } => &found.checkout,
+        }
+    }
+
+    /// How long ago the board's server last confirmed it, for a board read from memory.
+    pub fn age(&self) -> Option<Duration> {
+        match self {
+            Board::Viewed { view, .. } => Some(view.age),
+            _ => None,
         }
     }
 
@@ -86,7 +123,7 @@ impl<'a> Board<'a> {
     pub fn standing(&self) -> ServerStanding {
         match self {
             Board::Local { port, .. } => port.own_standing(),
-            Board::Remote(found) => found.standing.standing,
+            Board::Remote(found) | Board::Viewed { found, .. } => found.standing.standing,
         }
     }
 
@@ -94,7 +131,7 @@ impl<'a> Board<'a> {
     pub fn standing_reason(&self) -> Option<String> {
         match self {
             Board::Local { port, .. } => port.own_standing_reason(),
-            Board::Remote(found) => found.standing.reason.clone(),
+            Board::Remote(found) | Board::Viewed { found, .. } => found.standing.reason.clone(),
         }
     }
 
@@ -102,7 +139,7 @@ impl<'a> Board<'a> {
     pub fn url(&self) -> Option<String> {
         match self {
             Board::Local { port, .. } => port.url(),
-            Board::Remote(found) => found.url().map(str::to_string),
+            Board::Remote(found) | Board::Viewed { found, .. } => found.url().map(str::to_string),
         }
     }
 
@@ -110,13 +147,16 @@ impl<'a> Board<'a> {
     pub fn lease(&self) -> Option<LeaseView> {
         match self {
             Board::Local { port, .. } => Some(port.lease_view()),
-            Board::Remote(found) => found.lease.as_ref().map(|lease| lease.redacted()),
+            Board::Remote(found) | Board::Viewed { found, .. } => {
+                found.lease.as_ref().map(|lease| lease.redacted())
+            }
         }
     }
 
     /// The board's peers, each marked when a bridge carries its client, and the worktree's
-    /// changes as a remote server reported them. A remote board that does not answer has
-    /// no peers; it is unread only when its standing says it should have answered.
+    /// changes as a remote server reported them (from memory, with their age, for a followed
+    /// one). A remote board that does not answer has no peers; it is unread only when its
+    /// standing says it should have answered.
     pub async fn peers(&self, site: &Site) -> BoardPeers {
         match self {
             Board::Local { port, .. } => {
@@ -136,6 +176,22 @@ impl<'a> Board<'a> {
                     reason: None,
                 }
             }
+            Board::Viewed { view, .. } => BoardPeers {
+                peers: view
+                    .peers
+                    .iter()
+                    .map(|(peer, bridged)| ListedPeer {
+                        peer: peer.clone(),
+                        bridged: *bridged,
+                        qualified_id: String::new(),
+                    })
+                    .collect(),
+                changes: view.changes.as_ref().map(|changes| WorktreeChanges {
+                    read_seconds_ago: Some(view.read.as_secs()),
+                    ..(**changes).clone()
+                }),
+                reason: None,
+            },
             Board::Remote(found) => {
                 let this = PeerListInput {
                     checkouts: Checkouts::This,
@@ -173,7 +229,7 @@ impl<'a> Board<'a> {
                 Some(port.attached_peers()),
                 Some(port.federation().status()),
             ),
-            Board::Remote(found) => {
+            Board::Remote(found) | Board::Viewed { found, .. } => {
                 let this = ServerStatusInput {
                     checkouts: Checkouts::This,
                 };
@@ -192,7 +248,7 @@ impl<'a> Board<'a> {
     pub async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
         match self {
             Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller.as_ref())),
-            Board::Remote(found) => {
+            Board::Remote(found) | Board::Viewed { found, .. } => {
                 let site = &ctx.site;
                 ask::<EpisodesList>(found, site, &EpisodeListInput {}, site.probe_timeout()).await
             }
@@ -218,7 +274,7 @@ impl<'a> Board<'a> {
                     federation.status(),
                 )
             }
-            Board::Remote(found) => {
+            Board::Remote(found) | Board::Viewed { found, .. } => {
                 let config = &site.config.federation;
                 if config.url.is_some() {
                     let everywhere = PeerListInput {

@@ -58,6 +58,7 @@ pub fn merge_everywhere(
             changes: None,
             machine: Some(board.machine.clone()),
             age_seconds: Some(held.age.as_secs()),
+            age_ms: None,
         });
         listing
             .peers

@@ -106,6 +106,14 @@ pub struct BoardView {
     /// For another machine's board: how many seconds ago it was published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_seconds: Option<u64>,
+    /// For a sibling worktree's board listed from the answering server's memory rather than
+    /// asked for this call: how many milliseconds ago its server last confirmed it. The
+    /// answering server follows its siblings' event streams, reads a board again whenever
+    /// its server says it changed, and lists it from memory only while this is within the
+    /// probe timeout; an older board is asked, and reported unread if it does not answer.
+    /// Absent when the board was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
 }
 
 impl BoardView {
@@ -123,6 +131,7 @@ impl BoardView {
             changes: None,
             machine: None,
             age_seconds: None,
+            age_ms: None,
         }
     }
 
@@ -645,7 +654,7 @@ async fn read_board(
 ) -> (BoardView, Vec<ListedPeer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = stamp(&checkout, this_checkout);
-    let board = Board::of(ctx, checkout).await;
+    let board = Board::listed(ctx, checkout).await;
     let read_here = read_here || board.is_local();
     let BoardPeers {
         peers,
@@ -664,6 +673,7 @@ async fn read_board(
         changes: None,
         machine: None,
         age_seconds: None,
+        age_ms: board.age().map(|age| age.as_millis() as u64),
     };
     view.changes = match reported_changes {
         Some(changes) => Some(capped(changes)),

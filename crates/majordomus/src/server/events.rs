@@ -1,7 +1,7 @@
 //! The board's changes as they happen: a small event bus the board's mutations publish to
 //! (under the board's lock, so the events come in the board's order), and what reads it —
-//! the Server-Sent Events route `/api/v1/events`, the MCP sessions' notifications, and the
-//! following of sibling worktrees' streams.
+//! the Server-Sent Events route `/api/v1/events`, the MCP sessions' notifications — and the
+//! following of sibling worktrees' streams, which keeps their boards in memory.
 //!
 //! Publishing never waits and never grows anything without bound: the backlog is a ring
 //! (at most [`BACKLOG_EVENTS`] events and [`BACKLOG_BYTES`] bytes), every subscriber has a
@@ -15,6 +15,7 @@ mod overlaps;
 mod siblings;
 
 pub use feed::SessionFeed;
+pub(crate) use siblings::{Siblings, follow as follow_siblings};
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -56,6 +57,8 @@ pub const PEER_NOTICES: usize = 16;
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 /// How often an idle stream gets a comment, so proxies and clients see it is alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The shortest span between `alive` events a stream may ask for (`alive_ms`).
+const MIN_ALIVE: Duration = Duration::from_millis(10);
 /// How long an `EventSource` waits before reconnecting, as the stream tells it.
 const RETRY_MS: u64 = 1000;
 
@@ -178,8 +181,8 @@ pub struct EventBus {
     /// subscribed to the board resource: a watch coalesces, so a slow session never queues.
     latest_local: watch::Sender<u64>,
     checkout: PeerCheckout,
-    /// Started on the first stream that covers the repository.
-    siblings: std::sync::OnceLock<()>,
+    /// The siblings' boards this server keeps, and whether it is asked about them.
+    pub(crate) siblings: Siblings,
 }
 
 struct Inner {
@@ -248,7 +251,7 @@ impl EventBus {
             }),
             latest_local: watch::Sender::new(first - 1),
             checkout,
-            siblings: std::sync::OnceLock::new(),
+            siblings: Siblings::default(),
         }
     }
 
@@ -480,7 +483,7 @@ impl EventBus {
     }
 
     /// How many open streams cover the repository: while there are some, the siblings'
-    /// streams are followed.
+    /// streams are followed and their events re-emitted.
     fn repository_streams(&self) -> usize {
         let inner = self.inner();
         inner
@@ -576,6 +579,11 @@ pub(crate) struct StreamQuery {
     /// The token may ride in the query; the guard has checked it.
     #[serde(default, rename = "token")]
     _token: Option<String>,
+    /// Asks for an `alive` event whenever nothing was sent for this many milliseconds (at
+    /// least 10, at most the 15 s of the keep-alive comment it then replaces): a follower
+    /// tells a quiet server from a hung one by them.
+    #[serde(default)]
+    alive_ms: Option<u64>,
 }
 
 /// `GET /api/v1/events`: the board's changes as Server-Sent Events.
@@ -591,7 +599,7 @@ pub(crate) async fn stream(
                 StatusCode::BAD_REQUEST,
                 ErrorKind::InvalidInput.as_str(),
                 format!(
-                    "{}; the only parameter is `checkouts` (`this` or `repository`)",
+                    "{}; the parameters are `checkouts` (`this` or `repository`) and `alive_ms`",
                     rejection.body_text()
                 ),
             );
@@ -618,12 +626,16 @@ pub(crate) async fn stream(
         }
     };
     if query.checkouts != Checkouts::This {
-        siblings::follow(&state);
+        state.events.siblings.wake();
     }
+    let keep_alive = match query.alive_ms {
+        Some(ms) => KeepAlive::new()
+            .interval(Duration::from_millis(ms).clamp(MIN_ALIVE, KEEP_ALIVE))
+            .event(SseEvent::default().data(serde_json::json!({"kind": "alive"}).to_string())),
+        None => KeepAlive::new().interval(KEEP_ALIVE),
+    };
     let events = sse_events(subscription).take_until(state.shutdown.clone().cancelled_owned());
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
+    let mut response = Sse::new(events).keep_alive(keep_alive).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -15,7 +15,7 @@ use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
 use super::ServerState;
 use crate::api::CapabilityError;
 use crate::federation::{Federation, Published};
-use crate::port::{BoardPort, Fact};
+use crate::port::{BoardPort, Fact, SiblingBoard};
 
 impl BoardPort for ServerState {
     fn own_standing(&self) -> ServerStanding {
@@ -105,6 +105,13 @@ impl BoardPort for ServerState {
 
     fn federation(&self) -> &Federation {
         &self.federation
+    }
+
+    fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard> {
+        self.events.siblings.wanted();
+        self.events
+            .siblings
+            .board(checkout_id, self.site.sibling_view_bound())
     }
 }
 

@@ -208,6 +208,7 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
     spawn_housekeeping(state.clone());
+    super::events::follow_siblings(&state);
     let federation = crate::federation::Federation::start(&state);
     Ok(Running {
         state,

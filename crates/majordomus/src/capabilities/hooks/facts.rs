@@ -555,6 +555,7 @@ mod tests {
                 changes: None,
                 machine: None,
                 age_seconds: None,
+                age_ms: None,
             }],
             change_overlaps: Vec::new(),
             conflicts: None,
