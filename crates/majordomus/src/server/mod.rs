@@ -29,6 +29,7 @@ use crate::api::CapabilityError;
 use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::federation::Federation;
+use crate::port::ListingCache;
 
 /// A connection's claim to be a worker that outlives its sessions.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +89,8 @@ pub struct ServerState {
     sessions: Mutex<sessions::HookSessions>,
     /// This server's link to other machines' boards; off unless configured.
     pub federation: Federation,
+    /// This board's own listing as last encoded, served again until the board changes.
+    pub(crate) listing: ListingCache,
 }
 
 impl ServerState {
@@ -116,6 +119,7 @@ impl ServerState {
             dashboard: dashboard::Access::default(),
             sessions: Mutex::new(Default::default()),
             federation,
+            listing: ListingCache::default(),
             site,
         });
         sessions::watch_quiet_sessions(&state);
