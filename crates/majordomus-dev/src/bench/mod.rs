@@ -230,7 +230,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 19] = [
+pub const SCENARIOS: [Scenario; 20] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -260,6 +260,12 @@ pub const SCENARIOS: [Scenario; 19] = [
         name: "scenario/board/list-1000x10",
         title: "`peers.list` (checkouts: this) with 1,000 attached peers holding 10 paths each",
         target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardListRest,
+        name: "scenario/board/list-1000x10-rest",
+        title: "`GET /api/v1/peers?checkouts=this` of that board from a kept-alive HTTP client",
+        target: ScenarioTarget::MillisBelow(3.0),
     },
     Scenario {
         id: ScenarioId::BoardAnnounceWide,
@@ -355,6 +361,7 @@ pub enum ScenarioId {
     Gather,
     BoardAnnounce,
     BoardList,
+    BoardListRest,
     BoardAnnounceWide,
     BoardListAfterWide,
     Memory,

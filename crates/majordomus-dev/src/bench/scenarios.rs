@@ -48,6 +48,7 @@ pub async fn run(
         ScenarioId::Gather => gather(scenario, scratch, options, progress).await,
         ScenarioId::BoardAnnounce => board(scenario, scratch, options, BoardCase::Announce).await,
         ScenarioId::BoardList => board(scenario, scratch, options, BoardCase::List).await,
+        ScenarioId::BoardListRest => board(scenario, scratch, options, BoardCase::ListRest).await,
         ScenarioId::BoardAnnounceWide => {
             board(scenario, scratch, options, BoardCase::AnnounceWide).await
         }
@@ -93,7 +94,7 @@ where
     }
 }
 
-/// Samples one capability called in-process, the handler alone.
+/// Samples one capability called in-process, the handler alone: its answer as it gave it.
 async fn sample_in_process(
     budget: Budget,
     capability: &Capability,
@@ -103,7 +104,7 @@ async fn sample_in_process(
     sample(budget, || async {
         let started = Instant::now();
         capability
-            .call(ctx, input.clone())
+            .answer(ctx, input.clone())
             .await
             .map_err(|error| error.message)?;
         Ok(started.elapsed())
@@ -256,6 +257,8 @@ enum BoardCase {
     Announce,
     /// The listing of the board.
     List,
+    /// The listing of the board over REST, the body read whole.
+    ListRest,
     /// An announce of a full scope, every path meeting a peer's claim.
     AnnounceWide,
     /// The listing once the full scope is on the board.
@@ -281,6 +284,7 @@ async fn board(
         match case {
             BoardCase::Announce => "board-announce",
             BoardCase::List => "board-list",
+            BoardCase::ListRest => "board-list-rest",
             BoardCase::AnnounceWide => "board-announce-wide",
             BoardCase::ListAfterWide => "board-list-wide",
         },
@@ -337,7 +341,9 @@ async fn board(
             "peers.announce",
             json!({"intent": "touch every package", "scope": wide_scope()}),
         ),
-        BoardCase::List | BoardCase::ListAfterWide => ("peers.list", json!({"checkouts": "this"})),
+        BoardCase::List | BoardCase::ListRest | BoardCase::ListAfterWide => {
+            ("peers.list", json!({"checkouts": "this"}))
+        }
     };
     let capability = majordomus::capabilities::registry()
         .by_id(id)
@@ -361,9 +367,42 @@ async fn board(
         )
     };
     let budget = Budget::scenario(options, 200, 2000, 3.0);
-    let samples = sample_in_process(budget, capability, &ctx, &input).await;
+    let samples = if case == BoardCase::ListRest {
+        sample_rest_listing(budget, repository.root()).await
+    } else {
+        sample_in_process(budget, capability, &ctx, &input).await
+    };
     serving.stop().await;
     Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
+}
+
+/// Samples `GET /api/v1/peers?checkouts=this` of the server of `root` on one kept-alive
+/// connection, the body read whole but not parsed: the server's and the transport's cost,
+/// not a client's JSON parser.
+async fn sample_rest_listing(
+    budget: Budget,
+    root: &std::path::Path,
+) -> Result<Vec<Duration>, String> {
+    let lease = super::setup::wait_ready(root).await?;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let url = format!("{url}/api/v1/peers?checkouts=this");
+    let http = http_client();
+    sample(budget, || async {
+        let started = Instant::now();
+        let response = http
+            .get(&url)
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|error| error.to_string())?;
+        if !status.is_success() {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        Ok(started.elapsed())
+    })
+    .await
 }
 
 /// Records a claim with its paths taken by their text alone, not resolved on disk: how the
