@@ -360,8 +360,13 @@ async fn board(
             first["overlaps"].as_array().map_or(0, Vec::len)
         )
     } else {
+        let how = if case == BoardCase::ListRest {
+            "over REST on a kept-alive connection, the body read whole"
+        } else {
+            "in-process"
+        };
         format!(
-            "{} peers listed, {} attached, {size} KB of JSON; in-process (checkouts: this, so no sibling is read)",
+            "{} peers listed, {} attached, {size} KB of JSON; {how} (checkouts: this, so no sibling is read)",
             first["peers"].as_array().map_or(0, Vec::len),
             first["count"]
         )
