@@ -23,6 +23,7 @@
 //! ```
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::changes::SideKind;
@@ -30,7 +31,9 @@ use crate::ids::rfc3339;
 use crate::index::PathIndex;
 use crate::limits;
 use crate::pairs::PairSample;
-use crate::paths::{ClaimPath, PathError, check_written, normalize, without_repeats};
+use crate::paths::{
+    ClaimPath, ComparedPaths, PathError, check_written, normalize, without_repeats,
+};
 use crate::peers::{
     AnnounceInput, Announced, Announcement, ClientInfo, Overlap, OverlapPath, Peer, PeerId,
     Transport,
@@ -145,6 +148,9 @@ pub struct PeerBoard {
     /// Departed peers' numbers, earliest departure first.
     departed: VecDeque<u64>,
     index: PathIndex<ClaimRef>,
+    /// Counts every change to the board, so that what is read off it (an encoded listing)
+    /// can be kept until the board changes rather than built again on every read.
+    version: u64,
 }
 
 #[derive(Debug)]
@@ -166,8 +172,9 @@ struct Slot {
 #[derive(Debug)]
 struct Claim {
     intent: String,
-    /// Without repeats: no two have the same components.
-    paths: Vec<ClaimPath>,
+    /// Without repeats: no two have the same components. Shared with every listing of the
+    /// claim, which meets these rather than the paths' text normalised again.
+    paths: Arc<[ClaimPath]>,
     at: String,
     /// Order of announcing on this board; timestamps only resolve to the second.
     sequence: u64,
@@ -192,12 +199,39 @@ impl PeerBoard {
             peers: BTreeMap::new(),
             departed: VecDeque::new(),
             index: PathIndex::new(),
+            version: 0,
         }
+    }
+
+    /// The board's version: it changes with every peer attached, heard from, gone or
+    /// retired, every claim announced, adopted or released, and with nothing else. Two
+    /// reads at one version and one instant list the same peers.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The first instant after `now` at which a peer's age as [`PeerBoard::peers`] reports
+    /// it (`last_seen_seconds_ago`, `left_seconds_ago`) reads differently; `None` for an
+    /// empty board. Until then, and at the same version, the board lists as it does at
+    /// `now`, so a listing made at `now` may be served unchanged.
+    pub fn ages_same_until(&self, now: SystemTime) -> Option<SystemTime> {
+        self.peers
+            .values()
+            .flat_map(|slot| {
+                [
+                    Some(slot.last_seen),
+                    slot.left_at.filter(|_| !slot.attached),
+                ]
+            })
+            .flatten()
+            .map(|since| next_second(since, now))
+            .min()
     }
 
     /// Attaches a new peer and returns its id: `p1`, `p2`, … never reused by this board.
     /// What the board keeps of `client` is [`ClientInfo::sanitized`].
     pub fn attach(&mut self, transport: Transport, client: ClientInfo, now: SystemTime) -> PeerId {
+        self.version += 1;
         self.last_peer += 1;
         self.peers.insert(
             self.last_peer,
@@ -217,6 +251,7 @@ impl PeerBoard {
 
     /// Notes that the peer was just heard from; unknown peers are ignored.
     pub fn touch(&mut self, id: &PeerId, now: SystemTime) {
+        self.version += 1;
         if let Some(slot) = self.slot_mut(id) {
             slot.last_seen = now;
         }
@@ -235,6 +270,7 @@ impl PeerBoard {
         episode: Option<String>,
         now: SystemTime,
     ) -> Vec<ReleasedClaims> {
+        self.version += 1;
         let Some(number) = peer_number(id) else {
             return Vec::new();
         };
@@ -284,6 +320,7 @@ impl PeerBoard {
         if expired.is_empty() {
             return Vec::new();
         }
+        self.version += 1;
         self.departed.retain(|number| !expired.contains(number));
         expired
             .into_iter()
@@ -298,6 +335,7 @@ impl PeerBoard {
     /// keeps `heir`'s claim, the newer one; named claims beyond [`limits::NAMED_CLAIMS`]
     /// are not taken. Returns how many claims were taken.
     pub fn adopt(&mut self, former: &PeerId, heir: &PeerId) -> usize {
+        self.version += 1;
         let (Some(from), Some(to)) = (peer_number(former), peer_number(heir)) else {
             return 0;
         };
@@ -398,6 +436,7 @@ impl PeerBoard {
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, AnnounceError> {
+        self.version += 1;
         let intent = input.intent.trim().to_owned();
         let name = input.claim.as_deref().map(|name| name.trim().to_owned());
         let slot = &self.peers[&number];
@@ -437,7 +476,7 @@ impl PeerBoard {
         *last_claim += 1;
         let claim = Claim {
             intent,
-            paths,
+            paths: paths.into(),
             at: rfc3339(now),
             sequence: *last_claim,
         };
@@ -596,7 +635,15 @@ fn announcement((name, claim): (&Option<String>, &Claim)) -> Announcement {
             .collect(),
         at: claim.at.clone(),
         resolved,
+        compared: ComparedPaths::new(claim.paths.clone()),
     }
+}
+
+/// The first instant after `now` at which the whole seconds elapsed since `since` (as
+/// [`view`] counts them, `0` for a `since` ahead of `now`) tick over.
+fn next_second(since: SystemTime, now: SystemTime) -> SystemTime {
+    let elapsed = now.duration_since(since).map_or(0, |ago| ago.as_secs());
+    since + Duration::from_secs(elapsed + 1)
 }
 
 /// Seconds since a departed peer left; `None` while it is attached.
@@ -680,6 +727,77 @@ mod tests {
         board
             .announce(id, input("work", scope, claim), at(10))
             .unwrap()
+    }
+
+    #[test]
+    fn every_change_moves_the_version_and_a_read_does_not() {
+        let (mut board, ids) = board_with(2);
+        let mut seen = vec![board.version()];
+        let mut changed = |board: &PeerBoard| {
+            assert!(!seen.contains(&board.version()), "{seen:?}");
+            seen.push(board.version());
+        };
+        announce(&mut board, &ids[0], &["src"], None);
+        changed(&board);
+        board.touch(&ids[1], at(11));
+        changed(&board);
+        board.detach(&ids[0], None, at(12));
+        changed(&board);
+        let heir = board.attach(Transport::Http, client("codex"), at(13));
+        changed(&board);
+        board.adopt(&ids[0], &heir);
+        changed(&board);
+        board.detach(&heir, None, at(14));
+        changed(&board);
+
+        let before = board.version();
+        board.peers(at(15));
+        assert!(board.expire(at(15), Duration::from_secs(60)).is_empty());
+        assert_eq!(board.version(), before, "nothing changed");
+        assert_eq!(board.expire(at(74), Duration::from_secs(60)).len(), 1);
+        assert_ne!(board.version(), before, "a release is a change");
+    }
+
+    #[test]
+    fn ages_read_the_same_until_the_next_whole_second_of_any_peer() {
+        let half = Duration::from_millis(500);
+        let mut board = PeerBoard::new(ROOT);
+        assert_eq!(board.ages_same_until(at(0)), None);
+        let first = board.attach(Transport::Http, client("codex"), at(0));
+        board.attach(Transport::Http, client("codex"), at(0) + half);
+        // Seen at 0 and 0.5: the second one's age ticks first after 2.2.
+        let now = at(2) + Duration::from_millis(200);
+        assert_eq!(board.ages_same_until(now), Some(at(2) + half));
+        let ages = |now| -> Vec<u64> {
+            board
+                .peers(now)
+                .iter()
+                .map(|peer| peer.last_seen_seconds_ago)
+                .collect()
+        };
+        let until = board.ages_same_until(now).unwrap();
+        assert_eq!(ages(now), ages(until - Duration::from_millis(1)));
+        assert_ne!(ages(now), ages(until));
+
+        // A departed peer's `left_seconds_ago` counts from when it left.
+        board
+            .announce(&first, input("work", &["src"], None), at(3))
+            .unwrap();
+        board.detach(&first, None, at(4) + Duration::from_millis(900));
+        let now = at(6);
+        assert_eq!(
+            board.ages_same_until(now),
+            Some(at(6) + half),
+            "the second peer, seen at 0.5"
+        );
+        board.touch(&PeerId::nth(2), at(5) + Duration::from_millis(950));
+        assert_eq!(
+            board.ages_same_until(now),
+            Some(at(6) + Duration::from_millis(900))
+        );
+        // A clock that stepped back reads age 0 until a second after the peer was seen (the
+        // first, at its announce).
+        assert_eq!(board.ages_same_until(at(1)), Some(at(4)));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! #         scope: scope.iter().map(|s| s.to_string()).collect(),
 //! #         at: "2026-11-30T02:26:47Z".into(),
 //! #         resolved: vec![],
+//! #         compared: Default::default(),
 //! #     };
 //! #     Peer {
 //! #         id: PeerId::nth(n),
@@ -44,6 +45,7 @@
 //! assert_eq!(silent(&peers), 0);
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
@@ -168,7 +170,7 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
 }
 
 /// [`claim_paths`] of every claim of every peer, by peer and claim.
-pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
+pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Cow<'_, [ClaimPath]>>> {
     peers
         .iter()
         .map(|peer| {
@@ -180,11 +182,15 @@ pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
         .collect()
 }
 
-/// The paths a claim of a listed peer is compared on, without repeats: where its server
-/// resolved them on disk when it says so (`resolved`, one per scope path), else its text
-/// normalised against the peer's worktree (or as repository-relative when the peer has no
-/// checkout). A path that cannot be read either way meets nothing.
-pub(crate) fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
+/// The paths a claim of a listed peer is compared on, without repeats: those its board
+/// compared when the board is in this process (`compared`), else where its server resolved
+/// them on disk when it says so (`resolved`, one per scope path), else its text normalised
+/// against the peer's worktree (or as repository-relative when the peer has no checkout).
+/// A path that cannot be read either way meets nothing.
+pub(crate) fn claim_paths<'a>(peer: &Peer, claim: &'a Announcement) -> Cow<'a, [ClaimPath]> {
+    if let Some(paths) = claim.compared.get() {
+        return Cow::Borrowed(paths);
+    }
     let paths = if !claim.resolved.is_empty() && claim.resolved.len() == claim.scope.len() {
         claim
             .scope
@@ -203,7 +209,7 @@ pub(crate) fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
             })
             .collect()
     };
-    without_repeats(paths)
+    Cow::Owned(without_repeats(paths))
 }
 
 /// Calls `meet` once for every pair of entries whose paths meet (equal, or one an ancestor

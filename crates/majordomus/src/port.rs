@@ -9,9 +9,10 @@
 //! this checkout's board as they read any sibling's, through its lease.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use majordomus_checkout::lease::{Lease, LeaseView};
 use majordomus_checkout::standing::Standing;
@@ -20,6 +21,7 @@ use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
+use majordomus_domain::sync::LockExt;
 
 use crate::api::CapabilityError;
 use crate::federation::Federation;
@@ -56,6 +58,69 @@ pub struct SiblingBoard {
     pub age: Duration,
 }
 
+/// The board at one instant, read under one lock: its peers, the version they are of, and
+/// until when their ages read as listed.
+pub struct BoardSnapshot {
+    pub version: u64,
+    /// The first instant a listed age would read differently; `None` for an empty board.
+    pub same_until: Option<SystemTime>,
+    pub peers: Vec<Peer>,
+}
+
+/// What this board's own listing is made of besides the board: whatever differs makes
+/// the listing a different one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingInputs {
+    /// The branch checked out, read on every call: it may be switched under the server.
+    pub branch: Option<String>,
+    pub standing: ServerStanding,
+    pub url: Option<String>,
+    /// The worktree's changes, as git last read them.
+    pub changes: Option<WorktreeChanges>,
+}
+
+/// This board's own listing, encoded as the surfaces write it, with what it was made of.
+pub struct CachedListing {
+    /// The board's version it lists.
+    pub version: u64,
+    /// When it was made; an earlier instant (a clock stepped back) is not served it.
+    pub made_at: SystemTime,
+    /// Until when its ages hold ([`BoardSnapshot::same_until`]).
+    pub same_until: Option<SystemTime>,
+    pub inputs: ListingInputs,
+    /// The answer for a caller without a peer: `caller` is `null`.
+    pub encoded: Bytes,
+    /// Where that `null` is in `encoded`, for the answer to a peer.
+    pub caller_at: usize,
+}
+
+impl CachedListing {
+    /// Whether it is the listing a call at `now` would make of the board at `version`
+    /// with `inputs`: it lists exactly what a new one would.
+    pub fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
+        self.version == version
+            && self.made_at <= now
+            && self.same_until.is_none_or(|until| now < until)
+            && self.inputs == *inputs
+    }
+}
+
+/// The latest [`CachedListing`]: kept by the serving process, whose board it lists, and
+/// made and read by the capability that lists it. Building a crowded board's listing
+/// costs milliseconds; a board is read far more often than it changes.
+#[derive(Default)]
+pub struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
+
+impl ListingCache {
+    pub fn latest(&self) -> Option<Arc<CachedListing>> {
+        self.0.lock_or_recover().clone()
+    }
+
+    pub fn keep(&self, listing: Arc<CachedListing>) {
+        *self.0.lock_or_recover() = Some(listing);
+    }
+}
+
 /// This checkout's serving process, as the capabilities see it.
 pub trait BoardPort: Send + Sync {
     /// Where this server stands, as it knows it from memory: a server never probes itself.
@@ -79,8 +144,19 @@ pub trait BoardPort: Send + Sync {
     /// The board's peers as they stand at `now`, the claims whose grace ran out released.
     fn board_peers(&self, now: SystemTime) -> Vec<Peer>;
 
-    /// The peers whose client reaches the server through a `majordomus mcp` bridge.
+    /// The peers whose client reaches the server through a `majordomus mcp` bridge. Whether
+    /// a peer is bridged is settled when it attaches, which changes the board's version.
     fn bridged_peers(&self) -> HashSet<PeerId>;
+
+    /// The board's version at `now`, the claims whose grace ran out released first.
+    fn board_version(&self, now: SystemTime) -> u64;
+
+    /// The board's peers at `now` with their version, the claims whose grace ran out
+    /// released first.
+    fn board_snapshot(&self, now: SystemTime) -> BoardSnapshot;
+
+    /// Where this board's own listing is kept between calls.
+    fn listing_cache(&self) -> &ListingCache;
 
     /// Records `caller`'s claim, whose paths were resolved on disk (one per scope path),
     /// and answers the claims of this board it meets.
@@ -139,4 +215,48 @@ pub trait BoardPort: Send + Sync {
     /// (`Site::sibling_view_bound`); `None` when it must be asked. Asking is what starts (and
     /// keeps up) the following.
     fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard>;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn a_kept_listing_serves_only_its_version_inputs_and_ages() {
+        let at = |millis: u64| UNIX_EPOCH + Duration::from_millis(1_796_005_600_000 + millis);
+        let inputs = ListingInputs {
+            branch: Some("main".into()),
+            standing: ServerStanding::Ready,
+            url: Some("http://127.0.0.1:1".into()),
+            changes: None,
+        };
+        let kept = CachedListing {
+            version: 7,
+            made_at: at(1_000),
+            same_until: Some(at(1_400)),
+            inputs: inputs.clone(),
+            encoded: Bytes::from_static(b"{}"),
+            caller_at: 0,
+        };
+        assert!(kept.serves(7, at(1_000), &inputs));
+        assert!(kept.serves(7, at(1_399), &inputs));
+        assert!(!kept.serves(8, at(1_000), &inputs), "the board changed");
+        assert!(!kept.serves(7, at(1_400), &inputs), "an age ticked over");
+        assert!(!kept.serves(7, at(999), &inputs), "the clock stepped back");
+        let switched = ListingInputs {
+            branch: Some("topic".into()),
+            ..inputs.clone()
+        };
+        assert!(
+            !kept.serves(7, at(1_000), &switched),
+            "the branch was switched"
+        );
+        let changed = ListingInputs {
+            changes: Some(WorktreeChanges::unreadable("git is still reading")),
+            ..inputs
+        };
+        assert!(!kept.serves(7, at(1_000), &changed), "git read new changes");
+    }
 }

@@ -50,6 +50,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 ///     scope: vec!["src/parser".into(), "tests".into()],
 ///     at: "2026-11-30T02:26:47Z".into(),
 ///     resolved: vec![],
+///     compared: Default::default(),
 /// };
 /// assert_eq!(majordomus::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
 /// ```
@@ -189,6 +190,7 @@ mod tests {
             scope: vec!["src/\u{0}x".into(), "docs".into()],
             at: "2026-11-30T02:26:47Z".into(),
             resolved: vec![],
+            compared: Default::default(),
         };
         assert_eq!(
             super::claim(&claim),

@@ -901,3 +901,86 @@ async fn a_branch_switched_while_serving_shows_in_the_next_listing() {
     assert_eq!(board_of(&after, &root)["branch"], "topic", "{after:#}");
     assert_eq!(board_of(&after, &linked)["branch"], "renamed", "{after:#}");
 }
+
+/// This board's listing is made once and kept between calls, yet never outlives what it
+/// lists: a claim announced after a listing is in the next one, a departed peer's ages grow
+/// while nothing else changes, an MCP caller is named in its own answer, and the REST body
+/// is the listing's JSON exactly as its value writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_listing_shows_every_change_and_ages_as_they_grow() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let list = || async {
+        let body = http()
+            .get(format!("{}/api/v1/peers?checkouts=this", lease.url()))
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let listing: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            serde_json::to_string(&listing).unwrap(),
+            body,
+            "the body is the answer's value as JSON"
+        );
+        listing
+    };
+    let client = McpClient::http(&lease, "claude-code", "2.1.0").await;
+    let before = list().await;
+    assert_eq!(before["peers"][0]["claims"], json!([]), "{before:#}");
+    assert_eq!(list().await, before, "nothing changed");
+
+    client
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "parse", "scope": ["src/parser"]}),
+        )
+        .await;
+    let after = list().await;
+    assert_eq!(
+        after["peers"][0]["claims"][0]["scope"],
+        json!(["src/parser"]),
+        "{after:#}"
+    );
+    client
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "lex", "scope": ["src/lexer"], "claim": "lexer"}),
+        )
+        .await;
+    let again = list().await;
+    assert_eq!(again["peers"][0]["claims"][1]["name"], "lexer", "{again:#}");
+    let over_mcp = client
+        .answer("majordomus_peers", json!({"checkouts": "this"}))
+        .await;
+    assert_eq!(over_mcp["caller"], "p1", "{over_mcp:#}");
+    assert!(list().await["caller"].is_null());
+
+    client.close().await;
+    let departed = eventually("p1 to be listed as departed", || async {
+        let listing = list().await;
+        if listing["peers"][0]["attached"] == false {
+            Ok(listing)
+        } else {
+            Err(format!("{listing}"))
+        }
+    })
+    .await;
+    let ages = |listing: &Value| {
+        let peer = &listing["peers"][0];
+        (
+            peer["last_seen_seconds_ago"].as_u64().unwrap(),
+            peer["left_seconds_ago"].as_u64().unwrap(),
+        )
+    };
+    let (seen, left) = ages(&departed);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let later = list().await;
+    assert!(
+        ages(&later).0 > seen && ages(&later).1 > left,
+        "ages grow while nothing changes: {departed:#}\n{later:#}"
+    );
+}

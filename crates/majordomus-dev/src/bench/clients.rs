@@ -52,7 +52,7 @@ pub type McpService = RunningService<RoleClient, ClientConfig>;
 
 /// Something a capability can be called through.
 pub enum Caller {
-    /// `Capability::call` with a server context of this process, as an MCP session of it
+    /// `Capability::answer` with a server context of this process, as an MCP session of it
     /// would call it (the caller set).
     InProcess(Context),
     /// An MCP client: stdio, Streamable HTTP or through a bridge.
@@ -69,7 +69,7 @@ impl Caller {
     /// Calls the capability with `input` once and says how it ended.
     pub async fn call(&self, capability: &Capability, input: &Value) -> Outcome {
         match self {
-            Caller::InProcess(ctx) => match capability.call(ctx, input.clone()).await {
+            Caller::InProcess(ctx) => match capability.answer(ctx, input.clone()).await {
                 Ok(_) => Outcome::Answer,
                 Err(error) => {
                     Outcome::Refusal(format!("{}: {}", error.kind.as_str(), error.message))

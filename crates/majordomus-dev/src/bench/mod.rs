@@ -279,7 +279,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 24] = [
+pub const SCENARIOS: [Scenario; 25] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -309,6 +309,12 @@ pub const SCENARIOS: [Scenario; 24] = [
         name: "scenario/board/list-1000x10",
         title: "`peers.list` (checkouts: this) with 1,000 attached peers holding 10 paths each",
         target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardListRest,
+        name: "scenario/board/list-1000x10-rest",
+        title: "`GET /api/v1/peers?checkouts=this` of that board from a kept-alive HTTP client",
+        target: ScenarioTarget::MillisBelow(3.0),
     },
     Scenario {
         id: ScenarioId::BoardAnnounceWide,
@@ -446,6 +452,7 @@ pub enum ScenarioId {
     Gather,
     BoardAnnounce,
     BoardList,
+    BoardListRest,
     BoardAnnounceWide,
     BoardListAfterWide,
     Memory,

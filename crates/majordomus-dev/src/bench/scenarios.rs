@@ -50,6 +50,7 @@ pub async fn run(
         ScenarioId::Gather => gather(scenario, scratch, options, progress).await,
         ScenarioId::BoardAnnounce => board(scenario, scratch, options, BoardCase::Announce).await,
         ScenarioId::BoardList => board(scenario, scratch, options, BoardCase::List).await,
+        ScenarioId::BoardListRest => board(scenario, scratch, options, BoardCase::ListRest).await,
         ScenarioId::BoardAnnounceWide => {
             board(scenario, scratch, options, BoardCase::AnnounceWide).await
         }
@@ -108,7 +109,7 @@ where
     }
 }
 
-/// Samples one capability called in-process, the handler alone.
+/// Samples one capability called in-process, the handler alone: its answer as it gave it.
 async fn sample_in_process(
     budget: Budget,
     capability: &Capability,
@@ -118,7 +119,7 @@ async fn sample_in_process(
     sample(budget, || async {
         let started = Instant::now();
         capability
-            .call(ctx, input.clone())
+            .answer(ctx, input.clone())
             .await
             .map_err(|error| error.message)?;
         Ok(started.elapsed())
@@ -271,6 +272,8 @@ enum BoardCase {
     Announce,
     /// The listing of the board.
     List,
+    /// The listing of the board over REST, the body read whole.
+    ListRest,
     /// An announce of a full scope, every path meeting a peer's claim.
     AnnounceWide,
     /// The listing once the full scope is on the board.
@@ -296,6 +299,7 @@ async fn board(
         match case {
             BoardCase::Announce => "board-announce",
             BoardCase::List => "board-list",
+            BoardCase::ListRest => "board-list-rest",
             BoardCase::AnnounceWide => "board-announce-wide",
             BoardCase::ListAfterWide => "board-list-wide",
         },
@@ -352,7 +356,9 @@ async fn board(
             "peers.announce",
             json!({"intent": "touch every package", "scope": wide_scope()}),
         ),
-        BoardCase::List | BoardCase::ListAfterWide => ("peers.list", json!({"checkouts": "this"})),
+        BoardCase::List | BoardCase::ListRest | BoardCase::ListAfterWide => {
+            ("peers.list", json!({"checkouts": "this"}))
+        }
     };
     let capability = majordomus::capabilities::registry()
         .by_id(id)
@@ -369,16 +375,54 @@ async fn board(
             first["overlaps"].as_array().map_or(0, Vec::len)
         )
     } else {
+        let how = if case == BoardCase::ListRest {
+            "over REST on a kept-alive connection, the body read whole"
+        } else {
+            "in-process"
+        };
         format!(
-            "{} peers listed, {} attached, {size} KB of JSON; in-process (checkouts: this, so no sibling is read)",
+            "{} peers listed, {} attached, {size} KB of JSON; {how} (checkouts: this, so no sibling is read)",
             first["peers"].as_array().map_or(0, Vec::len),
             first["count"]
         )
     };
     let budget = Budget::scenario(options, 200, 2000, 3.0);
-    let samples = sample_in_process(budget, capability, &ctx, &input).await;
+    let samples = if case == BoardCase::ListRest {
+        sample_rest_listing(budget, repository.root()).await
+    } else {
+        sample_in_process(budget, capability, &ctx, &input).await
+    };
     serving.stop().await;
     Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
+}
+
+/// Samples `GET /api/v1/peers?checkouts=this` of the server of `root` on one kept-alive
+/// connection, the body read whole but not parsed: the server's and the transport's cost,
+/// not a client's JSON parser.
+async fn sample_rest_listing(
+    budget: Budget,
+    root: &std::path::Path,
+) -> Result<Vec<Duration>, String> {
+    let lease = super::setup::wait_ready(root).await?;
+    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+    let url = format!("{url}/api/v1/peers?checkouts=this");
+    let http = http_client();
+    sample(budget, || async {
+        let started = Instant::now();
+        let response = http
+            .get(&url)
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|error| error.to_string())?;
+        if !status.is_success() {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        Ok(started.elapsed())
+    })
+    .await
 }
 
 /// Records a claim with its paths taken by their text alone, not resolved on disk: how the
@@ -1319,6 +1363,7 @@ fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                         scope,
                         at: "2026-11-30T02:26:47Z".into(),
                         resolved: Vec::new(),
+                        compared: Default::default(),
                     };
                     majordomus_domain::peers::Peer {
                         id: PeerId::nth(p as u64 + 1),

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use bytes::Bytes;
+
 use majordomus_checkout::changes::Changes;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::resolve::resolve_scope;
@@ -30,8 +32,9 @@ use crate::capabilities::conflicts::{ConflictPrediction, predict_repository};
 use crate::capabilities::federated::remote_overlaps;
 use crate::context::{Context, RepositoryReading, Site};
 use crate::federation::FederationStatus;
+use crate::port::{BoardPort, CachedListing, ListingInputs};
 use crate::registry::{
-    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Reply, Stability,
 };
 use crate::render;
 use crate::survey;
@@ -434,6 +437,21 @@ impl Operation for PeersList {
         }
         gather(ctx, input.checkouts).await
     }
+
+    /// This board's own listing, from the board this process serves, is answered encoded
+    /// from memory (see [`this_board_encoded`]): it is what siblings and busy agents ask
+    /// for most, and a crowded board's is large.
+    async fn reply(
+        ctx: &Context,
+        input: PeerListInput,
+    ) -> Result<Reply<PeerList>, CapabilityError> {
+        match (input.checkouts, ctx.server.as_deref()) {
+            (Checkouts::This, Some(port)) => {
+                this_board_encoded(ctx, port).await.map(Reply::Encoded)
+            }
+            _ => Self::run(ctx, input).await.map(Reply::Typed),
+        }
+    }
 }
 
 /// `checkouts: everywhere`: the repository's listing with the boards other machines
@@ -477,6 +495,16 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
         }
     }
     let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
+    Ok(listing_of(ctx.caller.clone(), boards, conflicts))
+}
+
+/// The listing of `boards` (this checkout's first), answered to `caller`: the overlaps of
+/// their claims and changes, and what was read of each.
+fn listing_of(
+    caller: Option<PeerId>,
+    boards: Vec<(BoardView, Vec<ListedPeer>)>,
+    conflicts: Option<ConflictSummary>,
+) -> PeerList {
     let mut listed = Vec::new();
     let mut views = Vec::new();
     for (view, board_peers) in boards {
@@ -504,13 +532,13 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
             qualified_id,
         })
         .collect();
-    Ok(PeerList {
+    PeerList {
         count: views
             .iter()
             .filter(|view| view.reason.is_none())
             .map(|view| view.attached)
             .sum(),
-        caller: ctx.caller.clone(),
+        caller,
         silent,
         overlaps,
         change_overlaps,
@@ -519,7 +547,113 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
         peers,
         boards: views,
         federation: None,
+    }
+}
+
+/// `checkouts: this` from the board this process serves, encoded as the surfaces write it.
+///
+/// The listing is made once per state of the board and served from memory until something
+/// it lists changes: the board's version (any peer attached, heard from or gone, any claim
+/// announced or released), the instant any listed age ticks over, the branch, the server's
+/// standing and address, or the worktree's changes (which git reads at most about once a
+/// second). So every answer is the one a listing made at that instant would be, at the
+/// cost of a copy. The caller is the only field that depends on who asks: it is written
+/// into each answer.
+async fn this_board_encoded(ctx: &Context, port: &dyn BoardPort) -> Result<Bytes, CapabilityError> {
+    let site = &ctx.site;
+    let now = SystemTime::now();
+    let checkout = survey::covered_checkouts(site, Checkouts::This)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| CapabilityError::internal("no checkout is covered by `this`"))?;
+    let inputs = ListingInputs {
+        branch: checkout.branch.clone(),
+        standing: port.own_standing(),
+        url: port.url(),
+        changes: read_changes(site, &checkout).await,
+    };
+    let version = port.board_version(now);
+    let cache = port.listing_cache();
+    let listing = match cache.latest() {
+        Some(kept) if kept.serves(version, now, &inputs) => kept,
+        _ => {
+            let made = Arc::new(encode_this(port, &checkout, inputs, now)?);
+            cache.keep(made.clone());
+            made
+        }
+    };
+    for_caller(&listing, ctx.caller.as_ref())
+}
+
+/// Makes this board's listing at `now`, encoded as a JSON value is (the keys in order), so
+/// that it is byte for byte the answer the listing's value would give.
+fn encode_this(
+    port: &dyn BoardPort,
+    checkout: &Checkout,
+    inputs: ListingInputs,
+    now: SystemTime,
+) -> Result<CachedListing, CapabilityError> {
+    let snapshot = port.board_snapshot(now);
+    let bridged = port.bridged_peers();
+    let peers = snapshot
+        .peers
+        .into_iter()
+        .map(|peer| ListedPeer {
+            bridged: bridged.contains(&peer.id),
+            qualified_id: String::new(),
+            peer,
+        })
+        .collect();
+    let board = listed_board(
+        stamp(checkout, true),
+        inputs.standing,
+        inputs.url.clone(),
+        None,
+        inputs.changes.clone(),
+        peers,
+    );
+    let listing = listing_of(None, vec![board], None);
+    let encoded = serde_json::to_value(&listing)
+        .and_then(|value| serde_json::to_vec(&value))
+        .map_err(|error| {
+            CapabilityError::internal(format!("could not encode the answer: {error}"))
+        })?;
+    // Keys are in order and `boards` precedes `caller`; nothing inside a board has a
+    // `caller`, and a string cannot hold this text unescaped, so the first match is the
+    // field.
+    const CALLER: &[u8] = b",\"caller\":null,";
+    let caller_at = encoded
+        .windows(CALLER.len())
+        .position(|window| window == CALLER)
+        .map(|at| at + CALLER.len() - "null,".len())
+        .ok_or_else(|| CapabilityError::internal("the encoded listing names no caller"))?;
+    Ok(CachedListing {
+        version: snapshot.version,
+        made_at: now,
+        same_until: snapshot.same_until,
+        inputs,
+        encoded: Bytes::from(encoded),
+        caller_at,
     })
+}
+
+/// The kept listing as answered to `caller`: as it is for a call without a peer, with the
+/// peer's id in place of its `null` otherwise.
+fn for_caller(listing: &CachedListing, caller: Option<&PeerId>) -> Result<Bytes, CapabilityError> {
+    let Some(caller) = caller else {
+        return Ok(listing.encoded.clone());
+    };
+    let id = serde_json::to_vec(caller).map_err(|error| {
+        CapabilityError::internal(format!("could not encode the caller: {error}"))
+    })?;
+    let (before, after) = listing.encoded.split_at(listing.caller_at);
+    let after = &after["null".len()..];
+    let mut answer = Vec::with_capacity(before.len() + id.len() + after.len());
+    answer.extend_from_slice(before);
+    answer.extend_from_slice(&id);
+    answer.extend_from_slice(after);
+    Ok(Bytes::from(answer))
 }
 
 /// How many digits of the checkout id qualify a peer id in a listing.
@@ -661,25 +795,27 @@ async fn read_board(
         changes: reported_changes,
         reason,
     } = board.peers(&ctx.site).await;
-    let mut view = BoardView {
-        id: stamp.id.clone(),
-        worktree: stamp.worktree.clone(),
-        branch: stamp.branch.clone(),
-        this_checkout,
-        standing: board.standing(),
-        url: board.url(),
-        attached: 0,
-        reason,
-        changes: None,
-        machine: None,
-        age_seconds: None,
-        age_ms: board.age().map(|age| age.as_millis() as u64),
-    };
-    view.changes = match reported_changes {
+    let changes = match reported_changes {
         Some(changes) => Some(capped(changes)),
         None if read_here => read_changes(&ctx.site, board.checkout()).await,
         None => None,
     };
+    let (mut view, peers) =
+        listed_board(stamp, board.standing(), board.url(), reason, changes, peers);
+    view.age_ms = board.age().map(|age| age.as_millis() as u64);
+    (view, peers)
+}
+
+/// A board's entry in a listing and its peers, each stamped with the board's checkout and
+/// qualified by it.
+fn listed_board(
+    stamp: PeerCheckout,
+    standing: ServerStanding,
+    url: Option<String>,
+    reason: Option<String>,
+    changes: Option<WorktreeChanges>,
+    peers: Vec<ListedPeer>,
+) -> (BoardView, Vec<ListedPeer>) {
     let short_checkout: String = stamp.id.chars().take(QUALIFIER_DIGITS).collect();
     let peers: Vec<ListedPeer> = peers
         .into_iter()
@@ -689,7 +825,20 @@ async fn read_board(
             listed
         })
         .collect();
-    view.attached = peers.iter().filter(|listed| listed.peer.attached).count();
+    let view = BoardView {
+        id: stamp.id.clone(),
+        worktree: stamp.worktree.clone(),
+        branch: stamp.branch.clone(),
+        this_checkout: stamp.this_checkout,
+        standing,
+        url,
+        attached: peers.iter().filter(|listed| listed.peer.attached).count(),
+        reason,
+        changes,
+        machine: None,
+        age_seconds: None,
+        age_ms: None,
+    };
     (view, peers)
 }
 

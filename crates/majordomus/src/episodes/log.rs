@@ -387,6 +387,7 @@ mod tests {
             scope: vec![path.into()],
             at: "2026-05-01T10:01:00Z".into(),
             resolved: vec![],
+            compared: Default::default(),
         }
     }
 

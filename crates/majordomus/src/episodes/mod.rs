@@ -731,6 +731,7 @@ mod tests {
                 scope: vec![],
                 at: rfc3339(now),
                 resolved: vec![],
+                compared: Default::default(),
             };
             let mut queued = 0;
             while recorder
@@ -800,6 +801,7 @@ mod tests {
                 scope: vec!["src/parser".into()],
                 at: rfc3339(now),
                 resolved: vec![],
+                compared: Default::default(),
             };
             recorder.announced(&on_board, announcement.clone(), now);
             let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();

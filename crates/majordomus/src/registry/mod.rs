@@ -8,6 +8,7 @@ mod tool_list;
 use std::future::Future;
 use std::pin::Pin;
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -115,6 +116,47 @@ pub trait BenchCases: Sized {
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A typed answer, or the same answer already encoded as JSON: a capability whose answer is
+/// large and often the same (a crowded board's listing) encodes it once and hands the bytes
+/// on, so no surface builds or walks it again.
+pub enum Reply<T> {
+    Typed(T),
+    /// The JSON encoding of a `T`, exactly as the surfaces would write it from the value.
+    Encoded(Bytes),
+}
+
+/// A capability's answer as the surfaces receive it: a JSON value, or JSON already encoded
+/// (see [`Reply`]), which a surface that writes bytes (REST) writes as it is.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    Value(Value),
+    Encoded(Bytes),
+}
+
+impl Answer {
+    /// The answer as a JSON value, decoding an encoded one.
+    pub fn into_value(self) -> Result<Value, CapabilityError> {
+        match self {
+            Answer::Value(value) => Ok(value),
+            Answer::Encoded(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
+                CapabilityError::internal(format!("could not decode the answer: {error}"))
+            }),
+        }
+    }
+
+    /// The answer as JSON bytes, encoding a value.
+    pub fn into_bytes(self) -> Result<Bytes, CapabilityError> {
+        match self {
+            Answer::Value(value) => serde_json::to_vec(&value)
+                .map(Bytes::from)
+                .map_err(|error| {
+                    CapabilityError::internal(format!("could not encode the answer: {error}"))
+                }),
+            Answer::Encoded(bytes) => Ok(bytes),
+        }
+    }
+}
+
 /// One operation, typed: the declaration, the input and output types and the handler.
 pub trait Operation: Send + Sync + 'static {
     type Input: DeserializeOwned + Serialize + schemars::JsonSchema + BenchCases + Send;
@@ -130,10 +172,19 @@ pub trait Operation: Send + Sync + 'static {
         ctx: &Context,
         input: Self::Input,
     ) -> impl Future<Output = Result<Self::Output, CapabilityError>> + Send;
+
+    /// What the surfaces are answered: [`Operation::run`]'s output, unless the capability
+    /// has the same answer encoded already.
+    fn reply(
+        ctx: &Context,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Reply<Self::Output>, CapabilityError>> + Send {
+        async move { Self::run(ctx, input).await.map(Reply::Typed) }
+    }
 }
 
 type ErasedHandler =
-    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Value, CapabilityError>>;
+    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
 
 /// A capability with its types erased, as the surfaces see it.
 pub struct Capability {
@@ -188,13 +239,20 @@ impl Capability {
         (self.render)(output)
     }
 
-    /// Runs the capability on JSON input, as every surface does.
-    pub async fn call(&self, ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+    /// Runs the capability on JSON input, as every surface does, and answers as it was
+    /// answered: a surface that writes bytes writes an encoded answer as it is.
+    pub async fn answer(&self, ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
         (self.handler)(ctx, input).await
+    }
+
+    /// Runs the capability on JSON input and answers a JSON value, for the callers that
+    /// read into the answer.
+    pub async fn call(&self, ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+        self.answer(ctx, input).await?.into_value()
     }
 }
 
-async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
     let input: O::Input = serde_json::from_value(input).map_err(|error| {
         let error = error.to_string();
         // serde says "missing field `x`"; say also that the field is required.
@@ -208,9 +266,14 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Value, 
             O::DECLARATION.id
         ))
     })?;
-    let output = O::run(ctx, input).await?;
-    serde_json::to_value(output)
-        .map_err(|error| CapabilityError::internal(format!("could not encode the answer: {error}")))
+    match O::reply(ctx, input).await? {
+        Reply::Typed(output) => serde_json::to_value(output)
+            .map(Answer::Value)
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not encode the answer: {error}"))
+            }),
+        Reply::Encoded(bytes) => Ok(Answer::Encoded(bytes)),
+    }
 }
 
 /// Every capability, in the order the reference index lists them.

@@ -24,7 +24,7 @@ use super::dashboard;
 use super::mcp::McpSession;
 use crate::api::{BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection};
 use crate::context::Context;
-use crate::registry::{Capability, HttpMethod};
+use crate::registry::{Answer, Capability, HttpMethod};
 use crate::stdio_front::{ErrorReply, Verdict, vet, without_byte_order_mark};
 use crate::survey::Identity;
 use majordomus_domain::peers::Transport;
@@ -553,8 +553,14 @@ async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
         server: Some(state.clone()),
         caller: None,
     };
-    match capability.call(&ctx, input).await {
-        Ok(output) => axum::Json(output).into_response(),
+    // An answer the capability encoded already is the body as it is; a value is encoded
+    // here, as `axum::Json` would.
+    match capability
+        .answer(&ctx, input)
+        .await
+        .and_then(Answer::into_bytes)
+    {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => capability_error(error),
     }
 }

@@ -19,8 +19,9 @@ use serde_json::Value;
 
 use super::events::SessionFeed;
 use super::{ServerState, Worker};
+use crate::api::CapabilityError;
 use crate::context::Context;
-use crate::registry::{Capability, Kind, tool_input_schema, tool_output_schema};
+use crate::registry::{Answer, Capability, Kind, tool_input_schema, tool_output_schema};
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
@@ -299,10 +300,31 @@ pub async fn call(
         ));
     };
     let input = Value::Object(arguments.unwrap_or_default());
-    Ok(match capability.call(ctx, input).await {
-        Ok(output) => CallToolResult::structured(output),
-        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.message)]),
-    })
+    Ok(
+        match capability.answer(ctx, input).await.and_then(tool_result) {
+            Ok(result) => result,
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.message)]),
+        },
+    )
+}
+
+/// An answer as a tool result: the value as `structuredContent` and its JSON as text. rmcp
+/// holds the structured content as a value, so an encoded answer is decoded for it, and its
+/// text is the encoding as it is rather than the value encoded again.
+fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
+    match answer {
+        Answer::Value(value) => Ok(CallToolResult::structured(value)),
+        Answer::Encoded(bytes) => {
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|error| {
+                    CapabilityError::internal(format!("the answer is not UTF-8: {error}"))
+                })?
+                .to_owned();
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(Answer::Encoded(bytes).into_value()?);
+            Ok(result)
+        }
+    }
 }
 
 /// What answering `initialize` does whichever handler answers it, a session served here or

@@ -30,6 +30,7 @@ use crate::api::CapabilityError;
 use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::federation::Federation;
+use crate::port::ListingCache;
 
 /// A connection's claim to be a worker that outlives its sessions.
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +92,8 @@ pub struct ServerState {
     pub federation: Federation,
     /// The MCP-over-HTTP sessions, and the idle ones parked.
     pub(crate) parking: Arc<parking::Parking>,
+    /// This board's own listing as last encoded, served again until the board changes.
+    pub(crate) listing: ListingCache,
 }
 
 impl ServerState {
@@ -123,6 +126,7 @@ impl ServerState {
                 site.config.timings.session_park(),
                 site.config.timings.idle_timeout(),
             )),
+            listing: ListingCache::default(),
             site,
         });
         sessions::watch_quiet_sessions(&state);

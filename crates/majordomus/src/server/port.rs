@@ -15,7 +15,7 @@ use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
 use super::ServerState;
 use crate::api::CapabilityError;
 use crate::federation::{Federation, Published};
-use crate::port::{BoardPort, Fact, SiblingBoard};
+use crate::port::{BoardPort, BoardSnapshot, Fact, ListingCache, SiblingBoard};
 
 impl BoardPort for ServerState {
     fn own_standing(&self) -> ServerStanding {
@@ -48,6 +48,25 @@ impl BoardPort for ServerState {
 
     fn bridged_peers(&self) -> HashSet<PeerId> {
         ServerState::bridged_peers(self)
+    }
+
+    fn board_version(&self, now: SystemTime) -> u64 {
+        self.expire_claims(now);
+        self.board().version()
+    }
+
+    fn board_snapshot(&self, now: SystemTime) -> BoardSnapshot {
+        self.expire_claims(now);
+        let board = self.board();
+        BoardSnapshot {
+            version: board.version(),
+            same_until: board.ages_same_until(now),
+            peers: board.peers(now),
+        }
+    }
+
+    fn listing_cache(&self) -> &ListingCache {
+        &self.listing
     }
 
     fn announce_resolved(
