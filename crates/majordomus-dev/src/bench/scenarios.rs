@@ -34,6 +34,9 @@ pub const EVENT_SUBSCRIBERS: usize = 50;
 pub const MEMORY_SESSIONS: usize = 2_000;
 /// How many sessions the memory scenario opens at once.
 const MEMORY_OPENING: usize = 16;
+/// How long the memory scenario's sessions stay idle before they are parked: short, so the
+/// scenario measures idle sessions without waiting out the default.
+const MEMORY_PARK_SECS: u64 = 1;
 /// How many other machines' boards the `everywhere` listing joins, and peers on each.
 pub const FEDERATION_MACHINES: usize = 10;
 pub const FEDERATION_PEERS: usize = 10;
@@ -447,7 +450,9 @@ fn announce_as_written(
 
 /// `VmRSS` of a `majordomus serve` before and after [`MEMORY_SESSIONS`] MCP Streamable HTTP
 /// sessions are opened and left idle, the server's session limit raised above that in the
-/// repository's `majordomus.toml`. Each session is opened as any client opens one
+/// repository's `majordomus.toml`. An idle session is parked after `session_park_secs`
+/// (shortened here to [`MEMORY_PARK_SECS`]): the figure is the resident size once the server
+/// says every session is parked, and the note also gives it just after they opened. Each session is opened as any client opens one
 /// (`initialize`, then `notifications/initialized`), with plain requests on a few kept-alive
 /// connections: thousands of rmcp clients would each keep a task and a stream open in the
 /// benchmark, and what is measured is what the server holds per session, not the clients.
@@ -463,7 +468,9 @@ async fn memory(
         &repository
             .root()
             .join(majordomus_checkout::config::CONFIG_FILE),
-        &format!("[limits]\nmcp_sessions = {limit}\n"),
+        &format!(
+            "[limits]\nmcp_sessions = {limit}\n[timings]\nsession_park_secs = {MEMORY_PARK_SECS}\n"
+        ),
     )?;
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let pid = server.pid;
@@ -495,6 +502,25 @@ async fn memory(
             return Err(why);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let opened_rss = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+        progress.set_message(format!("{}: waiting for the sessions to idle", scenario.name));
+        let deadline = std::time::Instant::now() + Duration::from_secs(4 * MEMORY_PARK_SECS + 10);
+        let parked = loop {
+            let status: Value = http
+                .get(format!("{url}/api/v1/server?checkouts=this"))
+                .bearer_auth(&lease.token)
+                .send()
+                .await
+                .map_err(|error| error.to_string())?
+                .json()
+                .await
+                .map_err(|error| error.to_string())?;
+            let parked = status["mcp_sessions"]["parked"].as_u64().unwrap_or(0);
+            if parked as usize >= MEMORY_SESSIONS || std::time::Instant::now() > deadline {
+                break parked;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
         let after = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
         let peak = status_kib(pid, "VmHWM").unwrap_or(after);
         let attached = http
@@ -518,8 +544,13 @@ async fn memory(
             kb_per_session: (per_session * 10.0).round() / 10.0,
         };
         let note = format!(
-            "VmRSS {:.1} MB before the first session, {:.1} MB with {MEMORY_SESSIONS} idle sessions open ({attached} peers attached): {:.1} KB per session; peak (VmHWM) {:.1} MB; `[limits] mcp_sessions = {limit}` in the repository's majordomus.toml; each session opened with `initialize` and `notifications/initialized` as plain POSTs, no GET stream",
-            memory.rss_before_mb, memory.rss_after_mb, memory.kb_per_session, memory.peak_mb
+            "VmRSS {:.1} MB before the first session; {:.1} MB just after {MEMORY_SESSIONS} sessions opened ({:.1} KB each); {:.1} MB once idle, {parked} of them parked after `session_park_secs = {MEMORY_PARK_SECS}` ({attached} peers attached): {:.1} KB per idle session; peak (VmHWM) {:.1} MB; `[limits] mcp_sessions = {limit}` in the repository's majordomus.toml; each session opened with `initialize` and `notifications/initialized` as plain POSTs, no GET stream",
+            memory.rss_before_mb,
+            mb(opened_rss),
+            opened_rss.saturating_sub(before) as f64 / MEMORY_SESSIONS as f64,
+            memory.rss_after_mb,
+            memory.kb_per_session,
+            memory.peak_mb
         );
         Ok::<_, String>(ScenarioRow::memory(scenario, memory, note))
     }
