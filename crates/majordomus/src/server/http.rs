@@ -417,12 +417,10 @@ impl McpEndpoint {
     }
 }
 
-/// Parks the sessions idle for `[timings] session_park_secs`, and ends the parked ones whose
-/// client stayed away past the idle timeout, until the server stops.
+/// Parks the sessions idle for `[timings] session_park_secs` (unless it is zero), and ends
+/// the parked ones whose client stayed away past the idle timeout, until the server stops.
 fn park_idle_sessions(state: &Arc<ServerState>, sessions: &Arc<LocalSessionManager>) {
-    let Some(interval) = state.parking.sweep_interval() else {
-        return;
-    };
+    let interval = state.parking.sweep_interval();
     let (state, sessions) = (state.clone(), sessions.clone());
     let tracker = state.tasks.clone();
     tracker.spawn(async move {

@@ -113,9 +113,14 @@ impl Parking {
     }
 
     /// How often the sweep looks for sessions to park or end: a fraction of the wait, so a
-    /// session is parked soon after it qualifies.
-    pub fn sweep_interval(&self) -> Option<Duration> {
-        (!self.after.is_zero()).then(|| (self.after / 4).max(Duration::from_millis(250)))
+    /// session is parked soon after it qualifies; of the idle timeout when nothing is parked.
+    pub fn sweep_interval(&self) -> Duration {
+        let wait = if self.after.is_zero() {
+            self.idle_timeout
+        } else {
+            self.after
+        };
+        (wait / 4).max(Duration::from_millis(250))
     }
 
     /// A request naming `session` begins: the session is not parked while it runs. When the
@@ -231,6 +236,9 @@ impl Parking {
     /// Marks every session idle for the parking wait as closing, and says which: the caller
     /// closes them in rmcp and then calls [`Parking::closed`].
     pub fn choose(&self, now: Instant) -> Vec<String> {
+        if self.after.is_zero() {
+            return Vec::new();
+        }
         let mut records = self.records.lock_or_recover();
         let mut chosen = Vec::new();
         for (session, record) in records.by_session.iter_mut() {
@@ -262,15 +270,20 @@ impl Parking {
     }
 
     /// Removes the parked sessions whose client stayed away past the idle timeout, and
-    /// returns their peers, which leave.
+    /// returns their peers, which leave. A live session whose client never said it was
+    /// initialized has no peer to end it when rmcp drops it at the same timeout: its record
+    /// goes too, so a client that opens sessions and walks away leaves nothing behind.
     pub fn expire(&self, now: Instant) -> Vec<PeerId> {
         let mut records = self.records.lock_or_recover();
         let expired: Vec<String> = records
             .by_session
             .iter()
             .filter(|(_, record)| {
-                record.stage == Stage::Parked
-                    && now.saturating_duration_since(record.last_activity) >= self.idle_timeout
+                let idle = now.saturating_duration_since(record.last_activity);
+                let abandoned = record.stage == Stage::Live && record.peer.is_none();
+                (record.stage == Stage::Parked || abandoned)
+                    && record.open == 0
+                    && idle >= self.idle_timeout
             })
             .map(|(session, _)| session.clone())
             .collect();
@@ -387,5 +400,10 @@ mod tests {
         );
         assert!(!parking.keeps(&other, 2));
         assert!(parking.load("s2").await.unwrap().is_none());
+        // A session never initialized leaves no record behind once rmcp has dropped it.
+        parking.store("s3", &params()).await.unwrap();
+        assert!(parking.expire(Instant::now()).is_empty());
+        parking.expire(Instant::now() + Duration::from_secs(6));
+        assert!(parking.begin("s3").await.is_none(), "its record is gone");
     }
 }
