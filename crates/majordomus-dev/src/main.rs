@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -41,42 +40,8 @@ enum Command {
                       (`cargo build --release -p majordomus -p majordomus-dev`), or one named with --majordomus."
     )]
     Bench {
-        /// Measure in this checkout (it must have no server running) instead of a temporary repository
-        #[arg(long, value_name = "DIR")]
-        repo: Option<PathBuf>,
-        /// Also write the report, with the machine description, as JSON
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-        /// Also write the tables as Markdown
-        #[arg(long, value_name = "FILE")]
-        markdown: Option<PathBuf>,
-        /// Only rows (capability/transport/case) and scenarios whose name contains TEXT
-        #[arg(long, value_name = "TEXT")]
-        filter: Option<String>,
-        /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, boards federated across machines (needs nats-server)
-        #[arg(long)]
-        scenarios: bool,
-        /// Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)
-        #[arg(long, value_name = "N")]
-        iterations: Option<usize>,
-        /// Unmeasured calls before each row
-        #[arg(long, value_name = "N", default_value_t = 30)]
-        warmup: usize,
-        /// The `majordomus` executable to spawn (default: the one beside this executable)
-        #[arg(long, value_name = "FILE")]
-        majordomus: Option<PathBuf>,
-        /// Compare with an earlier run's --json report: each figure's ratio to the baseline's p50 (or value), flagging those above --flag-above
-        #[arg(long, value_name = "FILE")]
-        baseline: Option<PathBuf>,
-        /// The ratio to the baseline above which a figure is flagged
-        #[arg(long, value_name = "RATIO", default_value_t = bench::baseline::FLAG_ABOVE)]
-        flag_above: f64,
-        /// How long each throughput scenario's clients call
-        #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-        throughput_seconds: f64,
-        /// Make every measured call of the row NAME this many milliseconds longer (to test --baseline)
-        #[arg(long, value_name = "NAME:MILLIS", hide = true, value_parser = slow_row)]
-        slow_row: Vec<(String, Duration)>,
+        #[command(flatten)]
+        options: bench::Options,
     },
     /// A minimal MCP server with one do-nothing tool (and, over HTTP, a minimal REST route): the floor the benchmark reads each transport's rows against
     #[command(hide = true)]
@@ -90,36 +55,12 @@ enum Command {
     },
 }
 
-/// `NAME:MILLIS`, as `--slow-row` takes it.
-fn slow_row(text: &str) -> Result<(String, Duration), String> {
-    let (name, millis) = text
-        .rsplit_once(':')
-        .ok_or("expected NAME:MILLIS, such as peers.list/rest/this:20")?;
-    let millis: u64 = millis
-        .parse()
-        .map_err(|_| format!("`{millis}` is not a whole number of milliseconds"))?;
-    Ok((name.to_string(), Duration::from_millis(millis)))
-}
-
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::Docs { out, check } => {
             docs::command(&out.unwrap_or_else(docs::default_dir), check)
         }
-        Command::Bench {
-            repo,
-            json,
-            markdown,
-            filter,
-            scenarios,
-            iterations,
-            warmup,
-            majordomus,
-            baseline,
-            flag_above,
-            throughput_seconds,
-            slow_row,
-        } => {
+        Command::Bench { options } => {
             init_logging();
             // Two workers, as the `majordomus` executable runs, so that the in-process rows
             // measure the handler on the runtime it has in use.
@@ -128,21 +69,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("the async runtime starts");
-            runtime.block_on(bench::run(bench::Options {
-                repo,
-                json,
-                markdown,
-                filter,
-                scenarios,
-                iterations,
-                warmup,
-                majordomus,
-                baseline,
-                flag_above,
-                throughput_seconds,
-                slow_rows: slow_row,
-                ..Default::default()
-            }))
+            runtime.block_on(bench::run(options))
         }
         Command::FloorServer { stdio, .. } => {
             // As `majordomus` runs: two workers, so the floor is served as the rows are.

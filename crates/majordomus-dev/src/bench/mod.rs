@@ -516,58 +516,60 @@ impl ScenarioTarget {
     }
 }
 
-/// What `cargo xtask bench` was asked to do.
-#[derive(Clone, Debug)]
+/// What a benchmark run measures and how: the command line of `majordomus-dev bench`.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Options {
-    /// A checkout to measure in instead of a temporary repository.
+    /// Measure in this checkout (it must have no server running) instead of a temporary repository
+    #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
-    /// Where to write the JSON report.
+    /// Also write the report, with the machine description, as JSON
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Where to write the tables as Markdown.
+    /// Also write the tables as Markdown
+    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Only the rows and scenarios whose name contains this.
+    /// Only rows (capability/transport/case) and scenarios whose name contains TEXT
+    #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// Run the scenarios too.
+    /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, boards federated across machines (needs nats-server)
+    #[arg(long)]
     pub scenarios: bool,
-    /// Exactly this many measured iterations per row (and per latency scenario), instead of
-    /// "until stable, bounded by time".
+    /// Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)
+    #[arg(long, value_name = "N")]
     pub iterations: Option<usize>,
-    /// The wall-clock budget of one row once its minimum iterations are done.
+    /// The wall-clock budget of one row once its minimum iterations are done, in seconds.
+    #[arg(skip = 2.0)]
     pub row_seconds: f64,
-    /// Unmeasured calls before each row.
+    /// Unmeasured calls before each row
+    #[arg(long, value_name = "N", default_value_t = 30)]
     pub warmup: usize,
-    /// The `majordomus` executable the out-of-process rows and scenarios spawn, instead of the
-    /// one beside this executable.
+    /// The `majordomus` executable to spawn (default: the one beside this executable)
+    #[arg(long, value_name = "FILE")]
     pub majordomus: Option<PathBuf>,
-    /// An earlier run's JSON report to compare this run with.
+    /// Compare with an earlier run's --json report: each figure's ratio to the baseline's p50 (or value), flagging those above --flag-above
+    #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
-    /// The ratio to the baseline above which a figure is flagged.
+    /// The ratio to the baseline above which a figure is flagged
+    #[arg(long, value_name = "RATIO", default_value_t = baseline::FLAG_ABOVE)]
     pub flag_above: f64,
-    /// How long each throughput scenario's clients call.
+    /// How long each throughput scenario's clients call
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
     pub throughput_seconds: f64,
-    /// Rows (by key) whose every measured call is made this much longer: how a test shows
-    /// that `--baseline` flags a slower row, with a slowdown it controls.
+    /// Make every measured call of the row NAME this many milliseconds longer (to test --baseline)
+    // How a test shows that `--baseline` flags a slower row, with a slowdown it controls.
+    #[arg(long = "slow-row", value_name = "NAME:MILLIS", hide = true, value_parser = slow_row)]
     pub slow_rows: Vec<(String, Duration)>,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            repo: None,
-            json: None,
-            markdown: None,
-            filter: None,
-            scenarios: false,
-            iterations: None,
-            row_seconds: 2.0,
-            warmup: 30,
-            majordomus: None,
-            baseline: None,
-            flag_above: baseline::FLAG_ABOVE,
-            throughput_seconds: 5.0,
-            slow_rows: Vec::new(),
-        }
-    }
+/// `NAME:MILLIS`, as `--slow-row` takes it.
+fn slow_row(text: &str) -> Result<(String, Duration), String> {
+    let (name, millis) = text
+        .rsplit_once(':')
+        .ok_or("expected NAME:MILLIS, such as peers.list/rest/this:20")?;
+    let millis: u64 = millis
+        .parse()
+        .map_err(|_| format!("`{millis}` is not a whole number of milliseconds"))?;
+    Ok((name.to_string(), Duration::from_millis(millis)))
 }
 
 /// How many iterations a row runs and for how long.

@@ -225,12 +225,7 @@ impl Parking {
 
     /// How many sessions are parked: they count against the session limit.
     pub fn parked_count(&self) -> usize {
-        self.records
-            .lock_or_recover()
-            .by_session
-            .values()
-            .filter(|record| record.stage == Stage::Parked)
-            .count()
+        self.counts().1
     }
 
     /// Marks every session idle for the parking wait as closing, and says which: the caller
