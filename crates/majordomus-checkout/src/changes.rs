@@ -277,13 +277,8 @@ impl ChangesCache {
     /// every call.
     pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
         let now = Instant::now();
-        {
-            let entries = self.entries.lock_or_recover();
-            if let Some(cached) = entries.get(root)
-                && now.duration_since(cached.read_at) < self.interval
-            {
-                return cached.changes.clone();
-            }
+        if let Some(kept) = self.kept_at(root, now) {
+            return kept;
         }
         let changes = read_changes(root, configured).map_err(|error| error.to_string());
         let mut entries = self.entries.lock_or_recover();
@@ -295,6 +290,19 @@ impl ChangesCache {
             },
         );
         changes
+    }
+
+    /// The answer kept for the worktree at `root` if it is younger than the interval, without
+    /// reading anything: a caller on an async thread asks this first and hands the reading
+    /// to a blocking thread only when nothing fresh is kept.
+    pub fn kept(&self, root: &Path) -> Option<Result<Changes, String>> {
+        self.kept_at(root, Instant::now())
+    }
+
+    fn kept_at(&self, root: &Path, now: Instant) -> Option<Result<Changes, String>> {
+        let entries = self.entries.lock_or_recover();
+        let cached = entries.get(root)?;
+        (now.duration_since(cached.read_at) < self.interval).then(|| cached.changes.clone())
     }
 
     /// Forgets the worktrees not in `roots` (removed since), so the cache holds at most the

@@ -10,7 +10,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use majordomus_domain::ids::identity_digest;
 use majordomus_domain::sync::LockExt;
@@ -240,26 +240,71 @@ pub fn list_worktrees(checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutErro
 
 /// The repository's worktrees as [`list_worktrees`] gives them, asked of git again only when
 /// git's registry of them has changed on disk. A gather lists the worktrees on every call, and
-/// spawning git is most of what a small gather costs.
+/// spawning git is most of what a small gather costs; each worktree's [`Checkout`] is kept
+/// with them, since making it resolves paths (a `readlink` per path component).
 #[derive(Debug, Default)]
 pub struct WorktreeList {
-    cached: Mutex<Option<(RegistryStamp, Vec<Worktree>)>>,
+    cached: Mutex<Option<Arc<Listed>>>,
+}
+
+/// One listing, kept with the registry's stamp it was made at.
+#[derive(Debug)]
+struct Listed {
+    stamp: RegistryStamp,
+    worktrees: Vec<Worktree>,
+    checkouts: Vec<Checkout>,
 }
 
 impl WorktreeList {
     /// The worktrees of `checkout`'s repository, from the cache while the registry is
     /// unchanged.
     pub fn list(&self, checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutError> {
+        Ok(self.listed(checkout)?.worktrees.clone())
+    }
+
+    /// The worktrees of `repository` (any checkout of it) as checkouts, in git's order, from
+    /// the cache while the registry is unchanged.
+    pub fn checkouts(&self, repository: &Checkout) -> Result<Vec<Checkout>, CheckoutError> {
+        Ok(self.listed(repository)?.checkouts.clone())
+    }
+
+    /// The cached checkouts while the registry is unchanged, without spawning git: `None`
+    /// when git has to be asked ([`WorktreeList::checkouts`]).
+    pub fn kept_checkouts(&self, repository: &Checkout) -> Option<Vec<Checkout>> {
+        let stamp = repository.common_dir.as_deref().and_then(registry_stamp);
+        let kept = self.cached.lock_or_recover().clone()?;
+        (stamp? == kept.stamp).then(|| kept.checkouts.clone())
+    }
+
+    /// How many worktrees the cache holds, if it holds a list: what checking the registry
+    /// costs is about four `stat`s and a small read per worktree.
+    pub fn cached_count(&self) -> Option<usize> {
+        self.cached
+            .lock_or_recover()
+            .as_ref()
+            .map(|listed| listed.worktrees.len())
+    }
+
+    fn listed(&self, checkout: &Checkout) -> Result<Arc<Listed>, CheckoutError> {
         let stamp = checkout.common_dir.as_deref().and_then(registry_stamp);
         let mut cached = self.cached.lock_or_recover();
-        if let (Some(stamp), Some((seen, worktrees))) = (&stamp, cached.as_ref())
-            && stamp == seen
+        if let (Some(stamp), Some(kept)) = (&stamp, cached.as_ref())
+            && *stamp == kept.stamp
         {
-            return Ok(worktrees.clone());
+            return Ok(kept.clone());
         }
         let worktrees = list_worktrees(checkout)?;
-        *cached = stamp.map(|stamp| (stamp, worktrees.clone()));
-        Ok(worktrees)
+        let checkouts = worktrees
+            .iter()
+            .map(|worktree| worktree.checkout(checkout))
+            .collect();
+        let listed = Arc::new(Listed {
+            stamp: stamp.clone().unwrap_or_default(),
+            worktrees,
+            checkouts,
+        });
+        *cached = stamp.map(|_| listed.clone());
+        Ok(listed)
     }
 }
 
@@ -658,6 +703,9 @@ mod tests {
                 list_worktrees(&primary).unwrap(),
                 "the cache agrees with git"
             );
+            let made: Vec<Checkout> = listed.iter().map(|w| w.checkout(&primary)).collect();
+            assert_eq!(cache.checkouts(&primary).unwrap(), made);
+            assert_eq!(cache.kept_checkouts(&primary), Some(made));
             listed.into_iter().map(|w| w.branch).collect()
         };
         assert_eq!(branches(&cache), [Some("main".to_string())]);

@@ -203,9 +203,11 @@ impl PeerBoard {
         }
     }
 
-    /// The board's version: it changes with every peer attached, heard from, gone or
-    /// retired, every claim announced, adopted or released, and with nothing else. Two
-    /// reads at one version and one instant list the same peers.
+    /// The board's version: it changes with every peer attached, gone or retired, every
+    /// claim announced, adopted or released, every peer heard from a second or more after it
+    /// was last heard from (see [`PeerBoard::touch`]), and with nothing else. What a read
+    /// at some instant lists, a later read at the same version lists too, until that first
+    /// instant's [`PeerBoard::ages_same_until`].
     pub fn version(&self) -> u64 {
         self.version
     }
@@ -250,10 +252,21 @@ impl PeerBoard {
     }
 
     /// Notes that the peer was just heard from; unknown peers are ignored.
+    ///
+    /// A peer heard from again within the second after it was last heard from keeps the
+    /// version: its listed age reads 0 either way until at least a second after the earlier
+    /// instant, which is when [`PeerBoard::ages_same_until`] already tells a kept listing to
+    /// be made again. A busy peer's every message would otherwise make every listing anew.
     pub fn touch(&mut self, id: &PeerId, now: SystemTime) {
-        self.version += 1;
-        if let Some(slot) = self.slot_mut(id) {
-            slot.last_seen = now;
+        let Some(slot) = self.slot_mut(id) else {
+            return;
+        };
+        let reads_the_same = now
+            .duration_since(slot.last_seen)
+            .is_ok_and(|ago| ago < Duration::from_secs(1));
+        slot.last_seen = now;
+        if !reads_the_same {
+            self.version += 1;
         }
     }
 
@@ -756,6 +769,34 @@ mod tests {
         assert_eq!(board.version(), before, "nothing changed");
         assert_eq!(board.expire(at(74), Duration::from_secs(60)).len(), 1);
         assert_ne!(board.version(), before, "a release is a change");
+    }
+
+    #[test]
+    fn a_peer_heard_from_within_the_second_keeps_the_version_and_the_listing() {
+        let (mut board, ids) = board_with(1);
+        board.touch(&ids[0], at(20));
+        let version = board.version();
+        let listed = board.peers(at(20));
+        let until = board.ages_same_until(at(20)).unwrap();
+        for millis in [1, 400, 999] {
+            let now = at(20) + Duration::from_millis(millis);
+            board.touch(&ids[0], now);
+            assert_eq!(board.version(), version, "{millis} ms later");
+        }
+        // What a listing kept at 20 s says is what the board says, until it is made again.
+        let late = until - Duration::from_millis(1);
+        assert_eq!(board.peers(late), listed);
+        assert_eq!(until, at(21));
+
+        board.touch(&ids[0], at(22));
+        assert_ne!(
+            board.version(),
+            version,
+            "heard from a second or more later"
+        );
+        let version = board.version();
+        board.touch(&ids[0], at(21));
+        assert_ne!(board.version(), version, "a clock that stepped back");
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct Site {
 /// edit shows within about a second, rare enough that a busy board costs git little.
 pub const CHANGES_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Up to how many worktrees a repository's small files are read inline (see
+/// [`Site::reads_inline`]).
+pub const INLINE_READ_WORKTREES: usize = 8;
+
 impl Site {
     pub fn new(checkout: Checkout, config: Config) -> Self {
         let http = reqwest::Client::builder()
@@ -70,6 +74,18 @@ impl Site {
         let config =
             majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
         Ok(Arc::new(Site::new(checkout, config)))
+    }
+
+    /// Whether the repository's few small files a call reads (the worktree registry's stamps,
+    /// siblings' leases) are read on the calling thread: yes while the repository is known to
+    /// have at most [`INLINE_READ_WORKTREES`] worktrees, whose handful of `stat`s and reads
+    /// cost less than a hop to a blocking thread and back; beyond it, or before the
+    /// worktrees were first listed, they are read on a blocking thread, so that a repository
+    /// of a hundred worktrees never holds a runtime thread for a millisecond.
+    pub fn reads_inline(&self) -> bool {
+        self.worktrees
+            .cached_count()
+            .is_some_and(|count| count <= INLINE_READ_WORKTREES)
     }
 
     /// The version of the git on PATH, asked once per process (it runs git).

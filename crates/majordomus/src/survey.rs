@@ -56,18 +56,23 @@ impl Survey {
 /// Reads a checkout's lease, probes the server it names and decides its standing.
 pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
     let path = lease_path(&checkout);
-    let (reading, age) = tokio::task::spawn_blocking(move || {
+    let read = move || {
         let reading = read_lease(&path);
         let age = lease_age(&path, &reading, SystemTime::now());
         (reading, age)
-    })
-    .await
-    .unwrap_or_else(|error| {
-        (
-            LeaseReading::Corrupt(format!("it could not be read: {error}")),
-            None,
-        )
-    });
+    };
+    let (reading, age) = if site.reads_inline() {
+        read()
+    } else {
+        tokio::task::spawn_blocking(read)
+            .await
+            .unwrap_or_else(|error| {
+                (
+                    LeaseReading::Corrupt(format!("it could not be read: {error}")),
+                    None,
+                )
+            })
+    };
     let (standing, lease) = judge(site, &checkout, &reading, age).await;
     Survey {
         checkout,
@@ -260,7 +265,8 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
 /// one first and then the others in git's order. This checkout's branch is read afresh (one
 /// small file), since a long-running server's checkout may have switched branches; listing
-/// the worktrees may spawn git, so it runs on a blocking thread.
+/// the worktrees may spawn git, so it runs on a blocking thread unless the registry is small
+/// and unchanged (see [`Site::reads_inline`]).
 pub async fn covered_checkouts(
     site: &Arc<Site>,
     checkouts: Checkouts,
@@ -271,19 +277,29 @@ pub async fn covered_checkouts(
     if checkouts == Checkouts::This || this.common_dir.is_none() {
         return Ok(vec![here]);
     }
-    let listing = site.clone();
-    let worktrees = tokio::task::spawn_blocking(move || {
-        listing
-            .worktrees
-            .list(&listing.checkout)
-            .map_err(|error| error.to_string())
-    })
-    .await
-    .unwrap_or_else(|error| Err(error.to_string()))
-    .map_err(|error| CapabilityError::internal(format!("could not list the worktrees: {error}")))?;
+    let kept = site
+        .reads_inline()
+        .then(|| site.worktrees.kept_checkouts(this))
+        .flatten();
+    let worktrees = match kept {
+        Some(checkouts) => checkouts,
+        None => {
+            let listing = site.clone();
+            tokio::task::spawn_blocking(move || {
+                listing
+                    .worktrees
+                    .checkouts(&listing.checkout)
+                    .map_err(|error| error.to_string())
+            })
+            .await
+            .unwrap_or_else(|error| Err(error.to_string()))
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not list the worktrees: {error}"))
+            })?
+        }
+    };
     let others = worktrees
-        .iter()
-        .map(|worktree| worktree.checkout(this))
+        .into_iter()
         .filter(|checkout| checkout.id != this.id);
     Ok(std::iter::once(here).chain(others).collect())
 }

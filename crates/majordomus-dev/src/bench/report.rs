@@ -54,6 +54,11 @@ pub struct Throughput {
     pub server_cpu_percent: f64,
     /// The server's resident memory (VmRSS) at the end of the run.
     pub server_rss_mb: f64,
+    /// The same clients against the floor server (its do-nothing tool over the same
+    /// transport, or its route) for as long: what they reach on this machine.
+    pub floor_calls_per_second: f64,
+    pub floor_p99_ms: f64,
+    pub floor_server_cpu_percent: f64,
 }
 
 /// The server's resident memory before and after sessions were opened.

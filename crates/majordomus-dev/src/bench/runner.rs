@@ -245,13 +245,13 @@ async fn measure_floors(
 
 /// `majordomus-dev floor-server --http`, which says its URL on its first line of output and
 /// serves until its stdin closes.
-struct FloorHttpServer {
+pub(super) struct FloorHttpServer {
     child: tokio::process::Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl FloorHttpServer {
-    async fn start(scratch: &Scratch, this: &Path) -> Result<FloorHttpServer, String> {
+    pub(super) async fn start(scratch: &Scratch, this: &Path) -> Result<FloorHttpServer, String> {
         use tokio::io::AsyncBufReadExt as _;
         let mut command = tokio::process::Command::new(this);
         command
@@ -276,8 +276,14 @@ impl FloorHttpServer {
         Ok(FloorHttpServer { child, url })
     }
 
+    pub(super) fn pid(&self) -> Result<u32, String> {
+        self.child
+            .id()
+            .ok_or_else(|| "the HTTP floor server has ended".to_string())
+    }
+
     /// Closes its stdin, which ends it; kills it if it lingers.
-    async fn stop(mut self) {
+    pub(super) async fn stop(mut self) {
         drop(self.child.stdin.take());
         if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
             .await

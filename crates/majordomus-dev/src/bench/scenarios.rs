@@ -650,7 +650,9 @@ const THROUGHPUT_WARMUP: usize = 20;
 /// `--throughput-seconds`: the calls a second of all together, each call's latency, and the
 /// server's CPU time and resident memory over the run. The clients are tasks of this
 /// process's multi-thread runtime; on a small machine they compete with the server for its
-/// cores, which the CPU figure shows.
+/// cores, which the CPU figure shows. Then the same clients call the floor server's
+/// do-nothing tool or route for as long: what these clients reach on this machine when the
+/// server does next to nothing, so the row reads as a ratio as the rows do.
 async fn throughput(
     scenario: &Scenario,
     scratch: &Scratch,
@@ -662,132 +664,247 @@ async fn throughput(
         Hammer::AnnounceMcpHttp => "throughput-announce",
         Hammer::ListRest => "throughput-list",
     };
+    let seconds = Duration::from_secs_f64(options.throughput_seconds.max(0.1));
+    let registry = majordomus::capabilities::registry();
+    let capability = match hammer {
+        Hammer::AnnounceMcpHttp => registry.by_id("peers.announce"),
+        Hammer::ListRest => registry.by_id("peers.list"),
+    }
+    .expect("the hammered capabilities are registered");
+    let calls = (0..clients)
+        .map(|n| {
+            Call::Capability(
+                capability,
+                match hammer {
+                    Hammer::AnnounceMcpHttp => {
+                        json!({"intent": format!("task {n}"), "scope": [format!("src/agent{n}")]})
+                    }
+                    Hammer::ListRest => json!({"checkouts": "this"}),
+                },
+            )
+        })
+        .collect();
+
     let repository = TempRepository::new(scratch, &format!("{label}-{clients}"))?;
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let pid = server.pid;
-    let url = lease.url.clone().ok_or("the ready lease names no URL")?;
-    let result = async {
-        let registry = majordomus::capabilities::registry();
-        let capability = match hammer {
-            Hammer::AnnounceMcpHttp => registry.by_id("peers.announce"),
-            Hammer::ListRest => registry.by_id("peers.list"),
-        }
-        .expect("the hammered capabilities are registered");
-        let mut callers = Vec::with_capacity(clients);
-        for n in 0..clients {
-            // A client of its own each, so each holds its own kept-alive connection.
-            let http = http_client();
-            callers.push(match hammer {
-                Hammer::AnnounceMcpHttp => Caller::Mcp(
-                    connect_http(&http, HttpPooling::KeepAlive, &url, &lease.token, &format!("agent-{n}"))
-                        .await?,
-                ),
-                Hammer::ListRest => Caller::Rest {
-                    http,
-                    base: url.clone(),
-                    token: lease.token.clone(),
-                },
-            });
-        }
-        let input = |n: usize| match hammer {
-            Hammer::AnnounceMcpHttp => json!({"intent": format!("task {n}"), "scope": [format!("src/agent{n}")]}),
-            Hammer::ListRest => json!({"checkouts": "this"}),
-        };
-        let seconds = Duration::from_secs_f64(options.throughput_seconds.max(0.1));
-        // Every client warm, the clock starts for all at once.
-        let ready = std::sync::Arc::new(tokio::sync::Barrier::new(clients + 1));
-        let tasks: Vec<_> = callers
-            .into_iter()
-            .enumerate()
-            .map(|(n, caller)| {
-                let input = input(n);
-                let ready = ready.clone();
-                tokio::spawn(async move {
-                    let once = async || {
-                        let outcome = tokio::time::timeout(SETUP_BOUND, caller.call(capability, &input))
-                            .await
-                            .unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()));
-                        match outcome {
-                            Outcome::Answer => Ok(()),
-                            other => Err(format!(
-                                "client {n}: {} was not answered: {}",
-                                capability.id(),
-                                other.detail().unwrap_or("")
-                            )),
-                        }
-                    };
-                    let mut warm = Ok(());
-                    for _ in 0..THROUGHPUT_WARMUP {
-                        warm = once().await;
-                        if warm.is_err() {
-                            break;
-                        }
-                    }
-                    // Waited for even by a client that failed, so that no other waits forever.
-                    ready.wait().await;
-                    let end = Instant::now() + seconds;
-                    let run = async {
-                        warm?;
-                        let mut samples = Vec::new();
-                        let mut last = Instant::now();
-                        while last < end {
-                            let call = Instant::now();
-                            once().await?;
-                            last = Instant::now();
-                            samples.push(last - call);
-                        }
-                        Ok::<_, String>((samples, last))
-                    };
-                    let outcome = run.await;
-                    caller.close().await;
-                    outcome
-                })
-            })
-            .collect();
-        ready.wait().await;
-        let clock = Instant::now();
-        let cpu_at_start = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
-        let mut samples = Vec::new();
-        let mut last = clock;
-        let mut failure = None;
-        for task in tasks {
-            match task.await.map_err(|error| format!("a client task failed: {error}")) {
-                Ok(Ok((client_samples, client_last))) => {
-                    samples.extend(client_samples);
-                    last = last.max(client_last);
-                }
-                Ok(Err(why)) | Err(why) => failure = failure.or(Some(why)),
-            }
-        }
-        if let Some(why) = failure {
-            return Err(why);
-        }
-        let cpu_after = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
-        let wall = (last - clock).as_secs_f64();
-        let rss = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
-        let calls = samples.len();
-        let throughput = Throughput {
-            clients,
-            seconds: (wall * 100.0).round() / 100.0,
-            calls,
-            calls_per_second: (calls as f64 / wall).round(),
-            server_cpu_percent: ((cpu_after - cpu_at_start).as_secs_f64() / wall * 1000.0).round() / 10.0,
-            server_rss_mb: (rss as f64 / 1024.0 * 10.0).round() / 10.0,
-        };
-        let summary = Summary::of(&samples);
-        let what = match hammer {
-            Hammer::AnnounceMcpHttp => "`peers.announce` of one path of its own over an MCP Streamable HTTP session on a kept-alive connection",
-            Hammer::ListRest => "`GET /api/v1/peers?checkouts=this` on a kept-alive connection",
-        };
-        let note = format!(
-            "{:.0} calls/s ({calls} calls in {:.2} s); server CPU {:.0}% of one core, VmRSS {:.1} MB; {clients} clients, each calling {what} as soon as the last call was answered, as tasks of the benchmark's runtime on the same machine",
-            throughput.calls_per_second, throughput.seconds, throughput.server_cpu_percent, throughput.server_rss_mb
-        );
-        Ok::<_, String>(ScenarioRow::throughput(scenario, summary, throughput, note))
+    let measured = async {
+        let url = lease.url.clone().ok_or("the ready lease names no URL")?;
+        let callers = connect_callers(hammer, clients, &url, &lease.token).await?;
+        drive(callers, calls, seconds, pid).await
     }
     .await;
     server.stop().await;
-    result
+    let measured = measured?;
+
+    let this = std::env::current_exe()
+        .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
+    let floor_server = super::runner::FloorHttpServer::start(scratch, &this).await?;
+    let floor = async {
+        let callers = connect_callers(hammer, clients, &floor_server.url, "floor").await?;
+        let calls = (0..clients).map(|_| Call::Floor).collect();
+        drive(callers, calls, seconds, floor_server.pid()?).await
+    }
+    .await;
+    floor_server.stop().await;
+    let floor = floor?;
+
+    let throughput = Throughput {
+        clients,
+        seconds: (measured.wall * 100.0).round() / 100.0,
+        calls: measured.samples.len(),
+        calls_per_second: measured.per_second().round(),
+        server_cpu_percent: (measured.cpu_share() * 1000.0).round() / 10.0,
+        server_rss_mb: (measured.rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        floor_calls_per_second: floor.per_second().round(),
+        floor_p99_ms: Summary::of(&floor.samples).p99_ms,
+        floor_server_cpu_percent: (floor.cpu_share() * 1000.0).round() / 10.0,
+    };
+    let summary = Summary::of(&measured.samples);
+    let what = match hammer {
+        Hammer::AnnounceMcpHttp => {
+            "`peers.announce` of one path of its own over an MCP Streamable HTTP session on a kept-alive connection"
+        }
+        Hammer::ListRest => "`GET /api/v1/peers?checkouts=this` on a kept-alive connection",
+    };
+    let note = format!(
+        "{:.0} calls/s ({} calls in {:.2} s); server CPU {:.0}% of one core, VmRSS {:.1} MB; {clients} clients, each calling {what} as soon as the last call was answered, as tasks of the benchmark's runtime on the same machine. The same clients against the floor server: {:.0} calls/s ({:.2} of it), p99 {:.3} ms, its CPU {:.0}% of one core",
+        throughput.calls_per_second,
+        throughput.calls,
+        throughput.seconds,
+        throughput.server_cpu_percent,
+        throughput.server_rss_mb,
+        throughput.floor_calls_per_second,
+        throughput.calls_per_second / throughput.floor_calls_per_second.max(1.0),
+        throughput.floor_p99_ms,
+        throughput.floor_server_cpu_percent,
+    );
+    Ok(ScenarioRow::throughput(scenario, summary, throughput, note))
+}
+
+/// What one client of a throughput run calls, again and again.
+enum Call {
+    /// A capability of majordomus with the client's input.
+    Capability(&'static Capability, Value),
+    /// The floor server's do-nothing tool or route.
+    Floor,
+}
+
+impl Call {
+    async fn once(&self, caller: &Caller) -> Outcome {
+        let outcome = match self {
+            Call::Capability(capability, input) => {
+                tokio::time::timeout(SETUP_BOUND, caller.call(capability, input)).await
+            }
+            Call::Floor => tokio::time::timeout(SETUP_BOUND, caller.call_floor()).await,
+        };
+        outcome.unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()))
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Call::Capability(capability, _) => capability.id(),
+            Call::Floor => "the floor",
+        }
+    }
+}
+
+/// `clients` clients of `url`, each on a kept-alive connection of its own: an MCP Streamable
+/// HTTP session each, or a REST client each.
+async fn connect_callers(
+    hammer: Hammer,
+    clients: usize,
+    url: &str,
+    token: &str,
+) -> Result<Vec<Caller>, String> {
+    let mut callers = Vec::with_capacity(clients);
+    for n in 0..clients {
+        // A client of its own each, so each holds its own kept-alive connection.
+        let http = http_client();
+        callers.push(match hammer {
+            Hammer::AnnounceMcpHttp => Caller::Mcp(
+                connect_http(
+                    &http,
+                    HttpPooling::KeepAlive,
+                    url,
+                    token,
+                    &format!("agent-{n}"),
+                )
+                .await?,
+            ),
+            Hammer::ListRest => Caller::Rest {
+                http,
+                base: url.to_string(),
+                token: token.to_string(),
+            },
+        });
+    }
+    Ok(callers)
+}
+
+/// What one throughput run measured.
+struct Driven {
+    samples: Vec<Duration>,
+    /// From the start of the clock to the end of the last call, in seconds.
+    wall: f64,
+    /// The server's user and system CPU time over the run.
+    cpu: Duration,
+    rss_kib: u64,
+}
+
+impl Driven {
+    fn per_second(&self) -> f64 {
+        self.samples.len() as f64 / self.wall
+    }
+
+    /// The server's CPU time over the run, in cores.
+    fn cpu_share(&self) -> f64 {
+        self.cpu.as_secs_f64() / self.wall
+    }
+}
+
+/// Each caller makes its call ([`THROUGHPUT_WARMUP`] times untimed, then as fast as it is
+/// answered for `seconds`, all starting at once), while the CPU time of the server `pid`
+/// is read around the timed part.
+async fn drive(
+    callers: Vec<Caller>,
+    calls: Vec<Call>,
+    seconds: Duration,
+    pid: u32,
+) -> Result<Driven, String> {
+    let ready = std::sync::Arc::new(tokio::sync::Barrier::new(callers.len() + 1));
+    let tasks: Vec<_> = callers
+        .into_iter()
+        .zip(calls)
+        .enumerate()
+        .map(|(n, (caller, call))| {
+            let ready = ready.clone();
+            tokio::spawn(async move {
+                let once = async || match call.once(&caller).await {
+                    Outcome::Answer => Ok(()),
+                    other => Err(format!(
+                        "client {n}: {} was not answered: {}",
+                        call.name(),
+                        other.detail().unwrap_or("")
+                    )),
+                };
+                let mut warm = Ok(());
+                for _ in 0..THROUGHPUT_WARMUP {
+                    warm = once().await;
+                    if warm.is_err() {
+                        break;
+                    }
+                }
+                // Waited for even by a client that failed, so that no other waits forever.
+                ready.wait().await;
+                let end = Instant::now() + seconds;
+                let run = async {
+                    warm?;
+                    let mut samples = Vec::new();
+                    let mut last = Instant::now();
+                    while last < end {
+                        let call = Instant::now();
+                        once().await?;
+                        last = Instant::now();
+                        samples.push(last - call);
+                    }
+                    Ok::<_, String>((samples, last))
+                };
+                let outcome = run.await;
+                caller.close().await;
+                outcome
+            })
+        })
+        .collect();
+    ready.wait().await;
+    let clock = Instant::now();
+    let cpu_at_start = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
+    let mut samples = Vec::new();
+    let mut last = clock;
+    let mut failure = None;
+    for task in tasks {
+        match task
+            .await
+            .map_err(|error| format!("a client task failed: {error}"))
+        {
+            Ok(Ok((client_samples, client_last))) => {
+                samples.extend(client_samples);
+                last = last.max(client_last);
+            }
+            Ok(Err(why)) | Err(why) => failure = failure.or(Some(why)),
+        }
+    }
+    if let Some(why) = failure {
+        return Err(why);
+    }
+    let cpu_after = cpu_time(pid).ok_or("cannot read the server's CPU time")?;
+    let rss_kib = status_kib(pid, "VmRSS").ok_or("cannot read the server's VmRSS")?;
+    Ok(Driven {
+        samples,
+        wall: (last - clock).as_secs_f64(),
+        cpu: cpu_after - cpu_at_start,
+        rss_kib,
+    })
 }
 
 /// The `tools/list` result of a `majordomus serve` over MCP Streamable HTTP, as an rmcp

@@ -842,14 +842,21 @@ fn listed_board(
     (view, peers)
 }
 
-/// What a worktree changed, read here by git on a blocking thread (through the site's cache,
-/// so at most about once a second per worktree); `None` outside git.
+/// What a worktree changed, from the site's cache when it holds a reading younger than its
+/// interval, otherwise read by git on a blocking thread (so at most about once a second per
+/// worktree); `None` outside git.
 ///
 /// The read gets half the probe timeout: a board asked by a sibling must answer within the
 /// whole of it, and in a large repository `git status` can take longer. A read that runs
 /// over is reported as such and left to finish, so the next call finds it in the cache.
 async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeChanges> {
     checkout.common_dir.as_ref()?;
+    if let Some(kept) = site.changes.kept(&checkout.root) {
+        return Some(match kept {
+            Ok(changes) => board_changes(changes),
+            Err(error) => WorktreeChanges::unreadable(error),
+        });
+    }
     let reader = site.clone();
     let root = checkout.root.clone();
     let read = tokio::task::spawn_blocking(move || {
@@ -1141,17 +1148,26 @@ impl Operation for PeersAnnounce {
     }
 }
 
-/// Where each scope path leads on disk, asked on a blocking thread; a path leading out of
-/// the checkout is bad input.
+/// Up to how many scope paths are resolved on the calling thread: a few `readlink`s each,
+/// less than the hop to a blocking thread and back that a wide scope is worth.
+const INLINE_SCOPE_PATHS: usize = 4;
+
+/// Where each scope path leads on disk; a path leading out of the checkout is bad input. A
+/// small scope in a small repository is resolved on the calling thread (see
+/// [`Site::reads_inline`]), anything more on a blocking thread.
 async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
-    let root = site.checkout.root.clone();
-    let scope = scope.to_vec();
-    tokio::task::spawn_blocking(move || resolve_scope(&root, &scope))
-        .await
-        .map_err(|error| {
-            CapabilityError::internal(format!("the scope could not be resolved: {error}"))
-        })?
-        .map_err(|error| CapabilityError::invalid_input(error.to_string()))
+    let resolved = if scope.len() <= INLINE_SCOPE_PATHS && site.reads_inline() {
+        resolve_scope(&site.checkout.root, scope)
+    } else {
+        let root = site.checkout.root.clone();
+        let scope = scope.to_vec();
+        tokio::task::spawn_blocking(move || resolve_scope(&root, &scope))
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("the scope could not be resolved: {error}"))
+            })?
+    };
+    resolved.map_err(|error| CapabilityError::invalid_input(error.to_string()))
 }
 
 /// This checkout as answers name it, and every other worktree's board, each read as

@@ -55,6 +55,11 @@ const LINGER: Duration = Duration::from_secs(60);
 /// without an event — the seconds since a peer was last seen or left, the worktree's changes
 /// on disk — stays as true as a live read's, to about a second.
 const REFRESH: Duration = CHANGES_INTERVAL;
+/// The least time between two reads of a followed board that changed: a sibling at work
+/// changes faster than it is worth reading, and each read costs both servers a listing.
+/// Until the read, its board is marked outdated and a listing reads it live, so nothing
+/// stale is served in between.
+const REREAD_GAP: Duration = Duration::from_millis(20);
 
 /// The siblings' boards this server keeps, and when it was last asked about them.
 #[derive(Default)]
@@ -333,10 +338,10 @@ async fn follow_one(state: Arc<ServerState>, checkout: Checkout, stop: Cancellat
         standing: found.standing,
         read_at: Instant::now(),
     };
-    let mut outdated = true;
+    let mut read_due = Instant::now();
     let mut heard_at = Instant::now();
     let reason = loop {
-        if outdated || following.read_at.elapsed() >= REFRESH {
+        if Instant::now() >= read_due {
             let asked = Instant::now();
             let answer = tokio::select! {
                 _ = stop.cancelled() => return,
@@ -346,16 +351,15 @@ async fn follow_one(state: Arc<ServerState>, checkout: Checkout, stop: Cancellat
                 Ok(answer) => {
                     following.read_at = asked;
                     siblings.keep(&checkout.id, follower, &following, answer);
-                    outdated = false;
+                    read_due = asked + REFRESH;
                 }
                 Err(error) => break format!("its board could not be read: {error}"),
             }
         }
-        let refresh = following.read_at + REFRESH;
         let silent_from = heard_at + silence;
         let next = tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep_until(refresh.min(silent_from).into()) => None,
+            _ = tokio::time::sleep_until(read_due.min(silent_from).into()) => None,
             next = events.next() => Some(next),
         };
         let Some(next) = next else {
@@ -384,7 +388,7 @@ async fn follow_one(state: Arc<ServerState>, checkout: Checkout, stop: Cancellat
             }
             Heard::Changed => {
                 siblings.outdated(&checkout.id, follower);
-                outdated = true;
+                read_due = read_due.min(following.read_at + REREAD_GAP);
             }
             Heard::Nothing => {}
             Heard::Lost(reason) => break reason,
