@@ -308,10 +308,48 @@ impl WorktreeList {
     }
 }
 
+/// The branch a checkout has checked out, read again only when what names it changed on
+/// disk: `HEAD`, and under reftable (where `HEAD` is a stub and git is asked) the table
+/// list. A server reads its branch for every listing; a `stat` or two is all that costs
+/// while nobody switches branches.
+#[derive(Debug, Default)]
+pub struct BranchWatch {
+    cached: Mutex<Option<(Vec<Option<FileStamp>>, Option<String>)>>,
+}
+
+impl BranchWatch {
+    /// [`Checkout::current_branch`], from the cache while `HEAD` is unchanged.
+    pub fn current(&self, checkout: &Checkout) -> Option<String> {
+        let git_dir = checkout.git_dir.as_deref()?;
+        let mut stamp = vec![file_stamp(git_dir.join("HEAD"))];
+        if let Some(common) = checkout.common_dir.as_deref() {
+            stamp.push(file_stamp(common.join("reftable/tables.list")));
+        }
+        let mut cached = self.cached.lock_or_recover();
+        if let Some((seen, branch)) = cached.as_ref()
+            && *seen == stamp
+        {
+            return branch.clone();
+        }
+        // Read after the stamp: a change in between is read now and seen as a change next
+        // time, never missed.
+        let branch = checkout.current_branch();
+        *cached = Some((stamp, branch.clone()));
+        branch
+    }
+}
+
 /// One file's identity and version: path, inode, size, modification time. Git replaces the
 /// files it rewrites by renaming a new one into place, so a rewrite changes the inode even
 /// within one timestamp tick.
 type FileStamp = (PathBuf, u64, u64, i64, i64);
+
+fn file_stamp(path: PathBuf) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(&path)
+        .ok()
+        .map(|m| (path, m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+}
 
 /// Everything `git worktree list` reads: the primary's `HEAD`, the registry directory, each
 /// linked worktree's `HEAD`, `gitdir` pointer, lock and the `.git` file it points at (whose
@@ -319,12 +357,7 @@ type FileStamp = (PathBuf, u64, u64, i64, i64);
 type RegistryStamp = Vec<Option<FileStamp>>;
 
 fn registry_stamp(common: &Path) -> Option<RegistryStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let stamp = |path: PathBuf| {
-        fs::metadata(&path)
-            .ok()
-            .map(|m| (path, m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
-    };
+    let stamp = file_stamp;
     let registry = common.join("worktrees");
     let mut stamps = vec![
         stamp(common.join("HEAD")),
@@ -724,6 +757,21 @@ mod tests {
         fs::remove_dir_all(&one).unwrap();
         assert!(cache.list(&primary).unwrap()[1].prunable);
         assert_eq!(primary.current_branch().as_deref(), Some("trunk"));
+    }
+
+    #[test]
+    fn the_watched_branch_follows_every_switch() {
+        let repo = Repository::new();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let watch = BranchWatch::default();
+        assert_eq!(watch.current(&primary).as_deref(), Some("main"));
+        for branch in ["two", "three", "main"] {
+            git(&repo.root(), &["checkout", "--quiet", "-B", branch]);
+            assert_eq!(watch.current(&primary).as_deref(), Some(branch));
+            assert_eq!(watch.current(&primary).as_deref(), Some(branch), "kept");
+        }
+        git(&repo.root(), &["checkout", "--quiet", "--detach"]);
+        assert_eq!(watch.current(&primary), None, "detached");
     }
 
     #[test]

@@ -42,19 +42,19 @@ pub enum ResolveError {
     },
 }
 
-/// Resolves every path of a scope claimed in the checkout at `root` (canonical, absolute):
-/// one [`ClaimPath`] per path, in order, or the first path's refusal.
+/// Resolves every path of a scope claimed in the checkout at `root` (canonical, absolute, as
+/// every [`crate::Checkout`]'s root is): one [`ClaimPath`] per path, in order, or the first
+/// path's refusal.
 ///
-/// It reads the file system (a few `stat` calls per path), so async callers run it on a
-/// blocking thread.
+/// It reads the file system (an `lstat` per component, more where a link is on the way), so
+/// async callers run a wide scope on a blocking thread.
 pub fn resolve_scope(root: &Path, scope: &[String]) -> Result<Vec<ClaimPath>, ResolveError> {
-    let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let root_text = root.display().to_string();
     scope
         .iter()
         .map(|raw| {
             let split = paths::split(raw, &root_text)?;
-            resolve(&root, &split)
+            resolve(root, &split)
         })
         .collect()
 }
@@ -84,10 +84,36 @@ pub fn resolve(root: &Path, split: &SplitPath) -> Result<ClaimPath, ResolveError
 }
 
 /// How many leading components of `components` exist below `root`, and the canonical path
-/// they lead to. Existence is monotone (a path exists only if its parent does), so the
-/// whole path is tried first, as it mostly exists or is one new file, and then the length
-/// is found by halving: a handful of `canonicalize` calls however deep the path.
+/// they lead to.
+///
+/// Most claimed paths have no link on the way, and then the path itself is canonical as far
+/// as it exists: each component is looked at once (`lstat`), from the root down, until one
+/// is missing. Only where a component is a link is the path canonicalised
+/// ([`longest_existing_through_links`]), since only the system's resolution says where a
+/// link leads.
 fn longest_existing(root: &Path, components: &[String]) -> (usize, PathBuf) {
+    let mut path = root.to_path_buf();
+    for (existing, component) in components.iter().enumerate() {
+        path.push(component);
+        match fs::symlink_metadata(&path) {
+            Ok(found) if found.file_type().is_symlink() => {
+                return longest_existing_through_links(root, components);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                path.pop();
+                return (existing, path);
+            }
+        }
+    }
+    (components.len(), path)
+}
+
+/// [`longest_existing`] where a link is on the way. Existence is monotone (a path exists
+/// only if its parent does), so the whole path is tried first, as it mostly exists or is one
+/// new file, and then the length is found by halving: a handful of `canonicalize` calls
+/// however deep the path.
+fn longest_existing_through_links(root: &Path, components: &[String]) -> (usize, PathBuf) {
     let canonical = |length: usize| {
         let path: PathBuf = components[..length].iter().collect();
         fs::canonicalize(root.join(path)).ok()

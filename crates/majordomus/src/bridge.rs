@@ -339,9 +339,9 @@ impl Bridge {
             Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
         let keepalive = tokio::spawn(keep_alive(bridge.clone()));
-        let (input, output) = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
+        let transport = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
         let client_served = async {
-            match SharedBridge(bridge.clone()).serve((input, output)).await {
+            match SharedBridge(bridge.clone()).serve(transport).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }

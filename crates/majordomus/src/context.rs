@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use majordomus_checkout::WorktreeList;
 use majordomus_checkout::changes::ChangesCache;
 use majordomus_checkout::config::Config;
 use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
+use majordomus_checkout::{BranchWatch, WorktreeList};
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::peers::PeerId;
@@ -26,6 +26,8 @@ pub struct Site {
     pub config: Config,
     /// The repository's worktrees, listed by git only when they change.
     pub worktrees: WorktreeList,
+    /// This checkout's branch, read again only when `HEAD` changes.
+    pub branch: BranchWatch,
     /// One HTTP client for probes and sibling reads, so connections are reused.
     pub http: reqwest::Client,
     /// Each worktree's changes, read by git at most once per [`CHANGES_INTERVAL`].
@@ -57,6 +59,7 @@ impl Site {
             checkout,
             config,
             worktrees: WorktreeList::default(),
+            branch: BranchWatch::default(),
             http,
             changes: ChangesCache::new(CHANGES_INTERVAL),
             conflicts: ConflictPredictor::new(),

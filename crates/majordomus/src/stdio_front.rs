@@ -10,18 +10,20 @@
 //! The front reads stdin itself and judges every line with [`vet`], which parses it exactly as
 //! rmcp will: what rmcp would drop or answer badly gets a JSON-RPC error carrying the
 //! request's id when it can be read (`id: null` otherwise), and only what rmcp parses goes on
-//! to it, through an in-memory pipe. rmcp's answers and the front's errors reach stdout
-//! whole-line by whole-line, so the two never interleave inside a frame.
+//! to it, handed over parsed: rmcp serves on the front's stream of messages and sink of
+//! answers rather than on bytes, so a message is parsed once. rmcp's answers and the front's
+//! errors reach stdout whole-line by whole-line, so the two never interleave inside a frame.
 
 // Logging and resource subscriptions are deprecated in the newest protocol revision, but rmcp
 // still parses their requests, so their params are judged like any other's.
+use futures::{Sink, Stream};
 use rmcp::model::{
     CallToolRequest, CancelTaskRequest, ClientJsonRpcMessage, ClientRequest, CompleteRequest,
     ConstString, DiscoverRequest, ErrorCode, GetPromptRequest, GetSkillRequest, GetTaskRequest,
     InitializeRequest, JsonRpcMessage, ListPromptsRequest, ListResourceTemplatesRequest,
     ListResourcesRequest, ListSkillsRequest, ListToolsRequest, NumberOrString, PingRequest,
     ReadResourceDirectoryRequest, ReadResourceRequest, Request, RequestId, RequestNoParam,
-    RequestOptionalParam, SubscriptionsListenRequest, UpdateTaskRequest,
+    RequestOptionalParam, ServerJsonRpcMessage, SubscriptionsListenRequest, UpdateTaskRequest,
 };
 #[allow(deprecated)]
 use rmcp::model::{SetLevelRequest, SubscribeRequest, UnsubscribeRequest};
@@ -29,7 +31,9 @@ use serde::Deserializer as _;
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::error::Category;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 /// The longest line accepted from a client; longer ones are refused, not buffered whole.
@@ -39,17 +43,29 @@ pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 /// offending value, which the client wrote and which may be megabytes long.
 const MAX_DETAIL_CHARS: usize = 300;
 
-/// Starts the front on the given streams and returns the ends rmcp should serve on.
-pub fn front<R, W>(input: R, output: W) -> (DuplexStream, DuplexStream)
+/// The client's messages as the front passed them, for rmcp to serve.
+pub type Passed = Pin<Box<dyn Stream<Item = ClientJsonRpcMessage> + Send>>;
+
+/// Where rmcp's messages go: written to the client whole, one line each.
+pub type Answers = Pin<Box<dyn Sink<ServerJsonRpcMessage, Error = std::io::Error> + Send>>;
+
+/// How many judged messages wait for rmcp before the front stops reading the client: the
+/// client is then held back, as a pipe would hold it.
+const PASSED_QUEUE: usize = 64;
+
+/// Starts the front on the given streams and returns what rmcp serves on: the messages that
+/// passed, already parsed (rmcp would parse them exactly so), and the sink its answers go
+/// to. rmcp's answers and the front's errors are each written whole, under one lock, so the
+/// two never interleave inside a frame.
+pub fn front<R, W>(input: R, output: W) -> (Answers, Passed)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (rmcp_in, mut to_rmcp) = tokio::io::duplex(64 * 1024);
-    let (from_rmcp, rmcp_out) = tokio::io::duplex(64 * 1024);
-    let (lines, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
+    let output = Arc::new(tokio::sync::Mutex::new(output));
+    let (passed, to_rmcp) = mpsc::channel::<ClientJsonRpcMessage>(PASSED_QUEUE);
 
-    let errors = lines.clone();
+    let errors = output.clone();
     tokio::spawn(async move {
         let mut reader = BufReader::new(input);
         loop {
@@ -67,10 +83,8 @@ where
                         continue;
                     }
                     match vet(message) {
-                        Verdict::Pass(_) => {
-                            if to_rmcp.write_all(message).await.is_err()
-                                || to_rmcp.write_all(b"\n").await.is_err()
-                            {
+                        Verdict::Pass(parsed) => {
+                            if passed.send(*parsed).await.is_err() {
                                 break;
                             }
                             continue;
@@ -87,42 +101,34 @@ where
                     break;
                 }
             };
-            if errors.send(answer.to_line()).await.is_err() {
+            if write_line(&errors, answer.to_line()).await.is_err() {
                 break;
             }
         }
-        let _ = to_rmcp.shutdown().await;
+        // Dropping `passed` ends rmcp's stream, as the end of stdin does.
     });
 
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(from_rmcp);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if lines.send(line.clone()).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
+    let messages = futures::stream::unfold(to_rmcp, |mut to_rmcp| async move {
+        to_rmcp.recv().await.map(|message| (message, to_rmcp))
     });
+    let answers =
+        futures::sink::unfold(output, |output, message: ServerJsonRpcMessage| async move {
+            let mut line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            write_line(&output, line).await?;
+            Ok(output)
+        });
+    (Box::pin(answers), Box::pin(messages))
+}
 
-    tokio::spawn(async move {
-        let mut output = output;
-        while let Some(mut line) = outgoing.recv().await {
-            if !line.ends_with(b"\n") {
-                line.push(b'\n');
-            }
-            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-
-    (rmcp_in, rmcp_out)
+/// Writes one whole line to the client and flushes it.
+async fn write_line<W: AsyncWrite + Unpin>(
+    output: &tokio::sync::Mutex<W>,
+    line: Vec<u8>,
+) -> std::io::Result<()> {
+    let mut output = output.lock().await;
+    output.write_all(&line).await?;
+    output.flush().await
 }
 
 enum Incoming {
@@ -591,7 +597,32 @@ const KNOWN_REQUESTS: &[ParamsCheck] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::SinkExt;
+    use serde_json::json;
     use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn answers_and_refusals_reach_the_client_each_on_a_line_of_its_own() {
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
+        let (mut answers, passed) = front(server_in, server_out);
+        let answer: ServerJsonRpcMessage =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 7, "result": {}})).unwrap();
+        answers.send(answer).await.unwrap();
+        client_in.write_all(b"[1]\n").await.unwrap();
+        drop(client_in);
+        assert_eq!(futures::StreamExt::count(passed).await, 0);
+        drop(answers);
+        let mut written = String::new();
+        client_out.read_to_string(&mut written).await.unwrap();
+        let lines: Vec<Value> = written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{written}");
+        assert_eq!(lines[0], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+        assert_eq!(lines[1]["error"]["code"], -32600);
+    }
 
     fn answer(message: &str) -> ErrorReply {
         match vet(message.as_bytes()) {
@@ -744,7 +775,7 @@ mod tests {
     async fn bad_lines_are_answered_and_good_lines_pass() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
-        let (mut rmcp_in, mut rmcp_out) = front(server_in, server_out);
+        let (answers, passed) = front(server_in, server_out);
         client_in
             .write_all(
                 b"not json\n\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\xff\xfe\n[1]\n{\"id\":3,\"method\":\"ping\"}\n",
@@ -752,11 +783,14 @@ mod tests {
             .await
             .unwrap();
         drop(client_in);
-        let mut passed = String::new();
-        rmcp_in.read_to_string(&mut passed).await.unwrap();
-        assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
-        rmcp_out.shutdown().await.unwrap();
-        drop(rmcp_out);
+        let passed: Vec<Value> = futures::StreamExt::collect::<Vec<_>>(passed)
+            .await
+            .iter()
+            .map(|message| serde_json::to_value(message).unwrap())
+            .collect();
+        assert_eq!(passed.len(), 1, "{passed:?}");
+        assert_eq!(passed[0]["method"], "x");
+        drop(answers);
         let mut answered = String::new();
         client_out.read_to_string(&mut answered).await.unwrap();
         let errors: Vec<Value> = answered
@@ -788,7 +822,7 @@ mod tests {
     async fn an_oversized_line_is_refused_without_being_buffered() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
-        let (_rmcp_in, rmcp_out) = front(server_in, server_out);
+        let (answers, _passed) = front(server_in, server_out);
         tokio::spawn(async move {
             let big = vec![b'x'; MAX_LINE_BYTES + 10];
             client_in.write_all(&big).await.unwrap();
@@ -798,6 +832,6 @@ mod tests {
         let mut line = String::new();
         reader.read_line(&mut line).await.unwrap();
         assert!(line.contains("-32700") && line.contains("limit"), "{line}");
-        drop(rmcp_out);
+        drop(answers);
     }
 }

@@ -263,8 +263,8 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 }
 
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
-/// one first and then the others in git's order. This checkout's branch is read afresh (one
-/// small file), since a long-running server's checkout may have switched branches; listing
+/// one first and then the others in git's order. This checkout's branch is read afresh when
+/// `HEAD` changed, since a long-running server's checkout may have switched branches; listing
 /// the worktrees may spawn git, so it runs on a blocking thread unless the registry is small
 /// and unchanged (see [`Site::reads_inline`]).
 pub async fn covered_checkouts(
@@ -273,7 +273,7 @@ pub async fn covered_checkouts(
 ) -> Result<Vec<Checkout>, CapabilityError> {
     let this = &site.checkout;
     let mut here = this.clone();
-    here.branch = this.current_branch();
+    here.branch = site.branch.current(this);
     if checkouts == Checkouts::This || this.common_dir.is_none() {
         return Ok(vec![here]);
     }
