@@ -37,9 +37,13 @@ pub struct Row {
     /// Whether the median met the target; absent where there is none or nothing to compare.
     pub target_met: Option<bool>,
     /// The median over the median of its transport's floor, to two decimals: what
-    /// majordomus adds, as a multiple of what the transport costs anyway. Absent for the
-    /// handler alone, for the floors themselves, and where the floor was not measured.
+    /// majordomus adds, as a multiple of what the transport costs anyway. The floor is the
+    /// one measured alongside the row, call for call, where it was (`floor_p50_ms`), else the
+    /// transport's floor row. Absent for the handler alone, for the floors themselves, and
+    /// where the floor was not measured.
     pub floor_ratio: Option<f64>,
+    /// The median of the transport's floor called alternately with this row's calls.
+    pub floor_p50_ms: Option<f64>,
 }
 
 /// What a throughput scenario's clients achieved together, and what it cost the server.
@@ -258,10 +262,12 @@ pub fn judge(rows: &mut [Row]) {
             continue;
         }
         row.floor_ratio = row
-            .transport
-            .floor()
-            .and_then(|floor| floors.get(&floor))
-            .filter(|&&floor| floor > 0.0)
+            .floor_p50_ms
+            .or_else(|| {
+                let floor = row.transport.floor()?;
+                floors.get(&floor).copied()
+            })
+            .filter(|&floor| floor > 0.0)
             .map(|floor| (row.summary.p50_ms / floor * 100.0).round() / 100.0);
     }
     let p50: BTreeMap<(String, BenchTransport, String), f64> = rows
@@ -446,7 +452,7 @@ impl Report {
             .collect();
         (!floors.is_empty()).then(|| {
             format!(
-                "× floor: a row's p50 over the p50 of its transport's floor, measured in this run ({}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
+                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
                 floors.join(", ")
             )
         })
@@ -628,6 +634,7 @@ pub(crate) mod tests {
             target: transport.target(),
             target_met: None,
             floor_ratio: None,
+            floor_p50_ms: None,
         }
     }
 

@@ -125,7 +125,8 @@ async fn measure_all(
     let mut setup = String::from("no capability row was selected");
     let budget = Budget::rows(options);
     let slow = Slowdowns(&options.slow_rows);
-    let floor_rows = measure_floors(scratch, floors, budget, slow, progress).await?;
+    let floor_servers = FloorServers::start(scratch, floors, progress).await?;
+    let floor_rows = measure_floors(&floor_servers, budget, slow, progress).await;
     if !rows.is_empty() {
         let fixture = Fixture::prepare(scratch, options.repo.as_deref(), progress).await?;
         setup = fixture.description.clone();
@@ -135,9 +136,11 @@ async fn measure_all(
             progress,
         };
         measure_in_process(&fixture.dir, rows, run, &mut measured).await?;
-        measure_processes(scratch, &fixture.dir, rows, run, &mut measured).await?;
+        measure_processes(scratch, &fixture.dir, rows, run, &floor_servers, &mut measured)
+            .await?;
         fixture.stop().await;
     }
+    floor_servers.stop().await;
     let mut scenario_rows = Vec::new();
     for scenario in scenarios {
         progress.set_message(scenario.name);
@@ -173,74 +176,138 @@ struct RowRun<'a> {
     progress: &'a ProgressBar,
 }
 
-/// The floors of `transports`, each measured against a `majordomus-dev floor-server` of its
-/// own through the client the rows of that transport use: rmcp's child-process client over
-/// stdio, rmcp's default Streamable HTTP client, the kept-alive reqwest client of REST.
+/// The floor servers of a run and a client of each transport on them: started before the
+/// floor rows and kept through the capability rows, whose calls alternate with calls of
+/// their transport's floor (see [`sample_calls`]).
+struct FloorServers {
+    /// rmcp's child-process client on `majordomus-dev floor-server --stdio`, and its pid.
+    stdio: Option<(Caller, Option<u32>)>,
+    http: Option<FloorHttpServer>,
+    /// By transport: rmcp's default Streamable HTTP client and the kept-alive reqwest client
+    /// of REST, on the HTTP floor server.
+    over_http: Vec<(BenchTransport, Caller)>,
+}
+
+impl FloorServers {
+    /// Starts the floor servers `transports` need, each with the client the rows of that
+    /// transport use.
+    async fn start(
+        scratch: &Scratch,
+        transports: &[BenchTransport],
+        progress: &ProgressBar,
+    ) -> Result<FloorServers, String> {
+        let mut floors = FloorServers {
+            stdio: None,
+            http: None,
+            over_http: Vec::new(),
+        };
+        if transports.is_empty() {
+            return Ok(floors);
+        }
+        let this = std::env::current_exe()
+            .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
+        if transports.contains(&BenchTransport::McpStdio) {
+            progress.set_message("starting the stdio floor server");
+            let mut command = tokio::process::Command::new(&this);
+            command.args(["floor-server", "--stdio"]);
+            let (service, pid) = serve_child(
+                command,
+                "the stdio floor server",
+                "majordomus-bench-floor",
+                scratch.log("floor-stdio"),
+            )
+            .await?;
+            floors.stdio = Some((Caller::Mcp(service), Some(pid)));
+        }
+        let over_http: Vec<BenchTransport> = transports
+            .iter()
+            .copied()
+            .filter(|&t| t != BenchTransport::McpStdio)
+            .collect();
+        if over_http.is_empty() {
+            return Ok(floors);
+        }
+        progress.set_message("starting the HTTP floor server");
+        let server = FloorHttpServer::start(scratch, &this).await?;
+        // The floor asks for no token; one is sent all the same, as the rows send theirs.
+        let token = "floor";
+        let http = http_client();
+        for transport in over_http {
+            let caller = match transport {
+                BenchTransport::McpHttp => Caller::Mcp(
+                    connect_http(
+                        &http,
+                        HttpPooling::RmcpDefault,
+                        &server.url,
+                        token,
+                        "majordomus-bench-floor",
+                    )
+                    .await?,
+                ),
+                _ => Caller::Rest {
+                    http: http.clone(),
+                    base: server.url.clone(),
+                    token: token.into(),
+                },
+            };
+            floors.over_http.push((transport, caller));
+        }
+        floors.http = Some(server);
+        Ok(floors)
+    }
+
+    /// The client of `transport`'s floor (for a bridge row, stdio's: the transport its
+    /// client speaks), if it was started.
+    fn caller(&self, transport: BenchTransport) -> Option<&Caller> {
+        match transport.floor()? {
+            BenchTransport::McpStdio => self.stdio.as_ref().map(|(caller, _)| caller),
+            floor => self
+                .over_http
+                .iter()
+                .find(|(t, _)| *t == floor)
+                .map(|(_, caller)| caller),
+        }
+    }
+
+    /// Every floor transport started, in the order the floor rows are listed.
+    fn transports(&self) -> Vec<BenchTransport> {
+        self.stdio
+            .iter()
+            .map(|_| BenchTransport::McpStdio)
+            .chain(self.over_http.iter().map(|(t, _)| *t))
+            .collect()
+    }
+
+    async fn stop(self) {
+        if let Some((caller, pid)) = self.stdio {
+            caller.close().await;
+            if let Some(pid) = pid {
+                wait_gone(pid, Duration::from_secs(10)).await;
+            }
+        }
+        for (_, caller) in self.over_http {
+            caller.close().await;
+        }
+        if let Some(server) = self.http {
+            server.stop().await;
+        }
+    }
+}
+
+/// The floor rows: each transport's floor measured on its own, before the capability rows.
 async fn measure_floors(
-    scratch: &Scratch,
-    transports: &[BenchTransport],
+    floors: &FloorServers,
     budget: Budget,
     slow: Slowdowns<'_>,
     progress: &ProgressBar,
-) -> Result<Vec<Row>, String> {
+) -> Vec<Row> {
     let mut rows = Vec::new();
-    if transports.is_empty() {
-        return Ok(rows);
+    for transport in floors.transports() {
+        if let Some(caller) = floors.caller(transport) {
+            rows.push(measure_floor(transport, caller, budget, slow, progress).await);
+        }
     }
-    let this = std::env::current_exe()
-        .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
-    if transports.contains(&BenchTransport::McpStdio) {
-        progress.set_message("starting the stdio floor server");
-        let mut command = tokio::process::Command::new(&this);
-        command.args(["floor-server", "--stdio"]);
-        let (service, pid) = serve_child(
-            command,
-            "the stdio floor server",
-            "majordomus-bench-floor",
-            scratch.log("floor-stdio"),
-        )
-        .await?;
-        let caller = Caller::Mcp(service);
-        rows.push(measure_floor(BenchTransport::McpStdio, &caller, budget, slow, progress).await);
-        caller.close().await;
-        wait_gone(pid, Duration::from_secs(10)).await;
-    }
-    let over_http: Vec<BenchTransport> = transports
-        .iter()
-        .copied()
-        .filter(|&t| t != BenchTransport::McpStdio)
-        .collect();
-    if over_http.is_empty() {
-        return Ok(rows);
-    }
-    progress.set_message("starting the HTTP floor server");
-    let server = FloorHttpServer::start(scratch, &this).await?;
-    // The floor asks for no token; one is sent all the same, as the rows send theirs.
-    let token = "floor";
-    let http = http_client();
-    for transport in over_http {
-        let caller = match transport {
-            BenchTransport::McpHttp => Caller::Mcp(
-                connect_http(
-                    &http,
-                    HttpPooling::RmcpDefault,
-                    &server.url,
-                    token,
-                    "majordomus-bench-floor",
-                )
-                .await?,
-            ),
-            _ => Caller::Rest {
-                http: http.clone(),
-                base: server.url.clone(),
-                token: token.into(),
-            },
-        };
-        rows.push(measure_floor(transport, &caller, budget, slow, progress).await);
-        caller.close().await;
-    }
-    server.stop().await;
-    Ok(rows)
+    rows
 }
 
 /// `majordomus-dev floor-server --http`, which says its URL on its first line of output and
@@ -307,6 +374,7 @@ async fn measure_floor(
     let sampled = sample_calls(
         budget,
         slow.of(&key),
+        None,
         async || {},
         async || caller.call_floor().await,
     )
@@ -326,6 +394,7 @@ async fn measure_floor(
         target: Target::Reference,
         target_met: None,
         floor_ratio: None,
+        floor_p50_ms: None,
     })
 }
 
@@ -394,7 +463,7 @@ async fn measure_in_process(
     let caller = Caller::InProcess(server.context());
     for key in selected {
         progress.set_message(key.name());
-        let row = measure_row(key, &caller, run.budget, run.slow.of(&key.name())).await;
+        let row = measure_row(key, &caller, None, run.budget, run.slow.of(&key.name())).await;
         measured.insert(key.clone(), row);
         progress.inc(1);
     }
@@ -411,6 +480,7 @@ async fn measure_processes(
     dir: &Path,
     rows: &[RowKey],
     run: RowRun<'_>,
+    floors: &FloorServers,
     measured: &mut BTreeMap<RowKey, Row>,
 ) -> Result<(), String> {
     let progress = run.progress;
@@ -486,7 +556,8 @@ async fn measure_processes(
             continue;
         };
         progress.set_message(key.name());
-        let row = measure_row(key, caller, run.budget, run.slow.of(&key.name())).await;
+        let floor = floors.caller(key.transport);
+        let row = measure_row(key, caller, floor, run.budget, run.slow.of(&key.name())).await;
         measured.insert(key.clone(), row);
         progress.inc(1);
     }
@@ -520,6 +591,7 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
 pub(crate) async fn measure_row(
     key: &RowKey,
     caller: &Caller,
+    floor: Option<&Caller>,
     budget: Budget,
     slow: Option<Duration>,
 ) -> Row {
@@ -536,6 +608,7 @@ pub(crate) async fn measure_row(
     let sampled = sample_calls(
         budget,
         slow,
+        floor,
         async || {
             if let Some((prepare, input)) = &prepare {
                 let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
@@ -564,12 +637,15 @@ pub(crate) async fn measure_row(
         target: key.transport.target(),
         target_met: None,
         floor_ratio: None,
+        floor_p50_ms: None,
     })
 }
 
 /// What one row's calls came to.
 struct Sampled {
     samples: Vec<Duration>,
+    /// The floor's calls made alternately with the row's, when a floor was given.
+    floor_samples: Vec<Duration>,
     outcomes: BTreeMap<&'static str, usize>,
     first: Outcome,
 }
@@ -591,6 +667,8 @@ impl Sampled {
                 .collect(),
             detail: self.first.detail().map(|text| truncate(text, 240)),
             summary: Summary::of(&self.samples),
+            floor_p50_ms: (!self.floor_samples.is_empty())
+                .then(|| Summary::of(&self.floor_samples).p50_ms),
             ..row
         }
     }
@@ -598,9 +676,15 @@ impl Sampled {
 
 /// Warms up, then calls until the budget says stop, timing `call` alone (not `prepare`,
 /// which runs before each call untimed). `slow` is added inside every measured span.
+///
+/// With a `floor`, each measured call is preceded by a timed call of the floor on the same
+/// transport, so the row and its floor meet the machine in the same state, call for call: a
+/// ratio of two medians taken minutes apart moves with whatever else the machine did in
+/// between, one of medians taken together does not.
 async fn sample_calls(
     budget: Budget,
     slow: Option<Duration>,
+    floor: Option<&Caller>,
     prepare: impl AsyncFn(),
     call: impl AsyncFn() -> Outcome,
 ) -> Sampled {
@@ -625,10 +709,18 @@ async fn sample_calls(
         }
     }
     let mut samples = Vec::with_capacity(budget.max);
+    let mut floor_samples = Vec::new();
     let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut first: Option<Outcome> = None;
     let clock = Instant::now();
     loop {
+        if let Some(floor) = floor {
+            let started = Instant::now();
+            let answered = tokio::time::timeout(CALL_BOUND, floor.call_floor()).await;
+            if matches!(answered, Ok(Outcome::Answer)) {
+                floor_samples.push(started.elapsed());
+            }
+        }
         let (elapsed, outcome) = once(true).await;
         let failed = matches!(outcome, Outcome::Failure(_));
         *outcomes.entry(outcome.word()).or_default() += 1;
@@ -647,6 +739,7 @@ async fn sample_calls(
     }
     Sampled {
         samples,
+        floor_samples,
         outcomes,
         first: first.expect("at least one iteration ran"),
     }
