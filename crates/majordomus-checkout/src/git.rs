@@ -314,8 +314,11 @@ impl WorktreeList {
 /// while nobody switches branches.
 #[derive(Debug, Default)]
 pub struct BranchWatch {
-    cached: Mutex<Option<(Vec<Option<FileStamp>>, Option<String>)>>,
+    cached: Mutex<Option<(HeadStamp, Option<String>)>>,
 }
+
+/// `HEAD`'s stamp, and the reftable table list's where the repository has one.
+type HeadStamp = Vec<Option<FileStamp>>;
 
 impl BranchWatch {
     /// [`Checkout::current_branch`], from the cache while `HEAD` is unchanged.

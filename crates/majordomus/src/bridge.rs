@@ -598,6 +598,14 @@ impl Bridge {
     /// remembered too: replaying is itself a write, so the bridge assumes it took effect
     /// rather than undo it (a detach that ran is never followed by a replayed attach).
     fn remember(&self, tool: &str, arguments: &Option<JsonObject>) {
+        let remembered = [
+            tool_name::<PeersAnnounce>(),
+            tool_name::<EpisodesAttach>(),
+            tool_name::<EpisodesDetach>(),
+        ];
+        if !remembered.contains(&tool) {
+            return;
+        }
         let arguments = arguments.clone().unwrap_or_default();
         let mut memory = self.memory.lock_or_recover();
         match tool {

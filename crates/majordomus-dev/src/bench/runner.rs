@@ -136,8 +136,15 @@ async fn measure_all(
             progress,
         };
         measure_in_process(&fixture.dir, rows, run, &mut measured).await?;
-        measure_processes(scratch, &fixture.dir, rows, run, &floor_servers, &mut measured)
-            .await?;
+        measure_processes(
+            scratch,
+            &fixture.dir,
+            rows,
+            run,
+            &floor_servers,
+            &mut measured,
+        )
+        .await?;
         fixture.stop().await;
     }
     floor_servers.stop().await;

@@ -251,7 +251,7 @@ impl ServerState {
         self.events.expired(&released);
         drop(board);
         self.record_released(&episodes, released, now);
-        self.board_changed();
+        self.claims_changed();
     }
 
     /// Records released claims in the journal of the episode their peer held, while that
@@ -315,6 +315,13 @@ impl ServerState {
     /// have attached or left) and the federation (it republishes).
     pub(crate) fn board_changed(&self) {
         self.peers_changed.notify_waiters();
+        self.federation.board_changed();
+    }
+
+    /// Claims were announced or released, and nobody attached or left: only the federation,
+    /// which publishes the claims, is told. The watch for an idle server counts attached
+    /// peers and is not woken for every announce.
+    fn claims_changed(&self) {
         self.federation.board_changed();
     }
 
@@ -450,7 +457,7 @@ impl ServerState {
         self.events.announced(&announced);
         drop(board);
         self.note_claims(caller, &announced);
-        self.board_changed();
+        self.claims_changed();
         Ok(announced)
     }
 
