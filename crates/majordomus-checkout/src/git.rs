@@ -11,6 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use majordomus_domain::ids::identity_digest;
 use majordomus_domain::sync::LockExt;
@@ -245,6 +246,7 @@ pub fn list_worktrees(checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutErro
 #[derive(Debug, Default)]
 pub struct WorktreeList {
     cached: Mutex<Option<Arc<Listed>>>,
+    registry: Mutex<RegistryMemo>,
 }
 
 /// One listing, kept with the registry's stamp it was made at.
@@ -271,7 +273,10 @@ impl WorktreeList {
     /// The cached checkouts while the registry is unchanged, without spawning git: `None`
     /// when git has to be asked ([`WorktreeList::checkouts`]).
     pub fn kept_checkouts(&self, repository: &Checkout) -> Option<Vec<Checkout>> {
-        let stamp = repository.common_dir.as_deref().and_then(registry_stamp);
+        let stamp = repository
+            .common_dir
+            .as_deref()
+            .and_then(|common| registry_stamp(common, &self.registry));
         let kept = self.cached.lock_or_recover().clone()?;
         (stamp? == kept.stamp).then(|| kept.checkouts.clone())
     }
@@ -286,7 +291,10 @@ impl WorktreeList {
     }
 
     fn listed(&self, checkout: &Checkout) -> Result<Arc<Listed>, CheckoutError> {
-        let stamp = checkout.common_dir.as_deref().and_then(registry_stamp);
+        let stamp = checkout
+            .common_dir
+            .as_deref()
+            .and_then(|common| registry_stamp(common, &self.registry));
         let mut cached = self.cached.lock_or_recover();
         if let (Some(stamp), Some(kept)) = (&stamp, cached.as_ref())
             && *stamp == kept.stamp
@@ -359,30 +367,110 @@ fn file_stamp(path: PathBuf) -> Option<FileStamp> {
 /// absence makes the worktree prunable), and the reftable table list where there is one.
 type RegistryStamp = Vec<Option<FileStamp>>;
 
-fn registry_stamp(common: &Path) -> Option<RegistryStamp> {
-    let stamp = file_stamp;
+/// Stamps `common`'s worktree registry as [`RegistryStamp`] says, reading through `memo`:
+/// the registry directory is listed again, and an entry's `gitdir` pointer read again, only
+/// when its stamp changed or when it was too recent to trust (see [`SETTLED`]), so an
+/// unchanged registry costs a few `stat`s per worktree and no reads.
+fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryStamp> {
     let registry = common.join("worktrees");
+    let directory = file_stamp(registry.clone());
     let mut stamps = vec![
-        stamp(common.join("HEAD")),
-        stamp(common.join("reftable/tables.list")),
-        stamp(registry.clone()),
+        file_stamp(common.join("HEAD")),
+        file_stamp(common.join("reftable/tables.list")),
+        directory.clone(),
     ];
-    match fs::read_dir(&registry) {
-        Ok(entries) => {
-            for entry in entries {
-                let dir = entry.ok()?.path();
-                let pointer = fs::read_to_string(dir.join("gitdir")).ok()?;
-                stamps.push(stamp(dir.join("HEAD")));
-                stamps.push(stamp(dir.join("gitdir")));
-                stamps.push(stamp(dir.join("locked")));
-                stamps.push(stamp(PathBuf::from(pointer.trim_end())));
-            }
+    let mut memo = memo.lock_or_recover();
+    let now = SystemTime::now();
+    if !settled(directory.as_ref(), memo.directory.as_ref(), memo.listed_at) {
+        let listed = match fs::read_dir(&registry) {
+            Ok(entries) => entries
+                .map(|entry| entry.map(|entry| entry.path()))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(_) => return None,
+        };
+        memo.entries = listed
+            .into_iter()
+            .map(|dir| RegistryEntry {
+                dir,
+                gitdir: None,
+                read_at: now,
+                pointer: PathBuf::new(),
+            })
+            .collect();
+        memo.directory = directory;
+        memo.listed_at = now;
+    }
+    for entry in &mut memo.entries {
+        let gitdir = file_stamp(entry.dir.join("gitdir"));
+        if !settled(gitdir.as_ref(), entry.gitdir.as_ref(), entry.read_at) {
+            let pointer = fs::read_to_string(entry.dir.join("gitdir")).ok()?;
+            entry.pointer = PathBuf::from(pointer.trim_end());
+            entry.gitdir = gitdir.clone();
+            entry.read_at = now;
         }
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(_) => return None,
+        stamps.push(file_stamp(entry.dir.join("HEAD")));
+        stamps.push(gitdir);
+        stamps.push(file_stamp(entry.dir.join("locked")));
+        stamps.push(file_stamp(entry.pointer.clone()));
     }
     stamps.sort();
     Some(stamps)
+}
+
+/// What [`registry_stamp`] last read of the registry: its entries, and each entry's `gitdir`
+/// pointer.
+#[derive(Debug)]
+struct RegistryMemo {
+    /// The directory's stamp when it was listed, and when that was.
+    directory: Option<FileStamp>,
+    listed_at: SystemTime,
+    entries: Vec<RegistryEntry>,
+}
+
+impl Default for RegistryMemo {
+    fn default() -> Self {
+        RegistryMemo {
+            directory: None,
+            listed_at: SystemTime::UNIX_EPOCH,
+            entries: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RegistryEntry {
+    dir: PathBuf,
+    /// The `gitdir` file's stamp when `pointer` was read from it, and when that was.
+    gitdir: Option<FileStamp>,
+    read_at: SystemTime,
+    pointer: PathBuf,
+}
+
+/// How much older than the moment it was read a file's modification time must be for an
+/// unchanged stamp to mean unchanged contents. File times come from a clock that may tick
+/// only every few milliseconds, so a change in the same tick as an earlier one can leave the
+/// time as it was; once the time read is older than this, any later change has a later time.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether what was read at `read_at`, when the file's stamp was `seen`, still holds now that
+/// its stamp is `now`: the stamps agree and the time in them had settled when it was read.
+fn settled(now: Option<&FileStamp>, seen: Option<&FileStamp>, read_at: SystemTime) -> bool {
+    let (Some(now), Some(seen)) = (now, seen) else {
+        return false;
+    };
+    let (_, _, _, seconds, nanos) = *seen;
+    let modified = u64::try_from(seconds).ok().map(|seconds| {
+        SystemTime::UNIX_EPOCH
+            + std::time::Duration::new(seconds, u32::try_from(nanos).unwrap_or(0))
+    });
+    now == seen
+        && modified.is_some_and(|modified| {
+            read_at
+                .duration_since(modified)
+                .is_ok_and(|age| age >= SETTLED)
+        })
 }
 
 /// Parses `git worktree list --porcelain -z`: NUL-terminated `key[ value]` fields, each
@@ -760,6 +848,63 @@ mod tests {
         fs::remove_dir_all(&one).unwrap();
         assert!(cache.list(&primary).unwrap()[1].prunable);
         assert_eq!(primary.current_branch().as_deref(), Some("trunk"));
+    }
+
+    #[test]
+    fn a_settled_registry_still_shows_every_worktree_added_or_removed() {
+        let repo = Repository::new();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let one = repo.add_worktree("one");
+        // As a registry nobody touched for a while: every file in it older than the settling.
+        let long_ago = SystemTime::now() - SETTLED * 5;
+        let seconds = long_ago
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let status = std::process::Command::new("find")
+            .arg(repo.root().join(".git/worktrees"))
+            .args([
+                "-exec",
+                "touch",
+                "-h",
+                "-d",
+                &format!("@{seconds}"),
+                "{}",
+                "+",
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let cache = WorktreeList::default();
+        let paths = |cache: &WorktreeList| -> Vec<PathBuf> {
+            let listed = cache.list(&primary).unwrap();
+            assert_eq!(
+                listed,
+                list_worktrees(&primary).unwrap(),
+                "the cache agrees with git"
+            );
+            listed.into_iter().map(|w| w.path).collect()
+        };
+        assert_eq!(paths(&cache).len(), 2);
+        assert_eq!(paths(&cache).len(), 2, "read through the settled registry");
+        let two = repo.add_worktree("two");
+        assert_eq!(paths(&cache).len(), 3);
+        // The new worktree's own files are watched too: a switch in it is seen.
+        git(&two, &["checkout", "--quiet", "-b", "two-moved"]);
+        assert_eq!(
+            cache.list(&primary).unwrap()[2].branch.as_deref(),
+            Some("two-moved")
+        );
+        git(
+            &repo.root(),
+            &["worktree", "remove", &two.display().to_string()],
+        );
+        assert_eq!(paths(&cache).len(), 2);
+        git(&one, &["checkout", "--quiet", "-b", "moved"]);
+        assert_eq!(
+            cache.list(&primary).unwrap()[1].branch.as_deref(),
+            Some("moved")
+        );
     }
 
     #[test]
