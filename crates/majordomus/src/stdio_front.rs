@@ -34,7 +34,6 @@ use serde_json::error::Category;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
 /// The longest line accepted from a client; longer ones are refused, not buffered whole.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -49,28 +48,26 @@ pub type Passed = Pin<Box<dyn Stream<Item = ClientJsonRpcMessage> + Send>>;
 /// Where rmcp's messages go: written to the client whole, one line each.
 pub type Answers = Pin<Box<dyn Sink<ServerJsonRpcMessage, Error = std::io::Error> + Send>>;
 
-/// How many judged messages wait for rmcp before the front stops reading the client: the
-/// client is then held back, as a pipe would hold it.
-const PASSED_QUEUE: usize = 64;
-
 /// Starts the front on the given streams and returns what rmcp serves on: the messages that
 /// passed, already parsed (rmcp would parse them exactly so), and the sink its answers go
-/// to. rmcp's answers and the front's errors are each written whole, under one lock, so the
-/// two never interleave inside a frame.
+/// to. The client is read as rmcp asks for its next message, in rmcp's own task, so nothing
+/// waits in between and a client that sends faster than rmcp takes is held back as a pipe
+/// would hold it. rmcp's answers and the front's errors are each written whole, under one
+/// lock, so the two never interleave inside a frame.
 pub fn front<R, W>(input: R, output: W) -> (Answers, Passed)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let output = Arc::new(tokio::sync::Mutex::new(output));
-    let (passed, to_rmcp) = mpsc::channel::<ClientJsonRpcMessage>(PASSED_QUEUE);
-
-    let errors = output.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(input);
+    let reading = Reading {
+        reader: BufReader::new(input),
+        errors: output.clone(),
+    };
+    let messages = futures::stream::unfold(reading, |mut reading| async move {
         loop {
-            let answer = match read_bounded_line(&mut reader).await {
-                Ok(None) => break,
+            let answer = match read_bounded_line(&mut reading.reader).await {
+                Ok(None) => return None,
                 Ok(Some(Incoming::TooLong(length))) => ErrorReply::parse_error(
                     None,
                     format!(
@@ -83,12 +80,7 @@ where
                         continue;
                     }
                     match vet(message) {
-                        Verdict::Pass(parsed) => {
-                            if passed.send(*parsed).await.is_err() {
-                                break;
-                            }
-                            continue;
-                        }
+                        Verdict::Pass(parsed) => return Some((*parsed, reading)),
                         Verdict::Ignore => {
                             tracing::debug!("dropped a notification rmcp cannot read");
                             continue;
@@ -98,18 +90,13 @@ where
                 }
                 Err(error) => {
                     tracing::debug!(%error, "stdin closed");
-                    break;
+                    return None;
                 }
             };
-            if write_line(&errors, answer.to_line()).await.is_err() {
-                break;
+            if write_line(&reading.errors, answer.to_line()).await.is_err() {
+                return None;
             }
         }
-        // Dropping `passed` ends rmcp's stream, as the end of stdin does.
-    });
-
-    let messages = futures::stream::unfold(to_rmcp, |mut to_rmcp| async move {
-        to_rmcp.recv().await.map(|message| (message, to_rmcp))
     });
     let answers =
         futures::sink::unfold(output, |output, message: ServerJsonRpcMessage| async move {
@@ -119,6 +106,12 @@ where
             Ok(output)
         });
     (Box::pin(answers), Box::pin(messages))
+}
+
+/// The client's side of the front: what it reads from, and where its refusals go.
+struct Reading<R, W> {
+    reader: BufReader<R>,
+    errors: Arc<tokio::sync::Mutex<W>>,
 }
 
 /// Writes one whole line to the client and flushes it.
@@ -822,7 +815,8 @@ mod tests {
     async fn an_oversized_line_is_refused_without_being_buffered() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
-        let (answers, _passed) = front(server_in, server_out);
+        let (answers, passed) = front(server_in, server_out);
+        tokio::spawn(futures::StreamExt::count(passed));
         tokio::spawn(async move {
             let big = vec![b'x'; MAX_LINE_BYTES + 10];
             client_in.write_all(&big).await.unwrap();
