@@ -597,7 +597,7 @@ mod tests {
     #[tokio::test]
     async fn answers_and_refusals_reach_the_client_each_on_a_line_of_its_own() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
-        let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
+        let (server_out, client_out) = tokio::io::duplex(1 << 16);
         let (mut answers, passed) = front(server_in, server_out);
         let answer: ServerJsonRpcMessage =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 7, "result": {}})).unwrap();
@@ -606,15 +606,20 @@ mod tests {
         drop(client_in);
         assert_eq!(futures::StreamExt::count(passed).await, 0);
         drop(answers);
-        let mut written = String::new();
-        client_out.read_to_string(&mut written).await.unwrap();
-        let lines: Vec<Value> = written
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 2, "{written}");
+        let lines = lines_written(client_out).await;
+        assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
         assert_eq!(lines[1]["error"]["code"], -32600);
+    }
+
+    /// Every line the front wrote to the client, as JSON, once the front has let go of it.
+    async fn lines_written(mut client_out: tokio::io::DuplexStream) -> Vec<Value> {
+        let mut written = String::new();
+        client_out.read_to_string(&mut written).await.unwrap();
+        written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
     }
 
     fn answer(message: &str) -> ErrorReply {
@@ -767,7 +772,7 @@ mod tests {
     #[tokio::test]
     async fn bad_lines_are_answered_and_good_lines_pass() {
         let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
-        let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
+        let (server_out, client_out) = tokio::io::duplex(1 << 20);
         let (answers, passed) = front(server_in, server_out);
         client_in
             .write_all(
@@ -784,12 +789,7 @@ mod tests {
         assert_eq!(passed.len(), 1, "{passed:?}");
         assert_eq!(passed[0]["method"], "x");
         drop(answers);
-        let mut answered = String::new();
-        client_out.read_to_string(&mut answered).await.unwrap();
-        let errors: Vec<Value> = answered
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let errors = lines_written(client_out).await;
         let codes: Vec<(i64, Value)> = errors
             .iter()
             .map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()))

@@ -26,6 +26,16 @@ pub const TOOL: &str = "noop";
 /// The floor server's REST route.
 pub const ROUTE: &str = "/api/v1/floor";
 
+/// What the floor's clients send as a token: the floor asks for none, but the rows send
+/// theirs, so the floor's calls carry one all the same.
+pub const TOKEN: &str = "floor";
+
+/// This executable, which serves the floor (`majordomus-dev floor-server`).
+pub fn executable() -> Result<std::path::PathBuf, String> {
+    std::env::current_exe()
+        .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))
+}
+
 /// What the tool and the route answer: structured, and about as small as a `this`-sized
 /// answer of majordomus can be.
 fn answer() -> Value {

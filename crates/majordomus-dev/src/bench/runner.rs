@@ -188,7 +188,7 @@ struct RowRun<'a> {
 /// their transport's floor (see [`sample_calls`]).
 struct FloorServers {
     /// rmcp's child-process client on `majordomus-dev floor-server --stdio`, and its pid.
-    stdio: Option<(Caller, Option<u32>)>,
+    stdio: Option<(Caller, u32)>,
     http: Option<FloorHttpServer>,
     /// By transport: rmcp's default Streamable HTTP client and the kept-alive reqwest client
     /// of REST, on the HTTP floor server.
@@ -211,11 +211,9 @@ impl FloorServers {
         if transports.is_empty() {
             return Ok(floors);
         }
-        let this = std::env::current_exe()
-            .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
         if transports.contains(&BenchTransport::McpStdio) {
             progress.set_message("starting the stdio floor server");
-            let mut command = tokio::process::Command::new(&this);
+            let mut command = tokio::process::Command::new(super::floor::executable()?);
             command.args(["floor-server", "--stdio"]);
             let (service, pid) = serve_child(
                 command,
@@ -224,7 +222,7 @@ impl FloorServers {
                 scratch.log("floor-stdio"),
             )
             .await?;
-            floors.stdio = Some((Caller::Mcp(service), Some(pid)));
+            floors.stdio = Some((Caller::Mcp(service), pid));
         }
         let over_http: Vec<BenchTransport> = transports
             .iter()
@@ -235,9 +233,8 @@ impl FloorServers {
             return Ok(floors);
         }
         progress.set_message("starting the HTTP floor server");
-        let server = FloorHttpServer::start(scratch, &this).await?;
-        // The floor asks for no token; one is sent all the same, as the rows send theirs.
-        let token = "floor";
+        let server = FloorHttpServer::start(scratch).await?;
+        let token = super::floor::TOKEN;
         let http = http_client();
         for transport in over_http {
             let caller = match transport {
@@ -288,9 +285,7 @@ impl FloorServers {
     async fn stop(self) {
         if let Some((caller, pid)) = self.stdio {
             caller.close().await;
-            if let Some(pid) = pid {
-                wait_gone(pid, Duration::from_secs(10)).await;
-            }
+            wait_gone(pid, Duration::from_secs(10)).await;
         }
         for (_, caller) in self.over_http {
             caller.close().await;
@@ -325,9 +320,9 @@ pub(super) struct FloorHttpServer {
 }
 
 impl FloorHttpServer {
-    pub(super) async fn start(scratch: &Scratch, this: &Path) -> Result<FloorHttpServer, String> {
+    pub(super) async fn start(scratch: &Scratch) -> Result<FloorHttpServer, String> {
         use tokio::io::AsyncBufReadExt as _;
-        let mut command = tokio::process::Command::new(this);
+        let mut command = tokio::process::Command::new(super::floor::executable()?);
         command
             .args(["floor-server", "--http"])
             .stdin(std::process::Stdio::piped())

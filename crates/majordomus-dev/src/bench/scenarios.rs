@@ -697,11 +697,10 @@ async fn throughput(
     server.stop().await;
     let measured = measured?;
 
-    let this = std::env::current_exe()
-        .map_err(|error| format!("cannot find this executable to serve the floor: {error}"))?;
-    let floor_server = super::runner::FloorHttpServer::start(scratch, &this).await?;
+    let floor_server = super::runner::FloorHttpServer::start(scratch).await?;
     let floor = async {
-        let callers = connect_callers(hammer, clients, &floor_server.url, "floor").await?;
+        let callers =
+            connect_callers(hammer, clients, &floor_server.url, super::floor::TOKEN).await?;
         let calls = (0..clients).map(|_| Call::Floor).collect();
         drive(callers, calls, seconds, floor_server.pid()?).await
     }

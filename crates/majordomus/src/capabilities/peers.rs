@@ -852,10 +852,7 @@ fn listed_board(
 async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeChanges> {
     checkout.common_dir.as_ref()?;
     if let Some(kept) = site.changes.kept(&checkout.root) {
-        return Some(match kept {
-            Ok(changes) => board_changes(changes),
-            Err(error) => WorktreeChanges::unreadable(error),
-        });
+        return Some(board_changes(kept));
     }
     let reader = site.clone();
     let root = checkout.root.clone();
@@ -865,8 +862,7 @@ async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeC
     });
     let budget = site.probe_timeout() / 2;
     Some(match tokio::time::timeout(budget, read).await {
-        Ok(Ok(Ok(changes))) => board_changes(changes),
-        Ok(Ok(Err(error))) => WorktreeChanges::unreadable(error),
+        Ok(Ok(read)) => board_changes(read),
         Ok(Err(error)) => WorktreeChanges::unreadable(format!("reading them failed: {error}")),
         Err(_) => WorktreeChanges::unreadable(format!(
             "git did not finish reading them within {} ms; a later call will have them",
@@ -875,8 +871,13 @@ async fn read_changes(site: &Arc<Site>, checkout: &Checkout) -> Option<WorktreeC
     })
 }
 
-/// A worktree's changes as git read them, as a board carries them.
-fn board_changes(changes: Changes) -> WorktreeChanges {
+/// A worktree's changes as git read them, as a board carries them; git's words when it
+/// could not read them.
+fn board_changes(read: Result<Changes, String>) -> WorktreeChanges {
+    let changes = match read {
+        Ok(changes) => changes,
+        Err(error) => return WorktreeChanges::unreadable(error),
+    };
     capped(WorktreeChanges {
         paths: changes
             .paths
@@ -955,10 +956,7 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
         checkouts
             .iter()
             .map(|checkout| {
-                let changes = match reader.changes.changes(&checkout.root, default_branch) {
-                    Ok(changes) => board_changes(changes),
-                    Err(error) => WorktreeChanges::unreadable(error),
-                };
+                let changes = board_changes(reader.changes.changes(&checkout.root, default_branch));
                 (checkout.root.display().to_string(), changes)
             })
             .collect()
