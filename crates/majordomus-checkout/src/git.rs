@@ -381,7 +381,10 @@ fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryS
     ];
     let mut memo = memo.lock_or_recover();
     let now = SystemTime::now();
-    if !settled(directory.as_ref(), memo.directory.as_ref(), memo.listed_at) {
+    // No registry is as settled as an old one: there is no time to mistrust in an absence,
+    // and the directory's appearance changes its stamp.
+    let still_absent = directory.is_none() && memo.absent;
+    if !still_absent && !settled(directory.as_ref(), memo.directory.as_ref(), memo.listed_at) {
         let listed = match fs::read_dir(&registry) {
             Ok(entries) => entries
                 .map(|entry| entry.map(|entry| entry.path()))
@@ -399,6 +402,7 @@ fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryS
                 pointer: PathBuf::new(),
             })
             .collect();
+        memo.absent = directory.is_none();
         memo.directory = directory;
         memo.listed_at = now;
     }
@@ -426,6 +430,9 @@ struct RegistryMemo {
     /// The directory's stamp when it was listed, and when that was.
     directory: Option<FileStamp>,
     listed_at: SystemTime,
+    /// Whether there was no registry directory when it was last looked for: a repository
+    /// without linked worktrees.
+    absent: bool,
     entries: Vec<RegistryEntry>,
 }
 
@@ -434,6 +441,7 @@ impl Default for RegistryMemo {
         RegistryMemo {
             directory: None,
             listed_at: SystemTime::UNIX_EPOCH,
+            absent: false,
             entries: Vec::new(),
         }
     }
@@ -905,6 +913,37 @@ mod tests {
             cache.list(&primary).unwrap()[1].branch.as_deref(),
             Some("moved")
         );
+    }
+
+    #[test]
+    fn a_repository_without_a_registry_shows_its_first_worktree_and_its_last_removal() {
+        let repo = Repository::new();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let cache = WorktreeList::default();
+        let count = |cache: &WorktreeList| {
+            let listed = cache.list(&primary).unwrap();
+            assert_eq!(
+                listed,
+                list_worktrees(&primary).unwrap(),
+                "the cache agrees with git"
+            );
+            listed.len()
+        };
+        assert!(!repo.root().join(".git/worktrees").exists());
+        assert_eq!(count(&cache), 1);
+        assert_eq!(count(&cache), 1, "read through the absent registry");
+        let first = repo.add_worktree("first");
+        assert_eq!(count(&cache), 2);
+        // The new worktree's own files are watched from then on.
+        git(&first, &["checkout", "--quiet", "-b", "first-moved"]);
+        assert_eq!(count(&cache), 2);
+        git(
+            &repo.root(),
+            &["worktree", "remove", &first.display().to_string()],
+        );
+        assert!(!repo.root().join(".git/worktrees").exists());
+        assert_eq!(count(&cache), 1);
+        assert_eq!(count(&cache), 1);
     }
 
     #[test]

@@ -504,16 +504,20 @@ fn misfit_params(message: &ClientJsonRpcMessage) -> Option<ErrorReply> {
     let ClientRequest::CustomRequest(custom) = &request.request else {
         return None;
     };
+    let detail = misfit(&custom.method, custom.params.as_ref())?;
+    Some(ErrorReply::invalid_params(request.id.clone(), detail))
+}
+
+/// What does not fit in the params of a request rmcp took for a custom one, when its
+/// `method` is one rmcp knows, worded for the client; `None` for a method rmcp does not know.
+pub fn misfit(method: &str, params: Option<&Value>) -> Option<String> {
     let complaint = KNOWN_REQUESTS
         .iter()
-        .find_map(|complaint| complaint(&custom.method, custom.params.as_ref()))?;
-    Some(ErrorReply::invalid_params(
-        request.id.clone(),
-        format!(
-            "the params do not fit `{}` ({}); see the method's params in the MCP schema",
-            bounded(&custom.method),
-            bounded(&complaint)
-        ),
+        .find_map(|complaint| complaint(method, params))?;
+    Some(format!(
+        "the params do not fit `{}` ({}); see the method's params in the MCP schema",
+        bounded(method),
+        bounded(&complaint)
     ))
 }
 

@@ -12,7 +12,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use http_body_util::LengthLimitError;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
     SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
@@ -343,9 +343,11 @@ impl McpEndpoint {
             Err(error) => return unreadable_body(&error),
         };
         let message = body.slice(body.len() - without_byte_order_mark(&body).len()..);
-        let session = session_id(&parts.headers);
+        if session_id(&parts.headers).is_some() {
+            return self.post_in_session(parts, message).await;
+        }
         match vet(&message) {
-            Verdict::Pass(parsed) if session.is_none() && is_initialize(&parsed) => {
+            Verdict::Pass(parsed) if is_initialize(&parsed) => {
                 let _opening = self.opening.lock().await;
                 let live = self.sessions.sessions.read().await.len();
                 if live + self.state.parking.parked_count() >= self.max_sessions {
@@ -355,12 +357,23 @@ impl McpEndpoint {
             }
             Verdict::Pass(_) => self.forward_body(parts, message).await,
             Verdict::Ignore => StatusCode::ACCEPTED.into_response(),
-            Verdict::Answer(reply) if reply.code == ErrorCode::INVALID_PARAMS => match &session {
-                None => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
-                Some(id) if self.has_session(id).await => jsonrpc_error(StatusCode::OK, &reply),
-                // rmcp answers a session it does not know with 404.
-                Some(_) => self.forward_body(parts, message).await,
-            },
+            Verdict::Answer(reply) => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
+        }
+    }
+
+    /// A message of a session, the calls that make up nearly all of the traffic: rmcp reads
+    /// it, and only what rmcp cannot parse, which it refuses with 415 whatever the fault, is
+    /// judged here to answer with the JSON-RPC error that names the fault. A request whose
+    /// params do not fit its method reaches the session, which says so (`McpSession`'s
+    /// custom requests), so the well-formed message is parsed once.
+    async fn post_in_session(&self, parts: axum::http::request::Parts, message: Bytes) -> Response {
+        let answered = self.forward_body(parts, message.clone()).await;
+        if answered.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            return answered;
+        }
+        match vet(&message) {
+            Verdict::Pass(_) => answered,
+            Verdict::Ignore => StatusCode::ACCEPTED.into_response(),
             Verdict::Answer(reply) => jsonrpc_error(StatusCode::BAD_REQUEST, &reply),
         }
     }

@@ -6,11 +6,11 @@ use std::sync::{Arc, OnceLock};
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    RequestMetaObject, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
-    ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, RequestMetaObject, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
@@ -411,6 +411,27 @@ impl ServerHandler for McpSession {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let (Some(session), Some(peer)) = (http_session(&context.extensions), self.peer.get()) {
             self.state.parking.register(session, peer, self.connection);
+        }
+    }
+
+    /// rmcp takes a request for a method it knows whose params do not fit that method for a
+    /// custom request; it gets invalid params naming what did not fit, not "method not
+    /// found". (Over stdio the front answers it before rmcp sees it.)
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        match crate::stdio_front::misfit(&request.method, request.params.as_ref()) {
+            Some(detail) => Err(McpError::invalid_params(
+                format!("Invalid params: {detail}"),
+                None,
+            )),
+            None => Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            )),
         }
     }
 
