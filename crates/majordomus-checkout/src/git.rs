@@ -383,7 +383,7 @@ fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryS
     let now = SystemTime::now();
     // No registry is as settled as an old one: there is no time to mistrust in an absence,
     // and the directory's appearance changes its stamp.
-    let still_absent = directory.is_none() && memo.absent;
+    let still_absent = directory.is_none() && memo.found_absent();
     if !still_absent && !settled(directory.as_ref(), memo.directory.as_ref(), memo.listed_at) {
         let listed = match fs::read_dir(&registry) {
             Ok(entries) => entries
@@ -402,7 +402,6 @@ fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryS
                 pointer: PathBuf::new(),
             })
             .collect();
-        memo.absent = directory.is_none();
         memo.directory = directory;
         memo.listed_at = now;
     }
@@ -430,9 +429,6 @@ struct RegistryMemo {
     /// The directory's stamp when it was listed, and when that was.
     directory: Option<FileStamp>,
     listed_at: SystemTime,
-    /// Whether there was no registry directory when it was last looked for: a repository
-    /// without linked worktrees.
-    absent: bool,
     entries: Vec<RegistryEntry>,
 }
 
@@ -441,9 +437,16 @@ impl Default for RegistryMemo {
         RegistryMemo {
             directory: None,
             listed_at: SystemTime::UNIX_EPOCH,
-            absent: false,
             entries: Vec::new(),
         }
+    }
+}
+
+impl RegistryMemo {
+    /// Whether there was no registry directory when it was last listed: a repository without
+    /// linked worktrees.
+    fn found_absent(&self) -> bool {
+        self.directory.is_none() && self.listed_at != SystemTime::UNIX_EPOCH
     }
 }
 

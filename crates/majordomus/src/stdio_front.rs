@@ -211,12 +211,17 @@ impl ErrorReply {
         }
     }
 
-    fn invalid_params(id: RequestId, detail: impl std::fmt::Display) -> ErrorReply {
+    pub fn invalid_params(id: RequestId, detail: impl std::fmt::Display) -> ErrorReply {
         ErrorReply {
             id: Some(id),
             code: ErrorCode::INVALID_PARAMS,
             message: format!("Invalid params: {detail}"),
         }
+    }
+
+    /// The same error as rmcp's, for a handler to return: rmcp adds the request's id.
+    pub fn into_mcp_error(self) -> rmcp::ErrorData {
+        rmcp::ErrorData::new(self.code, self.message, None)
     }
 
     /// The JSON-RPC error object, `id` always present.

@@ -22,6 +22,7 @@ use super::{ServerState, Worker};
 use crate::api::CapabilityError;
 use crate::context::Context;
 use crate::registry::{Answer, Capability, Kind, tool_input_schema, tool_output_schema};
+use crate::stdio_front::ErrorReply;
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
@@ -420,13 +421,10 @@ impl ServerHandler for McpSession {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         match crate::stdio_front::misfit(&request.method, request.params.as_ref()) {
-            Some(detail) => Err(McpError::invalid_params(
-                format!("Invalid params: {detail}"),
-                None,
-            )),
+            Some(detail) => Err(ErrorReply::invalid_params(context.id, detail).into_mcp_error()),
             None => Err(McpError::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 request.method,
