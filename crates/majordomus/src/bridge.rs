@@ -339,7 +339,8 @@ impl Bridge {
             Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
         let keepalive = tokio::spawn(keep_alive(bridge.clone()));
-        let transport = crate::stdio_front::front(tokio::io::stdin(), tokio::io::stdout());
+        let (input, output) = crate::stdio_front::process_stdio();
+        let transport = crate::stdio_front::front(input, output);
         let client_served = async {
             match SharedBridge(bridge.clone()).serve(transport).await {
                 Ok(running) => {

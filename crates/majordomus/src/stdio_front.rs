@@ -31,6 +31,9 @@ use serde::Deserializer as _;
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::error::Category;
+use std::fs::FileType;
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -106,6 +109,60 @@ where
             Ok(output)
         });
     (Box::pin(answers), Box::pin(messages))
+}
+
+/// What the front reads from.
+pub type Input = Box<dyn AsyncRead + Unpin + Send>;
+
+/// What the front writes to.
+pub type Output = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// This process's stdin and stdout, for the front.
+///
+/// Clients start their servers on a pipe (most) or a socket pair (Node's child processes),
+/// and those are read and written by the runtime as they become ready. tokio's own stdin and
+/// stdout would hand every read, write and flush to a blocking thread and wait for it to come
+/// back: three hand-offs per call, which cost more than answering most calls. Anything else
+/// (a terminal, a file) keeps tokio's, which works on everything. Being made non-blocking
+/// affects only the client's connection, which this process alone reads and writes.
+pub fn process_stdio() -> (Input, Output) {
+    let input = ready_for_runtime(std::io::stdin().as_fd(), |fd, kind| {
+        if kind.is_fifo() {
+            Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?) as Input)
+        } else {
+            Some(Box::new(socket(fd)?) as Input)
+        }
+    })
+    .unwrap_or_else(|| Box::new(tokio::io::stdin()));
+    let output = ready_for_runtime(std::io::stdout().as_fd(), |fd, kind| {
+        if kind.is_fifo() {
+            Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?) as Output)
+        } else {
+            Some(Box::new(socket(fd)?) as Output)
+        }
+    })
+    .unwrap_or_else(|| Box::new(tokio::io::stdout()));
+    (input, output)
+}
+
+/// `wrap`'s stream over a copy of `fd` when `fd` is a pipe or a socket, which the runtime can
+/// wait on; `None` for anything else, or when the copy cannot be made.
+fn ready_for_runtime<T>(
+    fd: BorrowedFd<'_>,
+    wrap: impl FnOnce(OwnedFd, FileType) -> Option<T>,
+) -> Option<T> {
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let kind = file.metadata().ok()?.file_type();
+    (kind.is_fifo() || kind.is_socket()).then_some(())?;
+    wrap(file.into(), kind)
+}
+
+/// A stream socket given as stdin or stdout. Reading and writing a socket is the same calls
+/// whatever its family, so a Unix stream serves any of them.
+fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
+    let socket = std::os::unix::net::UnixStream::from(fd);
+    socket.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(socket).ok()
 }
 
 /// The client's side of the front: what it reads from, and where its refusals go.

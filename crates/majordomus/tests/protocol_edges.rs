@@ -9,8 +9,7 @@ use common::*;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 
 /// Lines that rmcp would drop in silence or answer without an id each get a JSON-RPC error
 /// on `majordomus mcp`'s stdout, carrying the request's id where it can be read and `id: null`
@@ -114,6 +113,163 @@ async fn every_stdin_line_gets_an_answer_with_its_id() {
         .expect("majordomus mcp ends when its client closes stdin")
         .unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+/// Clients start their servers on pipes (most of them) or on socket pairs (Node's child
+/// processes), and a person may point stdout at a file: `majordomus mcp` answers on each. On
+/// pipes and sockets it also takes a line larger than either holds at once, and answers 40
+/// requests the client sends before it reads any, more than either holds unread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn majordomus_mcp_answers_on_pipes_socket_pairs_and_a_file() {
+    let repo = TempRepo::new();
+
+    let (_, log) = repo.log_file("mcp-on-pipes");
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    converse_at_length("pipes", stdin, stdout).await;
+    expect_exit(&mut child, "pipes").await;
+
+    let (_, log) = repo.log_file("mcp-on-sockets");
+    let (client_writes, server_reads) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (server_writes, client_reads) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .stdin(std::os::fd::OwnedFd::from(server_reads))
+        .stdout(std::os::fd::OwnedFd::from(server_writes))
+        .stderr(log);
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    drop(command);
+    let stdin = async_socket(client_writes);
+    let stdout = BufReader::new(async_socket(client_reads));
+    converse_at_length("socket pairs", stdin, stdout).await;
+    expect_exit(&mut child, "socket pairs").await;
+
+    let (answers_path, answers) = repo.log_file("mcp-answers-in-a-file");
+    let (_, log) = repo.log_file("mcp-to-a-file");
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .stdin(Stdio::piped())
+        .stdout(answers)
+        .stderr(log);
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let mut stdin = child.stdin.take().unwrap();
+    send_line(&mut stdin, &initialize(1)).await;
+    send_line(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    send_line(&mut stdin, &tools_list(2, 0)).await;
+    let written = eventually("two answers written to the file", || async {
+        let text = std::fs::read_to_string(&answers_path).map_err(|e| e.to_string())?;
+        if text.lines().count() == 2 {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    let frames: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON frame a line"))
+        .collect();
+    assert_eq!(frames[0]["id"], 1, "{written}");
+    assert_eq!(frames[1]["id"], 2, "{written}");
+    assert!(frames[1]["result"]["tools"].is_array(), "{written}");
+    drop(stdin);
+    expect_exit(&mut child, "a file").await;
+}
+
+/// An initialize, a line padded past what a pipe or socket holds, 40 requests sent before any
+/// answer is read, and a tool call, each answered; then the client hangs up.
+async fn converse_at_length(
+    over: &str,
+    mut stdin: impl AsyncWrite + Unpin,
+    mut stdout: BufReader<impl AsyncRead + Unpin>,
+) {
+    send_line(&mut stdin, &initialize(1)).await;
+    assert_eq!(next_frame(&mut stdout).await["id"], 1, "over {over}");
+    send_line(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+
+    send_line(&mut stdin, &tools_list(2, 1024 * 1024)).await;
+    let frame = next_frame(&mut stdout).await;
+    assert_eq!(frame["id"], 2, "over {over}: {frame}");
+    assert!(frame["result"]["tools"].is_array(), "over {over}: {frame}");
+
+    let ids: Vec<i64> = (100..140).collect();
+    for id in &ids {
+        send_line(&mut stdin, &tools_list(*id, 0)).await;
+    }
+    let mut answered = Vec::new();
+    for _ in &ids {
+        let frame = next_frame(&mut stdout).await;
+        assert!(frame["result"]["tools"].is_array(), "over {over}: {frame}");
+        answered.push(frame["id"].as_i64().expect("a numeric id"));
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, ids, "over {over}");
+
+    send_line(
+        &mut stdin,
+        &json!({
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "majordomus_peers", "arguments": {"checkouts": "this"}}
+        })
+        .to_string(),
+    )
+    .await;
+    let frame = next_frame(&mut stdout).await;
+    assert_eq!(frame["id"], 3, "over {over}: {frame}");
+    assert_eq!(
+        frame["result"]["structuredContent"]["complete"], true,
+        "over {over}: {frame}"
+    );
+}
+
+fn initialize(id: i64) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "edge-test", "version": "1.0"}
+        }
+    })
+    .to_string()
+}
+
+/// A `tools/list` request with `padding` bytes of JSON whitespace inside it.
+fn tools_list(id: i64, padding: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0",{}"id":{id},"method":"tools/list"}}"#,
+        " ".repeat(padding)
+    )
+}
+
+fn async_socket(socket: std::os::unix::net::UnixStream) -> tokio::net::UnixStream {
+    socket.set_nonblocking(true).unwrap();
+    tokio::net::UnixStream::from_std(socket).unwrap()
+}
+
+async fn expect_exit(child: &mut tokio::process::Child, over: &str) {
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("majordomus mcp over {over} ends when its client hangs up"))
+        .unwrap();
+    assert!(status.success(), "over {over}: {status:?}");
 }
 
 /// DELETE `/mcp` ends a live session with 204 and knows no other (404); the session it
@@ -330,12 +486,12 @@ fn nested(levels: usize) -> String {
     format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
 }
 
-async fn send_line(stdin: &mut ChildStdin, line: &str) {
+async fn send_line(stdin: &mut (impl AsyncWrite + Unpin), line: &str) {
     stdin.write_all(line.as_bytes()).await.unwrap();
     stdin.write_all(b"\n").await.unwrap();
 }
 
-async fn next_frame(stdout: &mut BufReader<ChildStdout>) -> Value {
+async fn next_frame(stdout: &mut BufReader<impl AsyncRead + Unpin>) -> Value {
     let mut line = String::new();
     let read = tokio::time::timeout(BOUND, stdout.read_line(&mut line))
         .await
