@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::ServerState;
 use super::dashboard;
+use super::gather::{GATHER_WINDOW, first_events_together};
 use super::mcp::McpSession;
 use crate::api::{BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection};
 use crate::context::Context;
@@ -378,13 +379,16 @@ impl McpEndpoint {
         }
     }
 
-    /// Hands rmcp the request with the body already read (and judged).
+    /// Hands rmcp the request with the body already read (and judged), and sends the
+    /// answer's head with its first events.
     async fn forward_body(&self, mut parts: axum::http::request::Parts, body: Bytes) -> Response {
         parts
             .headers
             .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-        self.forward(Request::from_parts(parts, Body::from(body)))
-            .await
+        let answer = self
+            .forward(Request::from_parts(parts, Body::from(body)))
+            .await;
+        first_events_together(answer, GATHER_WINDOW).await
     }
 
     async fn delete(&self, request: Request) -> Response {

@@ -3,6 +3,7 @@
 pub mod dashboard;
 mod episodes;
 pub mod events;
+mod gather;
 pub mod http;
 pub mod listen;
 pub mod mcp;
