@@ -146,7 +146,9 @@ pub fn process_stdio() -> (Input, Output) {
 }
 
 /// `wrap`'s stream over a copy of `fd` when `fd` is a pipe or a socket, which the runtime can
-/// wait on; `None` for anything else, or when the copy cannot be made.
+/// wait on; `None` for anything else, or when the copy cannot be made or registered. `wrap`
+/// makes the connection non-blocking; when it then fails, the connection is made blocking
+/// again, as tokio's stdio, which takes over, expects it.
 fn ready_for_runtime<T>(
     fd: BorrowedFd<'_>,
     wrap: impl FnOnce(OwnedFd, FileType) -> Option<T>,
@@ -154,7 +156,24 @@ fn ready_for_runtime<T>(
     let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
     let kind = file.metadata().ok()?.file_type();
     (kind.is_fifo() || kind.is_socket()).then_some(())?;
-    wrap(file.into(), kind)
+    let wrapped = wrap(file.into(), kind);
+    if wrapped.is_none() {
+        make_blocking(fd);
+    }
+    wrapped
+}
+
+/// Clears `O_NONBLOCK` on `fd`'s open file.
+fn make_blocking(fd: BorrowedFd<'_>) {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: fcntl reads and sets the status flags of a descriptor this process holds open
+    // (borrowed for the call); it touches no memory.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
 }
 
 /// A stream socket given as stdin or stdout. Reading and writing a socket is the same calls
