@@ -4,6 +4,7 @@
 //! listed worktree is turned into a [`Checkout`] from the files git keeps, because a gather
 //! covers every worktree (a hundred is not unusual) and a spawn per worktree would dominate it.
 
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
@@ -271,12 +272,13 @@ impl WorktreeList {
     }
 
     /// The cached checkouts while the registry is unchanged, without spawning git: `None`
-    /// when git has to be asked ([`WorktreeList::checkouts`]).
-    pub fn kept_checkouts(&self, repository: &Checkout) -> Option<Vec<Checkout>> {
+    /// when git has to be asked ([`WorktreeList::checkouts`]). Files `stamps` already holds
+    /// are not asked of the file system again.
+    pub fn kept_checkouts(&self, repository: &Checkout, stamps: &Stamps) -> Option<Vec<Checkout>> {
         let stamp = repository
             .common_dir
             .as_deref()
-            .and_then(|common| registry_stamp(common, &self.registry));
+            .and_then(|common| registry_stamp(common, &self.registry, stamps));
         let kept = self.cached.lock_or_recover().clone()?;
         (stamp? == kept.stamp).then(|| kept.checkouts.clone())
     }
@@ -294,7 +296,7 @@ impl WorktreeList {
         let stamp = checkout
             .common_dir
             .as_deref()
-            .and_then(|common| registry_stamp(common, &self.registry));
+            .and_then(|common| registry_stamp(common, &self.registry, &Stamps::default()));
         let mut cached = self.cached.lock_or_recover();
         if let (Some(stamp), Some(kept)) = (&stamp, cached.as_ref())
             && *stamp == kept.stamp
@@ -329,12 +331,13 @@ pub struct BranchWatch {
 type HeadStamp = Vec<Option<FileStamp>>;
 
 impl BranchWatch {
-    /// [`Checkout::current_branch`], from the cache while `HEAD` is unchanged.
-    pub fn current(&self, checkout: &Checkout) -> Option<String> {
+    /// [`Checkout::current_branch`], from the cache while `HEAD` is unchanged. Files
+    /// `stamps` already holds are not asked of the file system again.
+    pub fn current(&self, checkout: &Checkout, stamps: &Stamps) -> Option<String> {
         let git_dir = checkout.git_dir.as_deref()?;
-        let mut stamp = vec![file_stamp(git_dir.join("HEAD"))];
+        let mut stamp = vec![stamps.of(git_dir.join("HEAD"))];
         if let Some(common) = checkout.common_dir.as_deref() {
-            stamp.push(file_stamp(common.join("reftable/tables.list")));
+            stamp.push(stamps.of(common.join("reftable/tables.list")));
         }
         let mut cached = self.cached.lock_or_recover();
         if let Some((seen, branch)) = cached.as_ref()
@@ -355,6 +358,25 @@ impl BranchWatch {
 /// within one timestamp tick.
 type FileStamp = (PathBuf, u64, u64, i64, i64);
 
+/// The stamps one call takes, each file asked of the file system once. A repository-wide
+/// call stamps the primary's `HEAD` and the reftable list both for this checkout's branch
+/// ([`BranchWatch`]) and for the worktree registry ([`WorktreeList::kept_checkouts`]), and
+/// these `stat`s are a good part of what such a call costs.
+#[derive(Debug, Default)]
+pub struct Stamps(RefCell<Vec<(PathBuf, Option<FileStamp>)>>);
+
+impl Stamps {
+    /// `path`'s stamp, taken now unless this call took it already.
+    fn of(&self, path: PathBuf) -> Option<FileStamp> {
+        if let Some((_, stamp)) = self.0.borrow().iter().find(|(taken, _)| *taken == path) {
+            return stamp.clone();
+        }
+        let stamp = file_stamp(path.clone());
+        self.0.borrow_mut().push((path, stamp.clone()));
+        stamp
+    }
+}
+
 fn file_stamp(path: PathBuf) -> Option<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(&path)
@@ -371,12 +393,16 @@ type RegistryStamp = Vec<Option<FileStamp>>;
 /// the registry directory is listed again, and an entry's `gitdir` pointer read again, only
 /// when its stamp changed or when it was too recent to trust (see [`SETTLED`]), so an
 /// unchanged registry costs a few `stat`s per worktree and no reads.
-fn registry_stamp(common: &Path, memo: &Mutex<RegistryMemo>) -> Option<RegistryStamp> {
+fn registry_stamp(
+    common: &Path,
+    memo: &Mutex<RegistryMemo>,
+    taken: &Stamps,
+) -> Option<RegistryStamp> {
     let registry = common.join("worktrees");
     let directory = file_stamp(registry.clone());
     let mut stamps = vec![
-        file_stamp(common.join("HEAD")),
-        file_stamp(common.join("reftable/tables.list")),
+        taken.of(common.join("HEAD")),
+        taken.of(common.join("reftable/tables.list")),
         directory.clone(),
     ];
     let mut memo = memo.lock_or_recover();
@@ -840,7 +866,10 @@ mod tests {
             );
             let made: Vec<Checkout> = listed.iter().map(|w| w.checkout(&primary)).collect();
             assert_eq!(cache.checkouts(&primary).unwrap(), made);
-            assert_eq!(cache.kept_checkouts(&primary), Some(made));
+            assert_eq!(
+                cache.kept_checkouts(&primary, &Stamps::default()),
+                Some(made)
+            );
             listed.into_iter().map(|w| w.branch).collect()
         };
         assert_eq!(branches(&cache), [Some("main".to_string())]);
@@ -950,18 +979,53 @@ mod tests {
     }
 
     #[test]
+    fn one_call_stamps_a_file_once_and_the_next_call_sees_it_anew() {
+        let repo = Repository::new();
+        let head = repo.root().join(".git/HEAD");
+        let call = Stamps::default();
+        let first = call.of(head.clone());
+        assert!(first.is_some());
+        git(&repo.root(), &["checkout", "--quiet", "-b", "moved"]);
+        assert_eq!(
+            call.of(head.clone()),
+            first,
+            "one call, one view of the file"
+        );
+        assert_ne!(
+            Stamps::default().of(head),
+            first,
+            "the next call sees the switch"
+        );
+        assert_eq!(call.of(repo.root().join(".git/no-such-file")), None);
+    }
+
+    #[test]
     fn the_watched_branch_follows_every_switch() {
         let repo = Repository::new();
         let primary = Checkout::discover(&repo.root()).unwrap();
         let watch = BranchWatch::default();
-        assert_eq!(watch.current(&primary).as_deref(), Some("main"));
+        assert_eq!(
+            watch.current(&primary, &Stamps::default()).as_deref(),
+            Some("main")
+        );
         for branch in ["two", "three", "main"] {
             git(&repo.root(), &["checkout", "--quiet", "-B", branch]);
-            assert_eq!(watch.current(&primary).as_deref(), Some(branch));
-            assert_eq!(watch.current(&primary).as_deref(), Some(branch), "kept");
+            assert_eq!(
+                watch.current(&primary, &Stamps::default()).as_deref(),
+                Some(branch)
+            );
+            assert_eq!(
+                watch.current(&primary, &Stamps::default()).as_deref(),
+                Some(branch),
+                "kept"
+            );
         }
         git(&repo.root(), &["checkout", "--quiet", "--detach"]);
-        assert_eq!(watch.current(&primary), None, "detached");
+        assert_eq!(
+            watch.current(&primary, &Stamps::default()),
+            None,
+            "detached"
+        );
     }
 
     #[test]

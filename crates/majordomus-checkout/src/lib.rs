@@ -19,7 +19,9 @@ pub mod resolve;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};
-pub use git::{BranchWatch, Checkout, CheckoutError, Worktree, WorktreeList, list_worktrees};
+pub use git::{
+    BranchWatch, Checkout, CheckoutError, Stamps, Worktree, WorktreeList, list_worktrees,
+};
 pub use lease::{
     CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, LeaseWatch, lease_age,
     lease_path, read_lease, take_over, try_create,
