@@ -10,6 +10,8 @@
 //!
 //! The hold is bounded: a call that takes longer sends what it has when the window closes,
 //! so the priming event still reaches a client whose call runs long, only a little later.
+//! What that costs: a connection that breaks inside the window leaves its client without
+//! the priming event's id to resume from, where it would have had it at once.
 
 use std::time::Duration;
 
