@@ -22,8 +22,9 @@ use majordomus_domain::peers::Transport;
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
-    ClientRequest, ContentBlock, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsRequest, ListToolsResult, PaginatedRequestParams, ServerConfig, ServerResult,
+    ClientRequest, ContentBlock, CustomRequest, CustomResult, InitializeRequestParams,
+    InitializeResult, JsonObject, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
+    ServerConfig, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -948,6 +949,20 @@ struct SharedBridge(Arc<Bridge>);
 impl ServerHandler for SharedBridge {
     fn get_info(&self) -> ServerConfig {
         crate::server::mcp::server_config()
+    }
+
+    /// What the front let through as a custom request is a method nobody serves; its name
+    /// goes back cut to a bounded length.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(crate::stdio_front::custom_request_error(
+            context.id,
+            &request.method,
+            request.params.as_ref(),
+        ))
     }
 
     async fn initialize(

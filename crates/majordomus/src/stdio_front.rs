@@ -589,6 +589,20 @@ fn misfit_params(message: &ClientJsonRpcMessage) -> Option<ErrorReply> {
     Some(ErrorReply::invalid_params(request.id.clone(), detail))
 }
 
+/// The answer to a request rmcp took for a custom one: invalid params naming what did not fit
+/// when the method is one rmcp knows, otherwise "method not found" with the method's name cut
+/// to a bounded length (the client may have sent a name of megabytes).
+pub fn custom_request_error(
+    id: RequestId,
+    method: &str,
+    params: Option<&Value>,
+) -> rmcp::ErrorData {
+    match misfit(method, params) {
+        Some(detail) => ErrorReply::invalid_params(id, detail).into_mcp_error(),
+        None => rmcp::ErrorData::new(ErrorCode::METHOD_NOT_FOUND, bounded(method), None),
+    }
+}
+
 /// What does not fit in the params of a request rmcp took for a custom one, when its
 /// `method` is one rmcp knows, worded for the client; `None` for a method rmcp does not know.
 pub fn misfit(method: &str, params: Option<&Value>) -> Option<String> {
@@ -716,6 +730,18 @@ mod tests {
 
     fn deep(levels: usize) -> String {
         format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn a_custom_request_is_answered_with_its_misfit_or_a_bounded_method_name() {
+        let id = RequestId::Number(7);
+        let long = "x".repeat(10_000);
+        let unknown = custom_request_error(id.clone(), &long, None);
+        assert_eq!(unknown.code, ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(unknown.message.chars().count(), MAX_DETAIL_CHARS + 1);
+        let misfit = custom_request_error(id, "tools/call", Some(&json!({"name": 5})));
+        assert_eq!(misfit.code, ErrorCode::INVALID_PARAMS);
+        assert!(misfit.message.contains("tools/call"), "{}", misfit.message);
     }
 
     #[test]

@@ -17,16 +17,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stdin_line_gets_an_answer_with_its_id() {
     let repo = TempRepo::new();
-    let (_, log) = repo.log_file("raw-mcp");
-    let mut command = majordomus_command(["mcp", "--repo"]);
-    command
-        .arg(repo.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log);
-    let mut child = command.spawn().expect("majordomus mcp starts");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut stdout) = mcp_on_pipes(&repo, "raw-mcp");
 
     send_line(
         &mut stdin,
@@ -123,16 +114,7 @@ async fn every_stdin_line_gets_an_answer_with_its_id() {
 async fn majordomus_mcp_answers_on_pipes_socket_pairs_and_a_file() {
     let repo = TempRepo::new();
 
-    let (_, log) = repo.log_file("mcp-on-pipes");
-    let mut command = majordomus_command(["mcp", "--repo"]);
-    command
-        .arg(repo.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log);
-    let mut child = command.spawn().expect("majordomus mcp starts");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, stdin, stdout) = mcp_on_pipes(&repo, "mcp-on-pipes");
     converse_at_length("pipes", stdin, stdout).await;
     expect_exit(&mut child, "pipes").await;
 

@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::process::Stdio;
-
 use common::*;
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HOST, ORIGIN};
@@ -523,16 +521,7 @@ async fn the_second_mcp_bridges_and_its_exit_is_noticed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_stdio_lines_get_parse_errors_and_serving_goes_on() {
     let repo = TempRepo::new();
-    let (_, log) = repo.log_file("raw-mcp");
-    let mut command = majordomus_command(["mcp", "--repo"]);
-    command
-        .arg(repo.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log);
-    let mut child = command.spawn().expect("majordomus mcp starts");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut stdout) = mcp_on_pipes(&repo, "raw-mcp");
 
     async fn next_frame(stdout: &mut BufReader<tokio::process::ChildStdout>) -> Value {
         let mut line = String::new();

@@ -7,7 +7,7 @@ use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    CustomResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, RequestMetaObject, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
@@ -22,7 +22,7 @@ use super::{ServerState, Worker};
 use crate::api::CapabilityError;
 use crate::context::Context;
 use crate::registry::{Answer, Capability, Kind, tool_input_schema, tool_output_schema};
-use crate::stdio_front::ErrorReply;
+use crate::stdio_front::custom_request_error;
 
 /// One MCP connection. Created cheaply and without side effects (rmcp also makes throw-away
 /// instances); it joins the board only in `initialize`, and leaves it when dropped — which
@@ -423,14 +423,11 @@ impl ServerHandler for McpSession {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        match crate::stdio_front::misfit(&request.method, request.params.as_ref()) {
-            Some(detail) => Err(ErrorReply::invalid_params(context.id, detail).into_mcp_error()),
-            None => Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                request.method,
-                None,
-            )),
-        }
+        Err(custom_request_error(
+            context.id,
+            &request.method,
+            request.params.as_ref(),
+        ))
     }
 
     async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), McpError> {

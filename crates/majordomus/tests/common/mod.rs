@@ -164,6 +164,29 @@ where
     command
 }
 
+/// A `majordomus mcp` serving `repo` on pipes, as most clients start it, its log in a file
+/// named after `label`: the child, what writes to its stdin, and its stdout read by lines.
+pub fn mcp_on_pipes(
+    repo: &TempRepo,
+    label: &str,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::BufReader<tokio::process::ChildStdout>,
+) {
+    let (_, log) = repo.log_file(label);
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    let mut child = command.spawn().expect("majordomus mcp starts");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
 /// Runs git in `dir` with a fixed identity and no signing; panics with git's stderr on failure.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let mut command = std::process::Command::new("git");
