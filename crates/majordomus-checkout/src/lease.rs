@@ -24,7 +24,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::git::Checkout;
-use crate::process::{ExecutableStamp, executable_stamp, process_alive, process_start_time};
+use crate::process::{
+    ExecutableStamp, ProcessHandle, executable_stamp, process_alive, process_start_time,
+};
 
 /// The `schema` every lease this crate writes carries, and the only one it trusts on read.
 pub const LEASE_SCHEMA: &str = "majordomus-lease/v1";
@@ -191,6 +193,12 @@ impl Lease {
     /// Whether the process that wrote this lease still runs (and is that process).
     pub fn owner_alive(&self) -> bool {
         process_alive(self.pid, self.process_start)
+    }
+
+    /// The process that wrote this lease, held so that asking again whether it runs is cheap
+    /// (see [`ProcessHandle`]).
+    pub fn owner(&self) -> ProcessHandle {
+        ProcessHandle::open(self.pid, self.process_start)
     }
 }
 

@@ -26,7 +26,9 @@ pub use lease::{
     CreateError, LEASE_SCHEMA, Lease, LeaseHandle, LeaseReading, LeaseView, LeaseWatch, lease_age,
     lease_path, read_lease, take_over, try_create,
 };
-pub use process::{ExecutableStamp, executable_stamp, process_alive, process_start_time};
+pub use process::{
+    ExecutableStamp, ProcessHandle, executable_stamp, process_alive, process_start_time,
+};
 pub use standing::{
     ElectionVerdict, Evidence, ProbeAnswer, Standing, classify_for_election, judge_standing,
 };

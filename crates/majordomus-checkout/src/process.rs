@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -75,6 +76,74 @@ pub fn process_alive(pid: u32, start: Option<u64>) -> bool {
     }
 }
 
+/// A process held by a pidfd, so asking whether it still runs is one `poll` rather than a
+/// signal and a read of `/proc`: a server asks it about a sibling's owner on every listing.
+///
+/// The pidfd is opened first and the process's start time checked after, so the descriptor
+/// names the process that started then or is never trusted; once that process ends, the
+/// descriptor reads as ready however its pid is reused. Where pidfds are not available (a
+/// kernel before 5.3, a sandbox that refuses the call) every question goes to
+/// [`process_alive`].
+#[derive(Debug)]
+pub struct ProcessHandle {
+    pid: u32,
+    start: Option<u64>,
+    held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// The pidfd of the very process asked about.
+    Pidfd(OwnedFd),
+    /// It had ended, or was another process, when the handle was made.
+    Gone,
+    /// No pidfd could be opened: each question is asked afresh.
+    Unheld,
+}
+
+impl ProcessHandle {
+    /// Holds process `pid`, the one that started at `start` when that is known.
+    pub fn open(pid: u32, start: Option<u64>) -> Self {
+        let held = match open_pidfd(pid) {
+            Some(fd) if process_alive(pid, start) => Held::Pidfd(fd),
+            Some(_) => Held::Gone,
+            None => Held::Unheld,
+        };
+        ProcessHandle { pid, start, held }
+    }
+
+    /// Whether the process still runs; a zombie has ended.
+    pub fn alive(&self) -> bool {
+        match &self.held {
+            Held::Pidfd(fd) => {
+                let mut ready = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, no waiting.
+                match unsafe { libc::poll(&mut ready, 1, 0) } {
+                    0 => true,
+                    1.. => false,
+                    _ => process_alive(self.pid, self.start),
+                }
+            }
+            Held::Gone => false,
+            Held::Unheld => process_alive(self.pid, self.start),
+        }
+    }
+}
+
+/// A pidfd for `pid`, when the kernel gives one.
+fn open_pidfd(pid: u32) -> Option<OwnedFd> {
+    let raw = libc::pid_t::try_from(pid).ok().filter(|&raw| raw > 0)?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
+    let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+    // SAFETY: the kernel just returned this descriptor, and nothing else owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// The fields of `/proc/<pid>/stat` this module needs.
 struct Stat {
     state: char,
@@ -106,6 +175,32 @@ mod tests {
         assert!(process_alive(pid, Some(start)));
         assert!(process_alive(pid, None));
         assert!(!process_alive(pid, Some(start + 1)));
+    }
+
+    #[test]
+    fn a_held_process_is_alive_until_it_ends_and_a_wrong_start_is_never_alive() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let start = process_start_time(pid).expect("this system has /proc");
+        let held = ProcessHandle::open(pid, Some(start));
+        assert!(
+            matches!(held.held, Held::Pidfd(_)),
+            "this kernel gives pidfds"
+        );
+        assert!(held.alive());
+        assert!(!ProcessHandle::open(pid, Some(start + 1)).alive());
+        child.kill().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while held.alive() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            !held.alive(),
+            "a killed process reads as ended before it is reaped"
+        );
+        child.wait().unwrap();
+        assert!(!held.alive());
+        assert!(!ProcessHandle::open(0, None).alive());
     }
 
     #[test]

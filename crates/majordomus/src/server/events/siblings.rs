@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{Lease, LeaseWatch, lease_path};
+use majordomus_checkout::process::ProcessHandle;
 use majordomus_checkout::standing::Standing;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::Checkouts;
@@ -78,6 +79,8 @@ pub(crate) struct Siblings {
 struct Kept {
     follower: u64,
     lease: Lease,
+    /// The lease's owner, held by its follower: asked on every listing whether it still runs.
+    owner: Arc<ProcessHandle>,
     standing: Standing,
     peers: Arc<Vec<(Peer, bool)>>,
     changes: Option<Arc<WorktreeChanges>>,
@@ -117,23 +120,24 @@ impl Siblings {
     /// that server still runs (one killed a moment ago may not have been noticed by its
     /// follower yet).
     pub(crate) fn board(&self, checkout_id: &str, bound: Duration) -> Option<SiblingBoard> {
-        let board = {
+        let (board, owner) = {
             let kept = self.kept.lock_or_recover();
             let kept = kept.get(checkout_id)?;
             let age = kept.confirmed?.elapsed();
             if age >= bound {
                 return None;
             }
-            SiblingBoard {
+            let board = SiblingBoard {
                 lease: kept.lease.clone(),
                 standing: kept.standing.clone(),
                 peers: kept.peers.clone(),
                 changes: kept.changes.clone(),
                 read: kept.read_at.elapsed(),
                 age,
-            }
+            };
+            (board, kept.owner.clone())
         };
-        board.lease.owner_alive().then_some(board)
+        owner.alive().then_some(board)
     }
 
     /// Keeps what `follower` read of its sibling's board at `read_at`, unless a later
@@ -141,12 +145,14 @@ impl Siblings {
     fn keep(&self, checkout_id: &str, follower: u64, found: &Following, answer: PeerList) {
         let Following {
             lease,
+            owner,
             standing,
             read_at,
         } = found;
         let kept = Kept {
             follower,
             lease: lease.clone(),
+            owner: owner.clone(),
             standing: standing.clone(),
             changes: answer
                 .boards
@@ -266,6 +272,7 @@ async fn look(state: &Arc<ServerState>, followed: &mut HashMap<String, Cancellat
 /// The server a follower follows, and when it last read its board.
 struct Following {
     lease: Lease,
+    owner: Arc<ProcessHandle>,
     standing: Standing,
     read_at: Instant,
 }
@@ -334,6 +341,7 @@ async fn follow_one(state: Arc<ServerState>, checkout: Checkout, stop: Cancellat
     };
     // The stream was open before the first read, so no change slips between the two.
     let mut following = Following {
+        owner: Arc::new(lease.owner()),
         lease,
         standing: found.standing,
         read_at: Instant::now(),
