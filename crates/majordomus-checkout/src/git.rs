@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use crate::notice::{ChangeNotice, Noticed, Targets, add_directory, add_file};
 use majordomus_domain::ids::identity_digest;
 use majordomus_domain::sync::LockExt;
 
@@ -246,8 +247,20 @@ pub fn list_worktrees(checkout: &Checkout) -> Result<Vec<Worktree>, CheckoutErro
 /// with them, since making it resolves paths (a `readlink` per path component).
 #[derive(Debug, Default)]
 pub struct WorktreeList {
-    cached: Mutex<Option<Arc<Listed>>>,
+    cached: Mutex<Option<Kept>>,
     registry: Mutex<RegistryMemo>,
+    /// The kernel's notice of changes to the registry's files, set up once a kept listing
+    /// was found unchanged: from then on an unchanged registry costs one `read`, not a
+    /// `stat` of each file.
+    notice: ChangeNotice,
+}
+
+/// The listing in the cache, and the notice's generation when its registry was last found
+/// unchanged by `stat`.
+#[derive(Debug)]
+struct Kept {
+    listed: Arc<Listed>,
+    verified: Option<u64>,
 }
 
 /// One listing, kept with the registry's stamp it was made at.
@@ -274,13 +287,42 @@ impl WorktreeList {
     /// The cached checkouts while the registry is unchanged, without spawning git: `None`
     /// when git has to be asked ([`WorktreeList::checkouts`]). Files `stamps` already holds
     /// are not asked of the file system again.
+    ///
+    /// While the registry's files have not changed since the kept listing was last found
+    /// current, as the [`ChangeNotice`] in `stamps` says, nothing is asked of the file
+    /// system at all; the notice itself is set up here, after the first such finding.
     pub fn kept_checkouts(&self, repository: &Checkout, stamps: &Stamps) -> Option<Vec<Checkout>> {
-        let stamp = repository
-            .common_dir
-            .as_deref()
-            .and_then(|common| registry_stamp(common, &self.registry, stamps));
-        let kept = self.cached.lock_or_recover().clone()?;
-        (stamp? == kept.stamp).then(|| kept.checkouts.clone())
+        let common = repository.common_dir.as_deref()?;
+        let noticed = stamps.noticed.as_ref().map(|noticed| noticed.generation);
+        let kept = {
+            let cached = self.cached.lock_or_recover();
+            let kept = cached.as_ref()?;
+            if noticed.is_some() && kept.verified == noticed {
+                return Some(kept.listed.checkouts.clone());
+            }
+            kept.listed.clone()
+        };
+        let stamp = registry_stamp(common, &self.registry, stamps)?;
+        if stamp != kept.stamp {
+            return None;
+        }
+        self.notice
+            .watch(registry_targets(common, &self.registry.lock_or_recover()));
+        if let Some(current) = self.cached.lock_or_recover().as_mut()
+            && Arc::ptr_eq(&current.listed, &kept)
+        {
+            current.verified = noticed;
+        }
+        Some(kept.checkouts.clone())
+    }
+
+    /// The stamps of one call, with where the registry's notice stands at its start (see
+    /// [`Stamps`]).
+    pub fn stamps(&self) -> Stamps {
+        Stamps {
+            taken: RefCell::default(),
+            noticed: self.notice.now(),
+        }
     }
 
     /// How many worktrees the cache holds, if it holds a list: what checking the registry
@@ -289,7 +331,7 @@ impl WorktreeList {
         self.cached
             .lock_or_recover()
             .as_ref()
-            .map(|listed| listed.worktrees.len())
+            .map(|kept| kept.listed.worktrees.len())
     }
 
     fn listed(&self, checkout: &Checkout) -> Result<Arc<Listed>, CheckoutError> {
@@ -299,9 +341,9 @@ impl WorktreeList {
             .and_then(|common| registry_stamp(common, &self.registry, &Stamps::default()));
         let mut cached = self.cached.lock_or_recover();
         if let (Some(stamp), Some(kept)) = (&stamp, cached.as_ref())
-            && *stamp == kept.stamp
+            && *stamp == kept.listed.stamp
         {
-            return Ok(kept.clone());
+            return Ok(kept.listed.clone());
         }
         let worktrees = list_worktrees(checkout)?;
         let checkouts = worktrees
@@ -313,7 +355,10 @@ impl WorktreeList {
             worktrees,
             checkouts,
         });
-        *cached = stamp.map(|_| listed.clone());
+        *cached = stamp.map(|_| Kept {
+            listed: listed.clone(),
+            verified: None,
+        });
         Ok(listed)
     }
 }
@@ -324,7 +369,16 @@ impl WorktreeList {
 /// while nobody switches branches.
 #[derive(Debug, Default)]
 pub struct BranchWatch {
-    cached: Mutex<Option<(HeadStamp, Option<String>)>>,
+    cached: Mutex<Option<ReadBranch>>,
+}
+
+/// The branch as last read, with the stamp it was read at and the notice's generation when
+/// that stamp was last found current.
+#[derive(Debug)]
+struct ReadBranch {
+    stamp: HeadStamp,
+    branch: Option<String>,
+    verified: Option<u64>,
 }
 
 /// `HEAD`'s stamp, and the reftable table list's where the repository has one.
@@ -333,22 +387,42 @@ type HeadStamp = Vec<Option<FileStamp>>;
 impl BranchWatch {
     /// [`Checkout::current_branch`], from the cache while `HEAD` is unchanged. Files
     /// `stamps` already holds are not asked of the file system again.
+    ///
+    /// While the registry's notice in `stamps` covers both files and has not moved since
+    /// they were last found unchanged, neither is stamped.
     pub fn current(&self, checkout: &Checkout, stamps: &Stamps) -> Option<String> {
         let git_dir = checkout.git_dir.as_deref()?;
-        let mut stamp = vec![stamps.of(git_dir.join("HEAD"))];
+        let mut files = vec![git_dir.join("HEAD")];
         if let Some(common) = checkout.common_dir.as_deref() {
-            stamp.push(stamps.of(common.join("reftable/tables.list")));
+            files.push(common.join("reftable/tables.list"));
         }
+        let noticed = stamps
+            .noticed
+            .as_ref()
+            .filter(|noticed| files.iter().all(|file| noticed.covers(file)))
+            .map(|noticed| noticed.generation);
         let mut cached = self.cached.lock_or_recover();
-        if let Some((seen, branch)) = cached.as_ref()
-            && *seen == stamp
+        if let Some(read) = cached.as_ref()
+            && noticed.is_some()
+            && read.verified == noticed
         {
-            return branch.clone();
+            return read.branch.clone();
+        }
+        let stamp: HeadStamp = files.into_iter().map(|file| stamps.of(file)).collect();
+        if let Some(read) = cached.as_mut()
+            && read.stamp == stamp
+        {
+            read.verified = noticed;
+            return read.branch.clone();
         }
         // Read after the stamp: a change in between is read now and seen as a change next
         // time, never missed.
         let branch = checkout.current_branch();
-        *cached = Some((stamp, branch.clone()));
+        *cached = Some(ReadBranch {
+            stamp,
+            branch: branch.clone(),
+            verified: None,
+        });
         branch
     }
 }
@@ -362,17 +436,24 @@ type FileStamp = (PathBuf, u64, u64, i64, i64);
 /// call stamps the primary's `HEAD` and the reftable list both for this checkout's branch
 /// ([`BranchWatch`]) and for the worktree registry ([`WorktreeList::kept_checkouts`]), and
 /// these `stat`s are a good part of what such a call costs.
+///
+/// A call made with [`WorktreeList::stamps`] also holds where the registry's
+/// [`ChangeNotice`] stood when it began: what was found current at that same generation is
+/// current still, with nothing stamped at all.
 #[derive(Debug, Default)]
-pub struct Stamps(RefCell<Vec<(PathBuf, Option<FileStamp>)>>);
+pub struct Stamps {
+    taken: RefCell<Vec<(PathBuf, Option<FileStamp>)>>,
+    noticed: Option<Noticed>,
+}
 
 impl Stamps {
     /// `path`'s stamp, taken now unless this call took it already.
     fn of(&self, path: PathBuf) -> Option<FileStamp> {
-        if let Some((_, stamp)) = self.0.borrow().iter().find(|(taken, _)| *taken == path) {
+        if let Some((_, stamp)) = self.taken.borrow().iter().find(|(taken, _)| *taken == path) {
             return stamp.clone();
         }
         let stamp = file_stamp(path.clone());
-        self.0.borrow_mut().push((path, stamp.clone()));
+        self.taken.borrow_mut().push((path, stamp.clone()));
         stamp
     }
 }
@@ -474,6 +555,26 @@ impl RegistryMemo {
     fn found_absent(&self) -> bool {
         self.directory.is_none() && self.listed_at != SystemTime::UNIX_EPOCH
     }
+}
+
+/// The files [`registry_stamp`] stamps, as a [`ChangeNotice`] watches them: the registry
+/// directory's every entry, and the directories that hold a file (or the registry, or the
+/// reftable directory) watched for it to appear.
+fn registry_targets(common: &Path, memo: &RegistryMemo) -> Targets {
+    let registry = common.join("worktrees");
+    let mut targets = Targets::new();
+    add_file(&mut targets, &common.join("HEAD"));
+    add_file(&mut targets, &common.join("reftable/tables.list"));
+    add_file(&mut targets, &common.join("reftable"));
+    add_file(&mut targets, &registry);
+    add_directory(&mut targets, &registry);
+    for entry in &memo.entries {
+        for name in ["HEAD", "gitdir", "locked"] {
+            add_file(&mut targets, &entry.dir.join(name));
+        }
+        add_file(&mut targets, &entry.pointer);
+    }
+    targets
 }
 
 #[derive(Debug)]
@@ -1026,6 +1127,86 @@ mod tests {
             None,
             "detached"
         );
+    }
+
+    #[test]
+    fn a_noticed_registry_is_read_from_memory_and_every_change_is_still_seen() {
+        let repo = Repository::new();
+        let primary = Checkout::discover(&repo.root()).unwrap();
+        let one = repo.add_worktree("one");
+        let cache = WorktreeList::default();
+        let branch = BranchWatch::default();
+        // One call as a server makes it: its stamps, its branch, then the kept listing.
+        let call = |cache: &WorktreeList| {
+            let stamps = cache.stamps();
+            let here = branch.current(&primary, &stamps);
+            let kept = cache.kept_checkouts(&primary, &stamps);
+            (here, kept, stamps.taken.borrow().len())
+        };
+        // Until a kept listing agrees with what git says: an unread or changed registry
+        // has no kept listing, and git is asked.
+        let settle = |cache: &WorktreeList| -> Vec<Option<String>> {
+            for _ in 0..4 {
+                if let (_, Some(kept), 0) = call(cache) {
+                    let made: Vec<Checkout> = list_worktrees(&primary)
+                        .unwrap()
+                        .iter()
+                        .map(|w| w.checkout(&primary))
+                        .collect();
+                    assert_eq!(kept, made, "what memory answers is what git says");
+                    return kept.into_iter().map(|c| c.branch).collect();
+                }
+                cache.checkouts(&primary).unwrap();
+            }
+            panic!("the registry was never answered from memory without a stat");
+        };
+        assert_eq!(settle(&cache), [Some("main".into()), Some("one".into())]);
+        assert!(cache.notice.now().is_some(), "the registry is watched");
+
+        let two = repo.add_worktree("two");
+        assert_eq!(call(&cache).1, None, "a new worktree is a change");
+        assert_eq!(settle(&cache).len(), 3);
+
+        git(&two, &["checkout", "--quiet", "-b", "two-moved"]);
+        assert_eq!(
+            call(&cache).1,
+            None,
+            "a linked worktree's switch is a change"
+        );
+        assert_eq!(settle(&cache)[2].as_deref(), Some("two-moved"));
+
+        git(&repo.root(), &["checkout", "--quiet", "-b", "trunk"]);
+        assert_eq!(
+            call(&cache).0.as_deref(),
+            Some("trunk"),
+            "this checkout's switch"
+        );
+        assert_eq!(settle(&cache)[0].as_deref(), Some("trunk"));
+        assert_eq!(
+            call(&cache).0.as_deref(),
+            Some("trunk"),
+            "kept without a stat"
+        );
+
+        git(
+            &repo.root(),
+            &["worktree", "lock", &one.display().to_string()],
+        );
+        assert_eq!(call(&cache).1, None, "a lock is a change");
+        settle(&cache);
+
+        fs::remove_dir_all(&two).unwrap();
+        assert_eq!(
+            call(&cache).1,
+            None,
+            "a worktree's removed directory is a change"
+        );
+        settle(&cache);
+        assert!(cache.list(&primary).unwrap()[2].prunable);
+
+        git(&repo.root(), &["worktree", "prune"]);
+        assert_eq!(call(&cache).1, None, "pruning is a change");
+        assert_eq!(settle(&cache).len(), 2);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod config;
 pub mod conflicts;
 pub mod git;
 pub mod lease;
+pub mod notice;
 pub mod process;
 pub mod resolve;
 pub mod standing;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use majordomus_checkout::{
-    Checkout, Evidence, Lease, LeaseReading, ProbeAnswer, Stamps, Standing, judge_standing,
-    lease_age, lease_path, read_lease,
+    Checkout, Evidence, Lease, LeaseReading, ProbeAnswer, Standing, judge_standing, lease_age,
+    lease_path, read_lease,
 };
 use serde::Deserialize;
 
@@ -273,7 +273,7 @@ pub async fn covered_checkouts(
 ) -> Result<Vec<Checkout>, CapabilityError> {
     let this = &site.checkout;
     let mut here = this.clone();
-    let stamps = Stamps::default();
+    let stamps = site.worktrees.stamps();
     here.branch = site.branch.current(this, &stamps);
     if checkouts == Checkouts::This || this.common_dir.is_none() {
         return Ok(vec![here]);

@@ -1,0 +1,374 @@
+//! The kernel's notice of changes to a few named files, so that asking "did any of them
+//! change?" on every call costs one `read` of an inotify descriptor instead of a `stat` of
+//! each: a repository-wide call otherwise stats the worktree registry, four files per
+//! worktree, every time.
+//!
+//! A [`ChangeNotice`] only ever says "nothing changed": each change the kernel reports moves
+//! its generation on, and a reader that recorded the generation when it last checked the
+//! files itself may trust what it read while the generation stays the same. Whatever the
+//! kernel cannot promise (its queue overflowed, a watched directory went away, no inotify
+//! descriptor could be had) moves the generation on or ends the notice, and the reader
+//! checks the files itself as before.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use inotify::{EventMask, Inotify, WatchMask};
+use majordomus_domain::sync::LockExt;
+
+/// What a notice covers: directories, each with the names in it whose changes count, or all
+/// of its entries (`None`).
+pub type Targets = BTreeMap<PathBuf, Option<BTreeSet<OsString>>>;
+
+/// How many reads of the descriptor one question drains at most; a queue still not empty
+/// then counts as a change, so a flood of unrelated events costs a bounded amount per call.
+const MAX_READS: usize = 16;
+
+/// Tells whether any of a set of files may have changed since a given moment, from inotify.
+#[derive(Debug, Default)]
+pub struct ChangeNotice {
+    state: Mutex<NoticeState>,
+}
+
+#[derive(Debug, Default)]
+struct NoticeState {
+    /// The descriptor and what it watches; `None` while nothing is watched.
+    watching: Option<Watching>,
+    /// Moves on with every change noticed and every new set of targets.
+    generation: u64,
+}
+
+#[derive(Debug)]
+struct Watching {
+    inotify: Inotify,
+    targets: Arc<Targets>,
+    /// By watch descriptor: the names in its directory that count (`None`: all of them).
+    names: BTreeMap<i32, Option<BTreeSet<OsString>>>,
+    /// Target directories that did not exist when watched: their parent watches for them
+    /// to appear, and they are watched themselves once they do.
+    missing: Vec<PathBuf>,
+}
+
+/// The generation a notice stood at when a call asked it, with what it covered then.
+#[derive(Clone, Debug)]
+pub struct Noticed {
+    pub generation: u64,
+    targets: Arc<Targets>,
+}
+
+impl Noticed {
+    /// Whether a change to `file` would have moved the generation on.
+    pub fn covers(&self, file: &Path) -> bool {
+        let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+            return false;
+        };
+        match self.targets.get(dir) {
+            Some(None) => true,
+            Some(Some(names)) => names.contains(name),
+            None => false,
+        }
+    }
+}
+
+impl ChangeNotice {
+    /// Where the notice stands now, every change the kernel reported until now counted;
+    /// `None` while it watches nothing.
+    pub fn now(&self) -> Option<Noticed> {
+        let mut state = self.state.lock_or_recover();
+        let watching = state.watching.as_mut()?;
+        let changed = match drain(watching) {
+            Ok(changed) => changed,
+            Err(_) => {
+                state.watching = None;
+                state.generation += 1;
+                return None;
+            }
+        };
+        let targets = watching.targets.clone();
+        if changed {
+            state.generation += 1;
+        }
+        Some(Noticed {
+            generation: state.generation,
+            targets,
+        })
+    }
+
+    /// Watches `targets` from now on. The same targets as now leave the notice as it is;
+    /// others replace what it watched and move the generation on, so what was read before
+    /// is checked again. A directory that does not exist is left out (its parent, when
+    /// watched, notices it appear); when inotify cannot be had, nothing is watched.
+    pub fn watch(&self, targets: Targets) {
+        let mut state = self.state.lock_or_recover();
+        if let Some(watching) = state.watching.as_mut()
+            && *watching.targets == targets
+        {
+            match watching.watch_appeared() {
+                Ok(false) => {}
+                Ok(true) => state.generation += 1,
+                Err(_) => {
+                    state.watching = None;
+                    state.generation += 1;
+                }
+            }
+            return;
+        }
+        state.generation += 1;
+        state.watching = start(targets).ok();
+    }
+}
+
+/// What inotify reports a watched directory's entries and the directory itself for.
+fn watch_mask() -> WatchMask {
+    WatchMask::CREATE
+        | WatchMask::DELETE
+        | WatchMask::MODIFY
+        | WatchMask::ATTRIB
+        | WatchMask::CLOSE_WRITE
+        | WatchMask::MOVED_FROM
+        | WatchMask::MOVED_TO
+        | WatchMask::DELETE_SELF
+        | WatchMask::MOVE_SELF
+        | WatchMask::ONLYDIR
+}
+
+impl Watching {
+    /// Watches `dir` for `wanted`, merged with what its descriptor already counts; false when
+    /// `dir` does not exist.
+    fn add(&mut self, dir: &Path, wanted: Option<BTreeSet<OsString>>) -> io::Result<bool> {
+        let wd = match self.inotify.watches().add(dir, watch_mask()) {
+            Ok(wd) => wd.get_watch_descriptor_id(),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        match (self.names.get_mut(&wd), wanted) {
+            (Some(Some(names)), Some(wanted)) => names.extend(wanted),
+            (Some(counted), None) => *counted = None,
+            (Some(None), Some(_)) => {}
+            (None, wanted) => {
+                self.names.insert(wd, wanted);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Watches the missing directories that exist now; true when any did.
+    fn watch_appeared(&mut self) -> io::Result<bool> {
+        let mut appeared = false;
+        for dir in std::mem::take(&mut self.missing) {
+            let wanted = self.targets.get(&dir).cloned().flatten();
+            if self.add(&dir, wanted)? {
+                appeared = true;
+            } else {
+                self.missing.push(dir);
+            }
+        }
+        Ok(appeared)
+    }
+}
+
+/// A new inotify descriptor watching `targets`. A missing directory is watched for through
+/// its parent; one whose parent is missing too could appear unnoticed, so nothing is watched.
+fn start(targets: Targets) -> io::Result<Watching> {
+    let mut watching = Watching {
+        inotify: Inotify::init()?,
+        targets: Arc::new(targets),
+        names: BTreeMap::new(),
+        missing: Vec::new(),
+    };
+    let targets = watching.targets.clone();
+    for (dir, wanted) in targets.iter() {
+        if !watching.add(dir, wanted.clone())? {
+            watching.missing.push(dir.clone());
+        }
+    }
+    for dir in watching.missing.clone() {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(io::ErrorKind::NotFound.into());
+        };
+        if !watching.add(parent, Some(BTreeSet::from([name.to_os_string()])))? {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+    }
+    Ok(watching)
+}
+
+/// Reads what the kernel queued; true when any of it concerns a watched name, a watched
+/// directory itself, or may have been lost.
+fn drain(watching: &mut Watching) -> io::Result<bool> {
+    let mut buffer = [0u8; 4096];
+    let mut changed = false;
+    for _ in 0..MAX_READS {
+        let events = match watching.inotify.read_events(&mut buffer) {
+            Ok(events) => events,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(changed),
+            Err(error) => return Err(error),
+        };
+        for event in events {
+            let about_the_watch = EventMask::Q_OVERFLOW
+                | EventMask::IGNORED
+                | EventMask::DELETE_SELF
+                | EventMask::MOVE_SELF
+                | EventMask::UNMOUNT;
+            changed |= event.mask.intersects(about_the_watch)
+                || match watching.names.get(&event.wd.get_watch_descriptor_id()) {
+                    Some(Some(names)) => event.name.is_some_and(|name| names.contains(name)),
+                    Some(None) | None => true,
+                };
+        }
+    }
+    Ok(true)
+}
+
+/// Adds `file` to `targets`: its name, in its directory.
+pub fn add_file(targets: &mut Targets, file: &Path) {
+    let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+        return;
+    };
+    if let Some(names) = targets
+        .entry(dir.to_path_buf())
+        .or_insert_with(|| Some(BTreeSet::new()))
+    {
+        names.insert(name.to_os_string());
+    }
+}
+
+/// Adds every entry of `dir` to `targets`.
+pub fn add_directory(targets: &mut Targets, dir: &Path) {
+    targets.insert(dir.to_path_buf(), None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn generation(notice: &ChangeNotice) -> u64 {
+        notice.now().expect("the notice watches").generation
+    }
+
+    #[test]
+    fn a_watched_name_moves_the_generation_and_others_in_its_directory_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = dir.path().join("HEAD");
+        fs::write(&head, "ref: refs/heads/main\n").unwrap();
+        let notice = ChangeNotice::default();
+        assert!(notice.now().is_none(), "nothing is watched yet");
+        let mut targets = Targets::new();
+        add_file(&mut targets, &head);
+        notice.watch(targets.clone());
+        let first = notice.now().unwrap();
+        assert!(first.covers(&head));
+        assert!(!first.covers(&dir.path().join("index")));
+
+        fs::write(dir.path().join("index.lock"), "x").unwrap();
+        fs::rename(dir.path().join("index.lock"), dir.path().join("index")).unwrap();
+        assert_eq!(
+            generation(&notice),
+            first.generation,
+            "unwatched names are drained"
+        );
+
+        fs::write(dir.path().join("HEAD.lock"), "ref: refs/heads/other\n").unwrap();
+        fs::rename(dir.path().join("HEAD.lock"), &head).unwrap();
+        let moved = generation(&notice);
+        assert!(moved > first.generation, "renaming into HEAD is a change");
+        assert_eq!(generation(&notice), moved, "and it is counted once");
+
+        notice.watch(targets);
+        assert_eq!(
+            generation(&notice),
+            moved,
+            "the same targets change nothing"
+        );
+    }
+
+    #[test]
+    fn a_watched_directory_counts_every_entry_and_its_own_removal() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("worktrees");
+        fs::create_dir(&registry).unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        add_directory(&mut targets, &registry);
+        add_file(&mut targets, &registry);
+        notice.watch(targets);
+        let first = generation(&notice);
+
+        fs::create_dir(registry.join("feature")).unwrap();
+        let added = generation(&notice);
+        assert!(added > first);
+
+        fs::remove_dir(registry.join("feature")).unwrap();
+        fs::remove_dir(&registry).unwrap();
+        assert!(generation(&notice) > added);
+    }
+
+    #[test]
+    fn a_missing_directory_is_watched_for_through_its_parent_and_then_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        add_file(&mut targets, &dir.path().join("HEAD"));
+        notice.watch(targets.clone());
+        let first = generation(&notice);
+        let tables = dir.path().join("reftable/tables.list");
+        add_file(&mut targets, &tables);
+        notice.watch(targets.clone());
+        let added = generation(&notice);
+        assert!(added > first);
+
+        fs::create_dir(dir.path().join("reftable")).unwrap();
+        let appeared = generation(&notice);
+        assert!(appeared > added, "the parent notices the directory appear");
+        notice.watch(targets);
+        let watched = generation(&notice);
+        assert!(
+            watched > appeared,
+            "what it held before it was watched is read again"
+        );
+        fs::write(&tables, "0x01.ref\n").unwrap();
+        assert!(
+            generation(&notice) > watched,
+            "and its files are watched from then on"
+        );
+    }
+
+    #[test]
+    fn a_directory_whose_parent_is_missing_too_is_not_watched_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        add_file(&mut targets, &dir.path().join("gone/worktree/.git"));
+        notice.watch(targets);
+        assert!(notice.now().is_none());
+    }
+
+    #[test]
+    fn a_flood_of_unrelated_events_reads_as_a_change_rather_than_being_drained_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        add_file(&mut targets, &dir.path().join("HEAD"));
+        notice.watch(targets);
+        let first = generation(&notice);
+        for round in 0..2_000 {
+            fs::write(dir.path().join("noise"), round.to_string()).unwrap();
+        }
+        let flooded = generation(&notice);
+        assert!(flooded > first);
+        let mut settled = flooded;
+        for _ in 0..10 {
+            let next = generation(&notice);
+            if next == settled {
+                return;
+            }
+            settled = next;
+        }
+        panic!("the queue was never drained");
+    }
+}
