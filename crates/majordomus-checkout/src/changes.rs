@@ -8,9 +8,9 @@
 //! interval, and only the cheap part when HEAD and the base have not moved. Nothing here
 //! writes: `GIT_OPTIONAL_LOCKS=0` keeps `git status` from refreshing the index.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use majordomus_domain::sync::LockExt;
@@ -249,16 +249,31 @@ fn assemble(
     }
 }
 
-/// The changes of several worktrees, each read again at most once per `interval`.
+/// The changes of several worktrees, each read again at most once per `interval`, and by one
+/// caller at a time: a caller that finds a worktree being read waits for that reading rather
+/// than starting its own, so a crowd of calls arriving as an answer expires costs one run of
+/// git, not one per call.
 #[derive(Debug)]
 pub struct ChangesCache {
     interval: Duration,
-    entries: Mutex<HashMap<PathBuf, Cached>>,
+    entries: Mutex<Entries>,
+    /// Wakes the callers waiting for a reading to finish.
+    read: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    kept: HashMap<PathBuf, Cached>,
+    /// The worktrees being read right now.
+    reading: HashSet<PathBuf>,
 }
 
 #[derive(Debug)]
 struct Cached {
+    /// When the reading began: its age is counted from there.
     read_at: Instant,
+    /// When it ended: a caller that waited for it takes it however old it is.
+    ended_at: Instant,
     changes: Result<Changes, String>,
 }
 
@@ -267,28 +282,53 @@ impl ChangesCache {
     pub fn new(interval: Duration) -> ChangesCache {
         ChangesCache {
             interval,
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::default(),
+            read: Condvar::new(),
         }
     }
 
     /// The changes of the worktree at `root` (against the `configured` default branch, or
-    /// the one found), read now unless an answer younger than the interval is kept. A
-    /// failure is kept too, as git's words, so a broken worktree is not asked again on
-    /// every call.
+    /// the one found), read now unless an answer younger than the interval is kept or
+    /// another caller is reading it already. A failure is kept too, as git's words, so a
+    /// broken worktree is not asked again on every call.
     pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
-        let now = Instant::now();
-        if let Some(kept) = self.kept_at(root, now) {
-            return kept;
-        }
-        let changes = read_changes(root, configured).map_err(|error| error.to_string());
+        self.changes_read_by(root, || {
+            read_changes(root, configured).map_err(|error| error.to_string())
+        })
+    }
+
+    /// [`ChangesCache::changes`], reading with `read` when this caller is the one to read.
+    fn changes_read_by(
+        &self,
+        root: &Path,
+        read: impl FnOnce() -> Result<Changes, String>,
+    ) -> Result<Changes, String> {
         let mut entries = self.entries.lock_or_recover();
-        entries.insert(
-            root.to_path_buf(),
-            Cached {
-                read_at: now,
-                changes: changes.clone(),
-            },
-        );
+        loop {
+            let now = Instant::now();
+            if let Some(kept) = self.fresh(&entries, root, now) {
+                return kept;
+            }
+            if !entries.reading.contains(root) {
+                break;
+            }
+            entries = self.read.wait(entries).unwrap_or_else(|e| e.into_inner());
+            if let Some(cached) = entries.kept.get(root)
+                && cached.ended_at >= now
+            {
+                return cached.changes.clone();
+            }
+        }
+        entries.reading.insert(root.to_path_buf());
+        drop(entries);
+        let reading = Reading { cache: self, root };
+        let read_at = Instant::now();
+        let changes = read();
+        reading.end(Cached {
+            read_at,
+            ended_at: Instant::now(),
+            changes: changes.clone(),
+        });
         changes
     }
 
@@ -296,12 +336,16 @@ impl ChangesCache {
     /// reading anything: a caller on an async thread asks this first and hands the reading
     /// to a blocking thread only when nothing fresh is kept.
     pub fn kept(&self, root: &Path) -> Option<Result<Changes, String>> {
-        self.kept_at(root, Instant::now())
+        self.fresh(&self.entries.lock_or_recover(), root, Instant::now())
     }
 
-    fn kept_at(&self, root: &Path, now: Instant) -> Option<Result<Changes, String>> {
-        let entries = self.entries.lock_or_recover();
-        let cached = entries.get(root)?;
+    fn fresh(
+        &self,
+        entries: &Entries,
+        root: &Path,
+        now: Instant,
+    ) -> Option<Result<Changes, String>> {
+        let cached = entries.kept.get(root)?;
         (now.duration_since(cached.read_at) < self.interval).then(|| cached.changes.clone())
     }
 
@@ -310,7 +354,37 @@ impl ChangesCache {
     pub fn retain(&self, roots: &[PathBuf]) {
         self.entries
             .lock_or_recover()
+            .kept
             .retain(|root, _| roots.contains(root));
+    }
+}
+
+/// One caller's reading of a worktree: however it ends (a panic included), the worktree is
+/// no longer marked as being read and the callers waiting for it wake.
+struct Reading<'a> {
+    cache: &'a ChangesCache,
+    root: &'a Path,
+}
+
+impl Reading<'_> {
+    /// Keeps what was read.
+    fn end(self, cached: Cached) {
+        self.cache
+            .entries
+            .lock_or_recover()
+            .kept
+            .insert(self.root.to_path_buf(), cached);
+    }
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.cache
+            .entries
+            .lock_or_recover()
+            .reading
+            .remove(self.root);
+        self.cache.read.notify_all();
     }
 }
 
@@ -433,6 +507,79 @@ mod tests {
                 ("conflicted.rs".to_owned(), ChangeKind::Unstaged),
                 ("new dir/file.rs".to_owned(), ChangeKind::Untracked),
             ]
+        );
+    }
+
+    #[test]
+    fn callers_arriving_while_a_worktree_is_read_wait_for_that_reading() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cache = ChangesCache::new(Duration::ZERO);
+        let root = Path::new("/a/worktree");
+        let reads = AtomicUsize::new(0);
+        let arrived = AtomicUsize::new(0);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let slow_read = || {
+            released.lock().unwrap().recv().unwrap();
+            Ok(Changes::default())
+        };
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| {
+                cache.changes_read_by(root, || {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    slow_read()
+                })
+            });
+            while reads.load(Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let waiting: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        arrived.fetch_add(1, Ordering::SeqCst);
+                        cache.changes_read_by(root, || {
+                            reads.fetch_add(1, Ordering::SeqCst);
+                            Ok(Changes::default())
+                        })
+                    })
+                })
+                .collect();
+            while arrived.load(Ordering::SeqCst) < 8 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            release.send(()).unwrap();
+            assert!(first.join().unwrap().is_ok());
+            for caller in waiting {
+                assert!(caller.join().unwrap().is_ok());
+            }
+        });
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            1,
+            "one reading served them all"
+        );
+        cache
+            .changes_read_by(root, || {
+                reads.fetch_add(1, Ordering::SeqCst);
+                Ok(Changes::default())
+            })
+            .unwrap();
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "a later caller reads anew");
+    }
+
+    #[test]
+    fn a_reading_that_panics_lets_the_next_caller_read() {
+        let cache = ChangesCache::new(Duration::from_secs(3600));
+        let root = Path::new("/a/worktree");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cache.changes_read_by(root, || panic!("git went away"))
+        }));
+        assert!(panicked.is_err());
+        assert!(
+            cache
+                .changes_read_by(root, || Ok(Changes::default()))
+                .is_ok()
         );
     }
 
