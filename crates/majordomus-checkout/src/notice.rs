@@ -7,8 +7,9 @@
 //! its generation on, and a reader that recorded the generation when it last checked the
 //! files itself may trust what it read while the generation stays the same. Whatever the
 //! kernel cannot promise (its queue overflowed, a watched directory went away, no inotify
-//! descriptor could be had) moves the generation on or ends the notice, and the reader
-//! checks the files itself as before.
+//! descriptor or watch could be had, more directories than [`MAX_WATCHED_DIRECTORIES`])
+//! moves the generation on or ends the notice, and the reader checks the files itself as
+//! before.
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -23,6 +24,11 @@ use majordomus_domain::sync::LockExt;
 /// What a notice covers: directories, each with the names in it whose changes count, or all
 /// of its entries (`None`).
 pub type Targets = BTreeMap<PathBuf, Option<BTreeSet<OsString>>>;
+
+/// How many directories one notice watches at most: a registry of a few hundred worktrees.
+/// Beyond it nothing is watched and the files are stat'd as before, so a repository of
+/// thousands of worktrees never spends the user's inotify watches.
+pub const MAX_WATCHED_DIRECTORIES: usize = 600;
 
 /// How many reads of the descriptor one question drains at most; a queue still not empty
 /// then counts as a change, so a flood of unrelated events costs a bounded amount per call.
@@ -118,7 +124,9 @@ impl ChangeNotice {
             return;
         }
         state.generation += 1;
-        state.watching = start(targets).ok();
+        state.watching = (targets.len() <= MAX_WATCHED_DIRECTORIES)
+            .then(|| start(targets).ok())
+            .flatten();
     }
 }
 
@@ -336,6 +344,18 @@ mod tests {
             generation(&notice) > watched,
             "and its files are watched from then on"
         );
+    }
+
+    #[test]
+    fn more_directories_than_the_limit_are_not_watched_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        for entry in 0..=MAX_WATCHED_DIRECTORIES {
+            add_directory(&mut targets, &dir.path().join(entry.to_string()));
+        }
+        notice.watch(targets);
+        assert!(notice.now().is_none());
     }
 
     #[test]
