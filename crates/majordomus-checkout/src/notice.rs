@@ -57,6 +57,9 @@ struct Watching {
     /// Target directories that did not exist when watched: their parent watches for them
     /// to appear, and they are watched themselves once they do.
     missing: Vec<PathBuf>,
+    /// A watch was lost or may watch elsewhere now (its directory removed or moved, the
+    /// queue overflowed): the same targets are watched afresh when next given.
+    stale: bool,
 }
 
 /// The generation a notice stood at when a call asked it, with what it covered then.
@@ -82,7 +85,7 @@ impl Noticed {
 
 impl ChangeNotice {
     /// Where the notice stands now, every change the kernel reported until now counted;
-    /// `None` while it watches nothing.
+    /// `None` while it watches nothing, or since one of its watches was lost.
     pub fn now(&self) -> Option<Noticed> {
         let mut state = self.state.lock_or_recover();
         let watching = state.watching.as_mut()?;
@@ -94,9 +97,14 @@ impl ChangeNotice {
                 return None;
             }
         };
+        let stale = watching.stale;
         let targets = watching.targets.clone();
         if changed {
             state.generation += 1;
+        }
+        // A lost watch promises nothing until the targets are watched afresh.
+        if stale {
+            return None;
         }
         Some(Noticed {
             generation: state.generation,
@@ -104,14 +112,15 @@ impl ChangeNotice {
         })
     }
 
-    /// Watches `targets` from now on. The same targets as now leave the notice as it is;
-    /// others replace what it watched and move the generation on, so what was read before
-    /// is checked again. A directory that does not exist is left out (its parent, when
+    /// Watches `targets` from now on. The same targets as now leave the notice as it is,
+    /// unless one of its watches was lost; others replace what it watched and move the
+    /// generation on, so what was read before is checked again. A directory that does not exist is left out (its parent, when
     /// watched, notices it appear); when inotify cannot be had, nothing is watched.
     pub fn watch(&self, targets: Targets) {
         let mut state = self.state.lock_or_recover();
         if let Some(watching) = state.watching.as_mut()
             && *watching.targets == targets
+            && !watching.stale
         {
             match watching.watch_appeared() {
                 Ok(false) => {}
@@ -187,6 +196,7 @@ fn start(targets: Targets) -> io::Result<Watching> {
         targets: Arc::new(targets),
         names: BTreeMap::new(),
         missing: Vec::new(),
+        stale: false,
     };
     let targets = watching.targets.clone();
     for (dir, wanted) in targets.iter() {
@@ -222,7 +232,10 @@ fn drain(watching: &mut Watching) -> io::Result<bool> {
                 | EventMask::DELETE_SELF
                 | EventMask::MOVE_SELF
                 | EventMask::UNMOUNT;
-            changed |= event.mask.intersects(about_the_watch)
+            if event.mask.intersects(about_the_watch) {
+                watching.stale = true;
+            }
+            changed |= watching.stale
                 || match watching.names.get(&event.wd.get_watch_descriptor_id()) {
                     Some(Some(names)) => event.name.is_some_and(|name| names.contains(name)),
                     Some(None) | None => true,
@@ -313,7 +326,8 @@ mod tests {
 
         fs::remove_dir(registry.join("feature")).unwrap();
         fs::remove_dir(&registry).unwrap();
-        assert!(generation(&notice) > added);
+        assert!(notice.now().is_none(), "its watch is lost with it");
+        assert!(notice.state.lock_or_recover().generation > added);
     }
 
     #[test]
@@ -343,6 +357,33 @@ mod tests {
         assert!(
             generation(&notice) > watched,
             "and its files are watched from then on"
+        );
+    }
+
+    #[test]
+    fn a_watched_directory_removed_and_made_again_is_watched_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path().join("worktrees/one");
+        fs::create_dir_all(&entry).unwrap();
+        let notice = ChangeNotice::default();
+        let mut targets = Targets::new();
+        add_directory(&mut targets, &dir.path().join("worktrees"));
+        add_file(&mut targets, &entry.join("HEAD"));
+        notice.watch(targets.clone());
+        let first = generation(&notice);
+
+        fs::remove_dir(&entry).unwrap();
+        fs::create_dir(&entry).unwrap();
+        assert!(notice.now().is_none(), "a lost watch promises nothing");
+        let remade = notice.state.lock_or_recover().generation;
+        assert!(remade > first);
+        notice.watch(targets);
+        let watched = generation(&notice);
+        assert!(watched > remade, "the same targets are watched afresh");
+        fs::write(entry.join("HEAD"), "ref: refs/heads/one\n").unwrap();
+        assert!(
+            generation(&notice) > watched,
+            "a change in the directory made again is noticed"
         );
     }
 
