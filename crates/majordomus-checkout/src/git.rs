@@ -307,7 +307,7 @@ impl WorktreeList {
             return None;
         }
         self.notice
-            .watch(registry_targets(common, &self.registry.lock_or_recover()));
+            .watch(|| registry_targets(common, &self.registry.lock_or_recover()));
         if let Some(current) = self.cached.lock_or_recover().as_mut()
             && Arc::ptr_eq(&current.listed, &kept)
         {

@@ -17,6 +17,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use inotify::{EventMask, Inotify, WatchMask};
 use majordomus_domain::sync::LockExt;
@@ -29,6 +30,19 @@ pub type Targets = BTreeMap<PathBuf, Option<BTreeSet<OsString>>>;
 /// Beyond it nothing is watched and the files are stat'd as before, so a repository of
 /// thousands of worktrees never spends the user's inotify watches.
 pub const MAX_WATCHED_DIRECTORIES: usize = 600;
+
+/// How long after inotify refused to watch (no descriptor or watch to be had, too many
+/// directories) it is not asked again: until then each call would pay for a refusal on top
+/// of its stats.
+const RETRY_REFUSED: Duration = Duration::from_secs(30);
+
+/// What makes a watch untrustworthy: it was lost with its directory, may watch elsewhere
+/// now, or events were dropped.
+const ABOUT_THE_WATCH: EventMask = EventMask::Q_OVERFLOW
+    .union(EventMask::IGNORED)
+    .union(EventMask::DELETE_SELF)
+    .union(EventMask::MOVE_SELF)
+    .union(EventMask::UNMOUNT);
 
 /// How many reads of the descriptor one question drains at most; a queue still not empty
 /// then counts as a change, so a flood of unrelated events costs a bounded amount per call.
@@ -46,6 +60,8 @@ struct NoticeState {
     watching: Option<Watching>,
     /// Moves on with every change noticed and every new set of targets.
     generation: u64,
+    /// When inotify last refused to watch the targets given.
+    refused_at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -94,6 +110,7 @@ impl ChangeNotice {
             Err(_) => {
                 state.watching = None;
                 state.generation += 1;
+                state.refused_at = Some(Instant::now());
                 return None;
             }
         };
@@ -115,9 +132,18 @@ impl ChangeNotice {
     /// Watches `targets` from now on. The same targets as now leave the notice as it is,
     /// unless one of its watches was lost; others replace what it watched and move the
     /// generation on, so what was read before is checked again. A directory that does not exist is left out (its parent, when
-    /// watched, notices it appear); when inotify cannot be had, nothing is watched.
-    pub fn watch(&self, targets: Targets) {
+    /// watched, notices it appear); when inotify cannot be had, nothing is watched, and
+    /// the targets are not even made again for [`RETRY_REFUSED`].
+    pub fn watch(&self, targets: impl FnOnce() -> Targets) {
         let mut state = self.state.lock_or_recover();
+        if state.watching.is_none()
+            && state
+                .refused_at
+                .is_some_and(|at| at.elapsed() < RETRY_REFUSED)
+        {
+            return;
+        }
+        let targets = targets();
         if let Some(watching) = state.watching.as_mut()
             && *watching.targets == targets
             && !watching.stale
@@ -128,6 +154,7 @@ impl ChangeNotice {
                 Err(_) => {
                     state.watching = None;
                     state.generation += 1;
+                    state.refused_at = Some(Instant::now());
                 }
             }
             return;
@@ -136,6 +163,7 @@ impl ChangeNotice {
         state.watching = (targets.len() <= MAX_WATCHED_DIRECTORIES)
             .then(|| start(targets).ok())
             .flatten();
+        state.refused_at = state.watching.is_none().then(Instant::now);
     }
 }
 
@@ -227,12 +255,7 @@ fn drain(watching: &mut Watching) -> io::Result<bool> {
             Err(error) => return Err(error),
         };
         for event in events {
-            let about_the_watch = EventMask::Q_OVERFLOW
-                | EventMask::IGNORED
-                | EventMask::DELETE_SELF
-                | EventMask::MOVE_SELF
-                | EventMask::UNMOUNT;
-            if event.mask.intersects(about_the_watch) {
+            if event.mask.intersects(ABOUT_THE_WATCH) {
                 watching.stale = true;
             }
             changed |= watching.stale
@@ -281,7 +304,7 @@ mod tests {
         assert!(notice.now().is_none(), "nothing is watched yet");
         let mut targets = Targets::new();
         add_file(&mut targets, &head);
-        notice.watch(targets.clone());
+        notice.watch(|| targets.clone());
         let first = notice.now().unwrap();
         assert!(first.covers(&head));
         assert!(!first.covers(&dir.path().join("index")));
@@ -300,7 +323,7 @@ mod tests {
         assert!(moved > first.generation, "renaming into HEAD is a change");
         assert_eq!(generation(&notice), moved, "and it is counted once");
 
-        notice.watch(targets);
+        notice.watch(|| targets);
         assert_eq!(
             generation(&notice),
             moved,
@@ -317,7 +340,7 @@ mod tests {
         let mut targets = Targets::new();
         add_directory(&mut targets, &registry);
         add_file(&mut targets, &registry);
-        notice.watch(targets);
+        notice.watch(|| targets);
         let first = generation(&notice);
 
         fs::create_dir(registry.join("feature")).unwrap();
@@ -336,18 +359,18 @@ mod tests {
         let notice = ChangeNotice::default();
         let mut targets = Targets::new();
         add_file(&mut targets, &dir.path().join("HEAD"));
-        notice.watch(targets.clone());
+        notice.watch(|| targets.clone());
         let first = generation(&notice);
         let tables = dir.path().join("reftable/tables.list");
         add_file(&mut targets, &tables);
-        notice.watch(targets.clone());
+        notice.watch(|| targets.clone());
         let added = generation(&notice);
         assert!(added > first);
 
         fs::create_dir(dir.path().join("reftable")).unwrap();
         let appeared = generation(&notice);
         assert!(appeared > added, "the parent notices the directory appear");
-        notice.watch(targets);
+        notice.watch(|| targets);
         let watched = generation(&notice);
         assert!(
             watched > appeared,
@@ -369,7 +392,7 @@ mod tests {
         let mut targets = Targets::new();
         add_directory(&mut targets, &dir.path().join("worktrees"));
         add_file(&mut targets, &entry.join("HEAD"));
-        notice.watch(targets.clone());
+        notice.watch(|| targets.clone());
         let first = generation(&notice);
 
         fs::remove_dir(&entry).unwrap();
@@ -377,7 +400,7 @@ mod tests {
         assert!(notice.now().is_none(), "a lost watch promises nothing");
         let remade = notice.state.lock_or_recover().generation;
         assert!(remade > first);
-        notice.watch(targets);
+        notice.watch(|| targets);
         let watched = generation(&notice);
         assert!(watched > remade, "the same targets are watched afresh");
         fs::write(entry.join("HEAD"), "ref: refs/heads/one\n").unwrap();
@@ -395,7 +418,9 @@ mod tests {
         for entry in 0..=MAX_WATCHED_DIRECTORIES {
             add_directory(&mut targets, &dir.path().join(entry.to_string()));
         }
-        notice.watch(targets);
+        notice.watch(|| targets);
+        assert!(notice.now().is_none());
+        notice.watch(|| unreachable!("a refusal is not asked again at once"));
         assert!(notice.now().is_none());
     }
 
@@ -405,7 +430,7 @@ mod tests {
         let notice = ChangeNotice::default();
         let mut targets = Targets::new();
         add_file(&mut targets, &dir.path().join("gone/worktree/.git"));
-        notice.watch(targets);
+        notice.watch(|| targets);
         assert!(notice.now().is_none());
     }
 
@@ -415,7 +440,7 @@ mod tests {
         let notice = ChangeNotice::default();
         let mut targets = Targets::new();
         add_file(&mut targets, &dir.path().join("HEAD"));
-        notice.watch(targets);
+        notice.watch(|| targets);
         let first = generation(&notice);
         for round in 0..2_000 {
             fs::write(dir.path().join("noise"), round.to_string()).unwrap();
