@@ -326,7 +326,7 @@ async fn serve_connection(
     tokio::pin!(connection);
     let mut stopping = false;
     loop {
-        let deadline = clock.deadline();
+        let deadline = clock.watch_deadline();
         tokio::select! {
             ended = &mut connection => {
                 if let Err(error) = ended {
@@ -428,10 +428,16 @@ impl Phase {
 }
 
 /// One connection's phase, shared by its socket (bytes arriving), its service (requests
-/// beginning, answers ending) and its watchdog, which is woken on every change.
+/// beginning, answers ending) and its watchdog.
+///
+/// The watchdog is woken only when a change brings the deadline before the one it sleeps
+/// on (or a displaced connection comes to await a head). A later deadline, or none, it finds
+/// when its sleep ends and sleeps again. Waking it on every change would wake the
+/// connection's own task three times a request, and the runtime hands each such wake to
+/// another worker thread: a context switch per request that a busy connection never needs.
 struct ConnectionClock {
     deadlines: Deadlines,
-    phase: Mutex<Phase>,
+    phase: Mutex<Watch>,
     /// Set when a newcomer took this connection's probation place.
     displaced: AtomicBool,
     changed: Notify,
@@ -443,7 +449,10 @@ impl ConnectionClock {
     fn new(deadlines: Deadlines, opened: Instant) -> ConnectionClock {
         ConnectionClock {
             deadlines,
-            phase: Mutex::new(Phase::AwaitingHead { since: opened }),
+            phase: Mutex::new(Watch {
+                phase: Phase::AwaitingHead { since: opened },
+                watched: None,
+            }),
             displaced: AtomicBool::new(false),
             changed: Notify::new(),
             ended: CancellationToken::new(),
@@ -451,7 +460,10 @@ impl ConnectionClock {
     }
 
     fn awaits_head(&self) -> bool {
-        matches!(*self.phase.lock_or_recover(), Phase::AwaitingHead { .. })
+        matches!(
+            self.phase.lock_or_recover().phase,
+            Phase::AwaitingHead { .. }
+        )
     }
 
     fn displace(&self) {
@@ -464,17 +476,38 @@ impl ConnectionClock {
     }
 
     fn update(&self, step: impl FnOnce(Phase) -> Phase) {
-        let mut phase = self.phase.lock_or_recover();
-        let next = step(*phase);
-        if next != *phase {
-            *phase = next;
+        let mut watch = self.phase.lock_or_recover();
+        let next = step(watch.phase);
+        if next == watch.phase {
+            return;
+        }
+        watch.phase = next;
+        let sooner = next
+            .deadline(self.deadlines)
+            .is_some_and(|deadline| watch.watched.is_none_or(|watched| deadline < watched));
+        let displaced_awaits_head = self.displaced() && matches!(next, Phase::AwaitingHead { .. });
+        if sooner || displaced_awaits_head {
             self.changed.notify_one();
         }
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.phase.lock_or_recover().deadline(self.deadlines)
+    /// The deadline now, which the watchdog is about to sleep on (`None`: until woken).
+    fn watch_deadline(&self) -> Option<Instant> {
+        let mut watch = self.phase.lock_or_recover();
+        watch.watched = watch.phase.deadline(self.deadlines);
+        watch.watched
     }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.phase.lock_or_recover().phase.deadline(self.deadlines)
+    }
+}
+
+/// A connection's phase and the deadline its watchdog sleeps on.
+struct Watch {
+    phase: Phase,
+    /// What the watchdog last slept on; `None` while it sleeps until woken.
+    watched: Option<Instant>,
 }
 
 /// Held from the moment a request's head is read until its answer has been written.
@@ -674,6 +707,46 @@ mod tests {
             Some(later + Duration::from_secs(1) + DEADLINES.head),
             "the next request's head gets the head deadline from its first byte"
         );
+    }
+
+    #[test]
+    fn the_watchdog_is_woken_only_for_a_sooner_deadline_or_a_displaced_connection() {
+        use futures::FutureExt;
+        let woken = |clock: &ConnectionClock| clock.changed.notified().now_or_never().is_some();
+        let opened = Instant::now();
+        let at = |seconds: u64| opened + Duration::from_secs(seconds);
+        let clock = ConnectionClock::new(DEADLINES, opened);
+        assert_eq!(clock.watch_deadline(), Some(opened + DEADLINES.head));
+
+        // Request after request on a busy connection: each deadline is later than the one
+        // the watchdog sleeps on, so it sleeps on.
+        for second in 0..3 {
+            clock.update(Phase::request_began);
+            clock.update(|phase| phase.request_ended(at(second)));
+            clock.update(|phase| phase.bytes_arrived(at(second)));
+        }
+        assert!(!woken(&clock), "a later deadline wakes nobody");
+
+        // Its sleep ended while a request was served: it sleeps until woken, and the end of
+        // the answer wakes it.
+        clock.update(Phase::request_began);
+        assert_eq!(clock.watch_deadline(), None);
+        clock.update(|phase| phase.request_ended(at(4)));
+        assert!(woken(&clock), "an idle deadline after none");
+
+        // Asleep on the idle deadline, the next head's deadline is sooner.
+        assert_eq!(clock.watch_deadline(), Some(at(4) + DEADLINES.idle));
+        clock.update(|phase| phase.bytes_arrived(at(5)));
+        assert!(woken(&clock), "a head deadline before the idle one");
+
+        // A connection displaced while it serves is woken once it awaits a head again.
+        clock.update(Phase::request_began);
+        clock.displace();
+        assert!(woken(&clock));
+        clock.update(|phase| phase.request_ended(at(6)));
+        assert!(!woken(&clock));
+        clock.update(|phase| phase.bytes_arrived(at(6)));
+        assert!(woken(&clock), "a displaced connection awaiting its head");
     }
 
     #[test]
