@@ -266,9 +266,12 @@ pub fn read_lease(path: &Path) -> LeaseReading {
 }
 
 /// How old the lease read from `path` is at `now`: since its `started_at`, or, for a file
-/// with no readable date, since the file was last written. `None` when neither is known.
+/// with no readable date, since the file was last written. `None` when neither is known,
+/// and for a lease that was absent: there was no file to date, and a sibling nobody serves
+/// is read on every repository-wide call, so no `stat` is spent finding that out again.
 pub fn lease_age(path: &Path, reading: &LeaseReading, now: SystemTime) -> Option<Duration> {
     let started = match reading {
+        LeaseReading::Absent => return None,
         LeaseReading::Document(lease, _) => OffsetDateTime::parse(&lease.started_at, &Rfc3339)
             .ok()
             .map(SystemTime::from),
@@ -739,6 +742,11 @@ mod tests {
         assert_eq!(
             lease_age(&path, &LeaseReading::Empty, later),
             Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            lease_age(&path, &LeaseReading::Absent, later),
+            None,
+            "a lease read as absent has no age, whatever is written since"
         );
     }
 
