@@ -184,16 +184,7 @@ pub trait Operation: Send + Sync + 'static {
 }
 
 type ErasedHandler =
-    for<'a> fn(&'a Context, Value, Wanted) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
-
-/// What a surface makes of a typed answer: a value it reads into (an MCP tool result's
-/// structured content, a CLI's rendering), or the bytes it writes (a REST body), encoded
-/// straight from the answer without a value built and dropped on the way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wanted {
-    Value,
-    Bytes,
-}
+    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
 
 /// A capability with its types erased, as the surfaces see it.
 pub struct Capability {
@@ -223,7 +214,7 @@ impl Capability {
                 Ok(output) => O::render(&output),
                 Err(_) => serde_json::to_string_pretty(output).expect("values serialise"),
             },
-            handler: |ctx, input, wanted| Box::pin(run_erased::<O>(ctx, input, wanted)),
+            handler: |ctx, input| Box::pin(run_erased::<O>(ctx, input)),
         }
     }
 
@@ -251,19 +242,7 @@ impl Capability {
     /// Runs the capability on JSON input, as every surface does, and answers as it was
     /// answered: a surface that writes bytes writes an encoded answer as it is.
     pub async fn answer(&self, ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
-        (self.handler)(ctx, input, Wanted::Value).await
-    }
-
-    /// Runs the capability on JSON input and answers its JSON encoding, for the surfaces
-    /// that write the answer as it is (a REST body).
-    pub async fn answer_encoded(
-        &self,
-        ctx: &Context,
-        input: Value,
-    ) -> Result<Bytes, CapabilityError> {
-        (self.handler)(ctx, input, Wanted::Bytes)
-            .await?
-            .into_bytes()
+        (self.handler)(ctx, input).await
     }
 
     /// Runs the capability on JSON input and answers a JSON value, for the callers that
@@ -273,11 +252,7 @@ impl Capability {
     }
 }
 
-async fn run_erased<O: Operation>(
-    ctx: &Context,
-    input: Value,
-    wanted: Wanted,
-) -> Result<Answer, CapabilityError> {
+async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
     let input: O::Input = serde_json::from_value(input).map_err(|error| {
         let error = error.to_string();
         // serde says "missing field `x`"; say also that the field is required.
@@ -291,15 +266,14 @@ async fn run_erased<O: Operation>(
             O::DECLARATION.id
         ))
     })?;
-    let encoded = match (O::reply(ctx, input).await?, wanted) {
-        (Reply::Typed(output), Wanted::Value) => serde_json::to_value(output).map(Answer::Value),
-        (Reply::Typed(output), Wanted::Bytes) => serde_json::to_vec(&output)
-            .map(Bytes::from)
-            .map(Answer::Encoded),
-        (Reply::Encoded(bytes), _) => Ok(Answer::Encoded(bytes)),
-    };
-    encoded
-        .map_err(|error| CapabilityError::internal(format!("could not encode the answer: {error}")))
+    match O::reply(ctx, input).await? {
+        Reply::Typed(output) => serde_json::to_value(output)
+            .map(Answer::Value)
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not encode the answer: {error}"))
+            }),
+        Reply::Encoded(bytes) => Ok(Answer::Encoded(bytes)),
+    }
 }
 
 /// Every capability, in the order the reference index lists them.

@@ -25,7 +25,7 @@ use super::gather::{GATHER_WINDOW, first_events_together};
 use super::mcp::McpSession;
 use crate::api::{BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection};
 use crate::context::Context;
-use crate::registry::{Capability, HttpMethod};
+use crate::registry::{Answer, Capability, HttpMethod};
 use crate::stdio_front::{ErrorReply, Verdict, vet, without_byte_order_mark};
 use crate::survey::Identity;
 use majordomus_domain::peers::Transport;
@@ -568,9 +568,14 @@ async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
         server: Some(state.clone()),
         caller: None,
     };
-    // The answer's JSON encoding is the body: encoded straight from the typed answer, or as
-    // the capability encoded it already.
-    match capability.answer_encoded(&ctx, input).await {
+    // An answer the capability encoded already is the body as it is; a value is encoded
+    // here, as `axum::Json` would. A typed answer goes through the value on purpose: its keys
+    // come out in order, so every surface, and a kept listing, writes the same bytes.
+    match capability
+        .answer(&ctx, input)
+        .await
+        .and_then(Answer::into_bytes)
+    {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => capability_error(error),
     }
