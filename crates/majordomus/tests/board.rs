@@ -820,7 +820,7 @@ fn peers_of<'a>(list: &'a Value, checkout: &Path) -> Vec<&'a Value> {
 
 /// 7. Over plain REST there is no announce: a claim belongs to an MCP session, and plain HTTP
 ///    has none (the route is not offered, and the answer says where the routes are listed);
-///    `GET /api/v1/peers` answers with the shape MCP does.
+///    `GET /api/v1/peers` answers with the shape MCP does, encoded as its value is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_offers_no_announce_and_rest_listing_matches_mcp() {
     let repo = TempRepo::new();
@@ -858,7 +858,13 @@ async fn rest_offers_no_announce_and_rest_listing_matches_mcp() {
         .await
         .unwrap();
     assert_eq!(listed.status(), StatusCode::OK);
-    let over_rest: Value = listed.json().await.unwrap();
+    let body = listed.text().await.unwrap();
+    let over_rest: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        serde_json::to_string(&over_rest).unwrap(),
+        body,
+        "the body is the answer's value as JSON, its keys in order as every surface writes them"
+    );
     assert_eq!(
         keys(&over_rest),
         keys(&over_mcp),
