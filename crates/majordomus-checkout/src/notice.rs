@@ -131,9 +131,10 @@ impl ChangeNotice {
 
     /// Watches `targets` from now on. The same targets as now leave the notice as it is,
     /// unless one of its watches was lost; others replace what it watched and move the
-    /// generation on, so what was read before is checked again. A directory that does not exist is left out (its parent, when
-    /// watched, notices it appear); when inotify cannot be had, nothing is watched, and
-    /// the targets are not even made again for [`RETRY_REFUSED`].
+    /// generation on, so what was read before is checked again. A directory that does not
+    /// exist is left out (its parent, when watched, notices it appear); when inotify cannot
+    /// be had, nothing is watched, and the targets are not even made again for
+    /// [`RETRY_REFUSED`].
     pub fn watch(&self, targets: impl FnOnce() -> Targets) {
         let mut state = self.state.lock_or_recover();
         if state.watching.is_none()

@@ -437,7 +437,7 @@ impl Phase {
 /// another worker thread: a context switch per request that a busy connection never needs.
 struct ConnectionClock {
     deadlines: Deadlines,
-    phase: Mutex<Watch>,
+    state: Mutex<ClockState>,
     /// Set when a newcomer took this connection's probation place.
     displaced: AtomicBool,
     changed: Notify,
@@ -449,7 +449,7 @@ impl ConnectionClock {
     fn new(deadlines: Deadlines, opened: Instant) -> ConnectionClock {
         ConnectionClock {
             deadlines,
-            phase: Mutex::new(Watch {
+            state: Mutex::new(ClockState {
                 phase: Phase::AwaitingHead { since: opened },
                 watched: None,
             }),
@@ -461,7 +461,7 @@ impl ConnectionClock {
 
     fn awaits_head(&self) -> bool {
         matches!(
-            self.phase.lock_or_recover().phase,
+            self.state.lock_or_recover().phase,
             Phase::AwaitingHead { .. }
         )
     }
@@ -476,15 +476,15 @@ impl ConnectionClock {
     }
 
     fn update(&self, step: impl FnOnce(Phase) -> Phase) {
-        let mut watch = self.phase.lock_or_recover();
-        let next = step(watch.phase);
-        if next == watch.phase {
+        let mut state = self.state.lock_or_recover();
+        let next = step(state.phase);
+        if next == state.phase {
             return;
         }
-        watch.phase = next;
+        state.phase = next;
         let sooner = next
             .deadline(self.deadlines)
-            .is_some_and(|deadline| watch.watched.is_none_or(|watched| deadline < watched));
+            .is_some_and(|deadline| state.watched.is_none_or(|watched| deadline < watched));
         let displaced_awaits_head = self.displaced() && matches!(next, Phase::AwaitingHead { .. });
         if sooner || displaced_awaits_head {
             self.changed.notify_one();
@@ -493,18 +493,18 @@ impl ConnectionClock {
 
     /// The deadline now, which the watchdog is about to sleep on (`None`: until woken).
     fn watch_deadline(&self) -> Option<Instant> {
-        let mut watch = self.phase.lock_or_recover();
-        watch.watched = watch.phase.deadline(self.deadlines);
-        watch.watched
+        let mut state = self.state.lock_or_recover();
+        state.watched = state.phase.deadline(self.deadlines);
+        state.watched
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.phase.lock_or_recover().phase.deadline(self.deadlines)
+        self.state.lock_or_recover().phase.deadline(self.deadlines)
     }
 }
 
 /// A connection's phase and the deadline its watchdog sleeps on.
-struct Watch {
+struct ClockState {
     phase: Phase,
     /// What the watchdog last slept on; `None` while it sleeps until woken.
     watched: Option<Instant>,
