@@ -11,6 +11,9 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod fake_model;
+pub mod real_client;
+
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::future::Future;
