@@ -210,9 +210,10 @@ impl<'a> Workspace<'a> {
     }
 
     /// What a person does once, by hand, before a headless run works: trusts the folder
-    /// (Claude Code's trust dialog, Codex's project trust, Gemini CLI's trusted folders) and
-    /// points the client at the model API — here the fake, with a fake key.
-    fn prepare(&self, checkout: &Path, fake: &FakeModel) {
+    /// (Claude Code's trust dialog, Codex's project trust and hook review, Gemini CLI's
+    /// trusted folders) and points the client at the model API — here the fake, with a fake
+    /// key.
+    async fn prepare(&self, checkout: &Path, fake: &FakeModel) {
         let folder = checkout.to_string_lossy().into_owned();
         let write = |path: PathBuf, text: String| {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -243,6 +244,7 @@ impl<'a> Workspace<'a> {
                 projects[folder.as_str()] = toml_edit::Item::Table(project);
                 config["projects"] = toml_edit::Item::Table(projects);
                 write(self.codex_home().join("config.toml"), config.to_string());
+                self.review_codex_hooks(checkout).await;
             }
             Client::GeminiCli => {
                 write(
@@ -257,11 +259,85 @@ impl<'a> Workspace<'a> {
         }
     }
 
+    /// Codex runs a hook only once a person has reviewed it (`/hooks` in its TUI), which
+    /// records the hook's hash in the user's `config.toml`; `codex exec` skips the others
+    /// without a word. Does the same: asks `codex app-server` for the hooks `checkout` has
+    /// (`hooks/list`) and records each one's current hash as trusted.
+    async fn review_codex_hooks(&self, checkout: &Path) {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let program = clients_dir().join("bin").join("codex");
+        let mut command = self.command(&program, checkout);
+        command
+            .arg("app-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let mut server = command.spawn().expect("codex app-server starts");
+        let mut stdin = server.stdin.take().unwrap();
+        let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+        let requests = [
+            json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "majordomus-tests", "version": "1"}}}),
+            json!({"method": "initialized"}),
+            json!({"id": 2, "method": "hooks/list", "params": {"cwds": [checkout]}}),
+        ];
+        for request in requests {
+            stdin
+                .write_all(format!("{request}\n").as_bytes())
+                .await
+                .expect("codex app-server reads its stdin");
+        }
+        let listed = tokio::time::timeout(super::BOUND, async {
+            while let Some(line) = lines.next_line().await.expect("codex app-server answers") {
+                let message: Value = serde_json::from_str(&line).unwrap_or_default();
+                if message["id"] == 2 {
+                    return message;
+                }
+            }
+            panic!("codex app-server ended without listing the hooks");
+        })
+        .await
+        .expect("codex app-server lists the hooks in time");
+        let _ = server.kill().await;
+        let path = self.codex_home().join("config.toml");
+        let mut config: toml_edit::DocumentMut = std::fs::read_to_string(&path)
+            .unwrap()
+            .parse()
+            .expect("the Codex config written above parses");
+        let hooks = listed["result"]["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|entry| entry["hooks"].as_array().into_iter().flatten());
+        let mut reviewed = 0;
+        for hook in hooks {
+            let (Some(key), Some(hash)) = (hook["key"].as_str(), hook["currentHash"].as_str())
+            else {
+                continue;
+            };
+            let state = config["hooks"]
+                .or_insert(toml_edit::table())
+                .as_table_mut()
+                .expect("[hooks] is a table");
+            state.set_implicit(true);
+            let states = state
+                .entry("state")
+                .or_insert(toml_edit::table())
+                .as_table_mut()
+                .expect("[hooks.state] is a table");
+            states.set_implicit(true);
+            states[key]["trusted_hash"] = toml_edit::value(hash);
+            reviewed += 1;
+        }
+        assert!(reviewed > 0, "codex lists no hooks to review: {listed}");
+        std::fs::write(&path, config.to_string()).unwrap();
+    }
+
     /// Runs the client headless in `checkout` with `prompt`, against `fake`, to its end
     /// (at most [`RUN_DEADLINE`], else the test fails); whatever the run left in its
     /// process group is ended after it.
     pub async fn run(&self, checkout: &Path, fake: &FakeModel, prompt: &str) -> ClientRun {
-        self.prepare(checkout, fake);
+        self.prepare(checkout, fake).await;
         let program = clients_dir().join("bin").join(self.client.program());
         let mut command = self.command(&program, checkout);
         match self.client {
