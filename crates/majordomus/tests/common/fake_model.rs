@@ -218,6 +218,8 @@ enum Reply {
     },
 }
 
+/// Records a request and answers it as its API would: token counts with a count, a
+/// model request with the next scripted turn or the harmless text, anything else with 404.
 async fn answer(
     State(script): State<Arc<Mutex<Script>>>,
     method: Method,
