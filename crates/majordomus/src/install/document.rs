@@ -47,7 +47,10 @@ fn names_majordomus(path: &str) -> bool {
 /// Whether a shell word is the majordomus executable alone, as install writes it: a plain
 /// path, or one in single quotes.
 fn is_program_word(word: &str) -> bool {
-    match word.strip_prefix('\'').and_then(|word| word.strip_suffix('\'')) {
+    match word
+        .strip_prefix('\'')
+        .and_then(|word| word.strip_suffix('\''))
+    {
         Some(quoted) => names_majordomus(&quoted.replace(r"'\''", "'")),
         None => !word.contains(char::is_whitespace) && names_majordomus(word),
     }
@@ -56,6 +59,9 @@ fn is_program_word(word: &str) -> bool {
 /// Whether `existing`, found under majordomus's server name, is the entry `wanted` but for
 /// where the executable is.
 fn server_as_written(existing: &Value, wanted: &Value) -> bool {
+    if existing == wanted {
+        return true;
+    }
     let mut existing = existing.clone();
     match existing.get_mut("command") {
         Some(Value::String(command)) if names_majordomus(command) => {
@@ -115,7 +121,11 @@ impl Ours {
     }
 
     /// Whether an entry of ours in `entries` is the person's own (see [`Ours::as_written`]).
-    fn someone_s_own<'a>(&self, mut entries: impl Iterator<Item = &'a Value>, wanted: &Value) -> bool {
+    fn someone_s_own<'a>(
+        &self,
+        mut entries: impl Iterator<Item = &'a Value>,
+        wanted: &Value,
+    ) -> bool {
         entries.any(|entry| self.entry(entry) && !self.as_written(entry, wanted))
     }
 
@@ -354,8 +364,7 @@ fn json_apply(root: &CstRootNode, part: &Part, force: bool) -> Result<Outcome, E
                 if existing.as_ref() == Some(value) {
                     return Ok(Outcome::Done);
                 }
-                if !force && !existing.is_some_and(|existing| server_as_written(&existing, value))
-                {
+                if !force && !existing.is_some_and(|existing| server_as_written(&existing, value)) {
                     return Ok(Outcome::KeptOwn);
                 }
                 prop.set_value(input(value));
@@ -892,7 +901,8 @@ mod tests {
         assert_eq!(document.apply(&part, true).unwrap(), Outcome::Done);
         assert!(!document.text().contains("RUST_LOG"), "{}", document.text());
 
-        let moved = "[mcp_servers.majordomus]\ncommand = \"/old/bin/majordomus\"\nargs = [\"mcp\"]\n";
+        let moved =
+            "[mcp_servers.majordomus]\ncommand = \"/old/bin/majordomus\"\nargs = [\"mcp\"]\n";
         let mut document = Document::toml(Some(moved)).unwrap();
         assert_eq!(document.apply(&part, false).unwrap(), Outcome::Done);
         assert!(!document.text().contains("/old/bin"), "{}", document.text());

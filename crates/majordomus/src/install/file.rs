@@ -56,7 +56,10 @@ pub enum FileError {
          is kept at {}",
         kept.display()
     )]
-    LeftAside { kept: PathBuf, because: Box<FileError> },
+    LeftAside {
+        kept: PathBuf,
+        because: Box<FileError>,
+    },
     /// Someone else's text, which install cannot merge into.
     #[error("{0}")]
     Merge(String),
@@ -113,7 +116,10 @@ pub fn locate(path: &Path, bounds: &[PathBuf]) -> Result<PathBuf, FileError> {
             Err(error) => return Err(error.into()),
         }
     };
-    let real = missing.iter().rev().fold(found, |real, name| real.join(name));
+    let real = missing
+        .iter()
+        .rev()
+        .fold(found, |real, name| real.join(name));
     let bounds: Vec<PathBuf> = bounds
         .iter()
         .map(|bound| bound.canonicalize().unwrap_or_else(|_| bound.clone()))
@@ -400,7 +406,11 @@ impl Replacing<'_> {
     }
 
     /// Someone wrote `theirs` since: the text is made again from it.
-    fn remake_from(&mut self, theirs: Option<String>, remake: &mut Remake) -> Result<(), FileError> {
+    fn remake_from(
+        &mut self,
+        theirs: Option<String>,
+        remake: &mut Remake,
+    ) -> Result<(), FileError> {
         self.after = remake(theirs.as_deref()).map_err(FileError::Merge)?;
         self.base = theirs;
         self.staged = None;
@@ -434,7 +444,10 @@ impl Replacing<'_> {
         // `staged` now names what was in place.
         let displaced = staged;
         let came_back = read_real(displaced.path());
-        if came_back.as_ref().is_ok_and(|came| came.text == self.at_target) {
+        if came_back
+            .as_ref()
+            .is_ok_and(|came| came.text == self.at_target)
+        {
             return Ok(true);
         }
         self.theirs = Some(displaced);
@@ -459,7 +472,10 @@ impl Replacing<'_> {
             Err(error) => return Err(error.into()),
         };
         let taken = read_real(aside.path());
-        if taken.as_ref().is_ok_and(|taken| taken.text == self.at_target) {
+        if taken
+            .as_ref()
+            .is_ok_and(|taken| taken.text == self.at_target)
+        {
             return Ok(true);
         }
         let put_back = rename_with(aside.path(), self.real, NO_REPLACE);
@@ -577,8 +593,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_made_meanwhile_is_not_replaced_by_a_new_one_and_a_removal_takes_only_what_was_read()
-    {
+    fn a_file_made_meanwhile_is_not_replaced_by_a_new_one_and_a_removal_takes_only_what_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hooks.json");
         let staged = stage(&path, "ours\n", None).unwrap();

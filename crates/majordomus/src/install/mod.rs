@@ -233,7 +233,11 @@ pub fn run(options: &Options) -> Result<(), String> {
             match plan(&file, read.text.as_deref(), options, &loaded) {
                 Ok(plan) => {
                     if plan.kept_own {
-                        let verb = if options.uninstall { "remove" } else { "replace" };
+                        let verb = if options.uninstall {
+                            "remove"
+                        } else {
+                            "replace"
+                        };
                         kept.push(format!(
                             "{client}: kept your own majordomus entry in {shown}; run with \
                              --force to {verb} it"
