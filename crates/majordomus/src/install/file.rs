@@ -74,6 +74,8 @@ pub struct Contents {
     pub text: Option<String>,
     /// Its permission bits, which a new version keeps.
     pub mode: Option<u32>,
+    /// Its owner and group, which a new version keeps where install may give them.
+    pub owner: Option<(u32, u32)>,
 }
 
 /// Why a file of this type is not a configuration file; `None` for a regular file.
@@ -188,6 +190,7 @@ fn read_with(path: &Path, flags: libc::c_int) -> Result<Contents, FileError> {
     Ok(Contents {
         text: Some(text),
         mode: Some(metadata.mode() & 0o7777),
+        owner: Some((metadata.uid(), metadata.gid())),
     })
 }
 
@@ -206,17 +209,22 @@ fn temporary_prefix(path: &Path) -> String {
     format!(".{name}.majordomus-")
 }
 
-/// `text` written beside `path` in a temporary file and synced, with the permission bits
-/// `mode` (the original's; a new file gets what the person's umask gives). Nothing of `path`
-/// changes; if this fails the temporary file is gone.
-pub fn stage(path: &Path, text: &str, mode: Option<u32>) -> io::Result<NamedTempFile> {
+/// `text` written beside `path` in a temporary file and synced, with the permission bits and,
+/// where this process may give them, the owner of `original` (a new file gets what the
+/// person's umask gives). Nothing of `path` changes; if this fails the temporary file is gone.
+pub fn stage(path: &Path, text: &str, original: &Contents) -> io::Result<NamedTempFile> {
     let dir = directory_of(path)?;
     let mut temporary = Builder::new()
         .prefix(&temporary_prefix(path))
         .suffix(".tmp")
         .permissions(Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
-    if let Some(mode) = mode {
+    if let Some((uid, gid)) = original.owner {
+        // Only root may give a file away, and only a member the group: otherwise the file is
+        // the person's own, as one they saved themselves would be.
+        let _ = std::os::unix::fs::fchown(temporary.as_file(), Some(uid), Some(gid));
+    }
+    if let Some(mode) = original.mode {
         temporary
             .as_file()
             .set_permissions(Permissions::from_mode(mode))?;
@@ -326,7 +334,10 @@ pub fn replace(
     let mut replacing = Replacing {
         real,
         at_target: first.text.clone(),
-        mode: first.mode,
+        kept: Contents {
+            text: None,
+            ..first
+        },
         base: first.text,
         after,
         staged,
@@ -350,8 +361,8 @@ struct Replacing<'a> {
     real: &'a Path,
     /// What install believes the file holds now.
     at_target: Option<String>,
-    /// Its permission bits.
-    mode: Option<u32>,
+    /// Its permission bits and owner, as last read.
+    kept: Contents,
     /// What `after` was made from.
     base: Option<String>,
     after: Option<String>,
@@ -365,12 +376,13 @@ struct Replacing<'a> {
 impl Replacing<'_> {
     fn run(&mut self, remake: &mut Remake) -> Result<Replaced, FileError> {
         for _ in 0..ATTEMPTS {
-            let now = read_real(self.real)?;
-            if now.text != self.at_target {
-                self.at_target = now.text.clone();
-                self.remake_from(now.text, remake)?;
+            let mut now = read_real(self.real)?;
+            let text = now.text.take();
+            self.kept = now;
+            if text != self.at_target {
+                self.at_target = text.clone();
+                self.remake_from(text, remake)?;
             }
-            self.mode = now.mode;
             if self.after == self.at_target {
                 return Ok(self.done());
             }
@@ -379,7 +391,7 @@ impl Replacing<'_> {
                 Some(text) => {
                     let staged = match self.staged.take() {
                         Some(staged) => staged,
-                        None => stage(self.real, &text, self.mode)?,
+                        None => stage(self.real, &text, &self.kept)?,
                     };
                     if self.at_target.is_none() {
                         self.create(staged)?
@@ -520,7 +532,7 @@ mod tests {
         std::fs::write(&path, "{}\n").unwrap();
         std::fs::set_permissions(&path, Permissions::from_mode(0o640)).unwrap();
         let first = contents(&path);
-        let staged = stage(&path, "{\"a\": 1}\n", first.mode).unwrap();
+        let staged = stage(&path, "{\"a\": 1}\n", &first).unwrap();
         let replaced = replace(
             &path,
             first,
@@ -541,7 +553,7 @@ mod tests {
         let path = dir.path().join("config");
         std::fs::write(&path, "theirs 1\n").unwrap();
         let first = contents(&path);
-        let staged = stage(&path, "theirs 1\nours\n", first.mode).unwrap();
+        let staged = stage(&path, "theirs 1\nours\n", &first).unwrap();
         std::fs::write(&path, "theirs 2\n").unwrap();
         let mut remade = Vec::new();
         let replaced = replace(
@@ -570,8 +582,8 @@ mod tests {
         let mut replacing = Replacing {
             real: &path,
             at_target: first.text.clone(),
-            mode: first.mode,
-            base: first.text,
+            kept: first.clone(),
+            base: first.text.clone(),
             after: Some("theirs 1\nours\n".into()),
             staged: None,
             theirs: None,
@@ -579,7 +591,7 @@ mod tests {
         // Their save, after install's last reading.
         std::fs::write(&path, "theirs 2\n").unwrap();
         let remake = &mut |text: Option<&str>| Ok(text.map(|text| format!("{text}ours\n")));
-        let staged = stage(&path, "theirs 1\nours\n", first.mode).unwrap();
+        let staged = stage(&path, "theirs 1\nours\n", &first).unwrap();
         assert!(!replacing.exchange(staged, remake).unwrap());
         assert_eq!(
             std::fs::read_to_string(replacing.theirs.as_ref().unwrap().path()).unwrap(),
@@ -596,7 +608,7 @@ mod tests {
     fn a_file_made_meanwhile_is_not_replaced_by_a_new_one_and_a_removal_takes_only_what_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hooks.json");
-        let staged = stage(&path, "ours\n", None).unwrap();
+        let staged = stage(&path, "ours\n", &Contents::default()).unwrap();
         std::fs::write(&path, "theirs\n").unwrap();
         let replaced = replace(
             &path,

@@ -8,6 +8,7 @@ pub mod file;
 pub mod manifest;
 pub mod wiring;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use majordomus_checkout::git::Checkout;
@@ -261,21 +262,20 @@ pub fn run(options: &Options) -> Result<(), String> {
         for change in &changes {
             print!("{}", diff(&site, change));
         }
-    } else if !changes.is_empty() {
-        write(&site, options, &loaded, &changes, &mut problems)?;
     }
+    let written = if options.dry_run || changes.is_empty() {
+        BTreeSet::new()
+    } else {
+        write(&site, options, &loaded, &changes, &mut problems)
+    };
     for line in &kept {
         println!("{line}");
     }
     if changes.is_empty() && problems.is_empty() && kept.is_empty() {
         println!("nothing to change");
     }
-    if !options.uninstall && !options.dry_run && options.scope == Scope::Project {
-        for client in changes
-            .iter()
-            .map(|change| change.client)
-            .collect::<std::collections::BTreeSet<_>>()
-        {
+    if !options.uninstall && options.scope == Scope::Project {
+        for client in written {
             if let Some(note) = doctor::first_run_note(client) {
                 println!("{client}: {note}");
             }
@@ -305,7 +305,7 @@ fn recorded(loaded: &Manifest, options: &Options, written: &[(&Change, Replaced)
 fn stage_record(site: &Site, manifest: &Manifest) -> Result<Option<NamedTempFile>, String> {
     manifest
         .text()
-        .map(|text| file::stage(&site.manifest, &text, None))
+        .map(|text| file::stage(&site.manifest, &text, &Contents::default()))
         .transpose()
         .map_err(|error| {
             format!(
@@ -315,7 +315,8 @@ fn stage_record(site: &Site, manifest: &Manifest) -> Result<Option<NamedTempFile
         })
 }
 
-/// Writes every change, and the record of what was written.
+/// Writes every change, and the record of what was written; the clients whose files were
+/// written. What could not be done is added to `problems`.
 ///
 /// Every new text, and the record, is written and synced beside its file before any file is
 /// replaced: a write that fails (a full disk) changes nothing. Each file is then replaced whole
@@ -326,18 +327,34 @@ fn write(
     loaded: &Manifest,
     changes: &[Change],
     problems: &mut Vec<String>,
-) -> Result<(), String> {
+) -> BTreeSet<HookClient> {
+    match stage_and_replace(site, options, loaded, changes, problems) {
+        Ok(clients) => clients,
+        Err(problem) => {
+            problems.push(problem);
+            BTreeSet::new()
+        }
+    }
+}
+
+fn stage_and_replace(
+    site: &Site,
+    options: &Options,
+    loaded: &Manifest,
+    changes: &[Change],
+    problems: &mut Vec<String>,
+) -> Result<BTreeSet<HookClient>, String> {
     let mut staged = Vec::new();
     for change in changes {
         staged.push(match &change.after {
-            Some(text) => Some(file::stage(&change.real, text, change.read.mode).map_err(
-                |error| {
+            Some(text) => Some(
+                file::stage(&change.real, text, &change.read).map_err(|error| {
                     format!(
                         "cannot write {}: {error}; nothing was changed",
                         site.shown(&change.file.path)
                     )
-                },
-            )?),
+                })?,
+            ),
             None => None,
         });
     }
@@ -391,6 +408,7 @@ fn write(
             Err(error) => problems.push(format!("cannot write {shown}: {error}")),
         }
     }
+    let clients = written.iter().map(|(change, _)| change.client).collect();
     let record = recorded(loaded, options, &written);
     let staged_record = if record == planned_record {
         staged_record
@@ -409,7 +427,8 @@ fn write(
             "cannot record what was installed in {}: {error}",
             site.manifest.display()
         )
-    })
+    })?;
+    Ok(clients)
 }
 
 /// The client's directory install made for a file it removed (`.cursor/`, say) goes with it
