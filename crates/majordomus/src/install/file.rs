@@ -334,7 +334,7 @@ pub fn replace(
     let mut replacing = Replacing {
         real,
         at_target: first.text.clone(),
-        kept: Contents {
+        attributes: Contents {
             text: None,
             ..first
         },
@@ -361,8 +361,8 @@ struct Replacing<'a> {
     real: &'a Path,
     /// What install believes the file holds now.
     at_target: Option<String>,
-    /// Its permission bits and owner, as last read.
-    kept: Contents,
+    /// Its permission bits and owner, as last read (the text aside).
+    attributes: Contents,
     /// What `after` was made from.
     base: Option<String>,
     after: Option<String>,
@@ -378,7 +378,7 @@ impl Replacing<'_> {
         for _ in 0..ATTEMPTS {
             let mut now = read_real(self.real)?;
             let text = now.text.take();
-            self.kept = now;
+            self.attributes = now;
             if text != self.at_target {
                 self.at_target = text.clone();
                 self.remake_from(text, remake)?;
@@ -391,7 +391,7 @@ impl Replacing<'_> {
                 Some(text) => {
                     let staged = match self.staged.take() {
                         Some(staged) => staged,
-                        None => stage(self.real, &text, &self.kept)?,
+                        None => stage(self.real, &text, &self.attributes)?,
                     };
                     if self.at_target.is_none() {
                         self.create(staged)?
@@ -582,7 +582,7 @@ mod tests {
         let mut replacing = Replacing {
             real: &path,
             at_target: first.text.clone(),
-            kept: first.clone(),
+            attributes: first.clone(),
             base: first.text.clone(),
             after: Some("theirs 1\nours\n".into()),
             staged: None,
