@@ -75,7 +75,7 @@ pub fn command() -> Command {
         .subcommand(
             Command::new("install")
                 .about("Wire majordomus into a client's own configuration: its MCP server entry, its hooks, and what it needs to start the server without a prompt")
-                .long_about("Wire majordomus into a client's own configuration files: the MCP server entry, the hooks (`majordomus hook`), and what the client needs to start the server without a prompt (Claude Code's approval of this project server, Gemini CLI's `trust` on the entry). Merges with what is there and keeps everything else as written; a second run changes nothing. `--uninstall` takes out exactly what install put in: a file nobody changed since is restored byte for byte.")
+                .long_about("Wire majordomus into a client's own configuration files: the MCP server entry, the hooks (`majordomus hook`), and what the client needs to start the server without a prompt (Claude Code's approval of this project server, Gemini CLI's `trust` on the entry). Merges with what is there and keeps everything else as written; a second run changes nothing. `--uninstall` takes out exactly what install put in: a file nobody changed since is restored byte for byte. Every file is replaced whole (a temporary file beside it, synced, renamed over it), and what someone writes to it meanwhile is merged, never lost. A link leading out of the repository, a FIFO or any other file that is not a regular one is refused; a majordomus entry written some other way is kept unless `--force`.")
                 .arg(repo_arg())
                 .arg(
                     Arg::new("client")
@@ -103,6 +103,12 @@ pub fn command() -> Command {
                         .long("uninstall")
                         .action(ArgAction::SetTrue)
                         .help("Take out what install put in"),
+                )
+                .arg(
+                    Arg::new("force")
+                        .long("force")
+                        .action(ArgAction::SetTrue)
+                        .help("Replace (or with --uninstall remove) a majordomus entry written some other way than install writes it"),
                 ),
         )
         .subcommand(
@@ -391,6 +397,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
                     .expect("clap accepts only scope words"),
                 dry_run: leaf.get_flag("dry-run"),
                 uninstall: leaf.get_flag("uninstall"),
+                force: leaf.get_flag("force"),
                 dir: site_dir(leaf),
             })
         }

@@ -7,7 +7,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
@@ -43,8 +48,10 @@ const EXISTING: [(&str, &str); 6] = [
 /// The files majordomus adds where there were none.
 const CREATED: [&str; 2] = [".claude/settings.local.json", ".codex/hooks.json"];
 
-/// Every file under `dir` (`.git` aside), by relative path, with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+/// Every file under `dir` (`.git` aside), by relative path, with its bytes and permission
+/// bits; a link by where it points, a FIFO or other special file by its kind alone (reading a
+/// FIFO would wait for a writer).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
     let mut files = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -53,11 +60,22 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if path.file_name() == Some(OsStr::new(".git")) {
                 continue;
             }
-            if path.is_dir() {
+            let metadata = path.symlink_metadata().unwrap();
+            let kind = metadata.file_type();
+            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+            let mode = metadata.permissions().mode();
+            if kind.is_dir() {
                 pending.push(path);
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                files.insert(
+                    relative,
+                    (mode, target.into_os_string().into_encoded_bytes()),
+                );
+            } else if kind.is_file() {
+                files.insert(relative, (mode, std::fs::read(&path).unwrap()));
             } else {
-                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-                files.insert(relative, std::fs::read(&path).unwrap());
+                files.insert(relative, (mode, b"(not a regular file)".to_vec()));
             }
         }
     }
@@ -83,9 +101,13 @@ impl Setup {
         Setup { repo, home }
     }
 
-    /// Runs majordomus in the repository with the setup's home; its stdout, asserting it
-    /// succeeded.
-    async fn run(&self, args: &[&str]) -> String {
+    /// Runs majordomus in the repository with the setup's home, as `configure` leaves the
+    /// command; what it did.
+    async fn output(
+        &self,
+        args: &[&str],
+        configure: impl FnOnce(&mut tokio::process::Command),
+    ) -> Output {
         let mut command = majordomus_command(args);
         command
             .current_dir(self.repo.root())
@@ -94,10 +116,17 @@ impl Setup {
             .env_remove("XDG_STATE_HOME")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let output = tokio::time::timeout(BOUND, command.output())
+        configure(&mut command);
+        tokio::time::timeout(BOUND, command.output())
             .await
             .expect("majordomus finishes in time")
-            .expect("majordomus runs");
+            .expect("majordomus runs")
+    }
+
+    /// Runs majordomus in the repository with the setup's home; its stdout, asserting it
+    /// succeeded.
+    async fn run(&self, args: &[&str]) -> String {
+        let output = self.output(args, |_| {}).await;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         assert!(
@@ -381,5 +410,313 @@ async fn doctor_says_which_clients_are_wired_and_what_to_run() {
     assert!(
         !setup.home.join(".codex").exists(),
         "what install made in the home is gone"
+    );
+}
+
+/// Runs the command under a file-size limit of `bytes`, a write past it failing with EFBIG
+/// (SIGXFSZ ignored), as a full disk fails a write halfway.
+fn file_size_limit(bytes: u64) -> impl FnOnce(&mut tokio::process::Command) {
+    move |command| {
+        // SAFETY: the closure only makes two async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0
+                    || libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+/// Issue 32: a write that fails halfway — the new settings, or the record of what install
+/// wrote — leaves every file byte for byte as it was, and no temporary file behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_fails_halfway_leaves_every_file_as_it_was() {
+    let setup = Setup::new();
+    let notes: Vec<Value> = (0..4000)
+        .map(|n| json!({"n": n, "note": format!("\"quoted\" note {n}")}))
+        .collect();
+    let large = serde_json::to_string_pretty(&json!({
+        "permissions": {"allow": ["Bash(cargo test:*)"]},
+        "notes": notes,
+    }))
+    .unwrap()
+        + "\n";
+    assert!(large.len() > 200_000, "{}", large.len());
+    let settings = setup.repo.root().join(".claude/settings.json");
+    std::fs::write(&settings, &large).unwrap();
+    let record = lease_path(setup.repo.root()).with_file_name("install.json");
+    let before = snapshot(setup.repo.root());
+
+    // The settings cannot be written whole; then they can, but the record (which keeps the
+    // original to restore it) cannot.
+    for limit in [100_000, large.len() as u64 + 8_192] {
+        let output = setup
+            .output(&["install", "claude-code"], file_size_limit(limit))
+            .await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "limit {limit}: {stderr}");
+        assert!(
+            stderr.contains("File too large") && stderr.contains("nothing was changed"),
+            "limit {limit}: {stderr}"
+        );
+        assert_eq!(
+            snapshot(setup.repo.root()),
+            before,
+            "limit {limit}: every file as it was, no temporary file left"
+        );
+        assert!(!record.exists(), "limit {limit}");
+    }
+    assert!(
+        String::from_utf8_lossy(
+            &setup
+                .output(&["install", "claude-code"], file_size_limit(100_000))
+                .await
+                .stderr
+        )
+        .contains("cannot write .claude/settings.json: File too large"),
+        "the first refusal names the file"
+    );
+
+    // Without the limit the same install goes through, and uninstall restores every byte.
+    setup.run(&["install", "claude-code"]).await;
+    let installed = std::fs::read_to_string(&settings).unwrap();
+    assert!(installed.contains("hook claude-code PreToolUse"));
+    assert!(installed.starts_with(&large[..1000]));
+    setup.run(&["install", "claude-code", "--uninstall"]).await;
+    assert_eq!(snapshot(setup.repo.root()), before);
+}
+
+/// Issue 32: 20 install/uninstall pairs while an editor keeps saving `.claude/settings.json`
+/// (whole, by rename, as editors do) and another reader keeps reading it: none of the editor's
+/// saves is lost, and nobody ever reads a partial file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_beside_an_editor_loses_none_of_its_saves_and_no_reader_sees_a_partial_file() {
+    let setup = Setup::new();
+    let settings = setup.repo.root().join(".claude/settings.json");
+    std::fs::write(
+        &settings,
+        serde_json::to_string_pretty(&json!({"counter": 0, "theme": "dark"})).unwrap(),
+    )
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+
+    // The editor: reads the file, checks its own last save is there, saves the next counter.
+    let editor = {
+        let (settings, stop) = (settings.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let saved_as = settings.with_file_name(".settings.json.editor");
+            let (mut counter, mut unparsed, mut lost) = (0u64, Vec::new(), Vec::new());
+            let mut missing_since: Option<std::time::Instant> = None;
+            while !stop.load(Ordering::SeqCst) {
+                let text = std::fs::read_to_string(&settings).unwrap();
+                let mut value: Value = match serde_json::from_str(&text) {
+                    Ok(value) => value,
+                    Err(error) => {
+                        unparsed.push(format!("{error}: {} bytes", text.len()));
+                        continue;
+                    }
+                };
+                // An exchange may show install's text for a moment before its merge with
+                // this save: a save is lost only if it does not come back.
+                if value["counter"] != json!(counter) {
+                    let since = *missing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() < Duration::from_secs(2) {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                    lost.push((counter, value["counter"].clone()));
+                }
+                missing_since = None;
+                counter += 1;
+                value["counter"] = json!(counter);
+                std::fs::write(&saved_as, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+                std::fs::rename(&saved_as, &settings).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (counter, unparsed, lost)
+        })
+    };
+    // Another reader: every reading parses.
+    let reader = {
+        let (settings, stop) = (settings.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut readings, mut unparsed) = (0u64, Vec::new());
+            while !stop.load(Ordering::SeqCst) {
+                let text = std::fs::read_to_string(&settings).unwrap();
+                if let Err(error) = serde_json::from_str::<Value>(&text) {
+                    unparsed.push(format!("{error}: {} bytes", text.len()));
+                }
+                readings += 1;
+                std::thread::yield_now();
+            }
+            (readings, unparsed)
+        })
+    };
+
+    let mut written = 0;
+    for _ in 0..20 {
+        let said = setup.run(&["install", "claude-code"]).await;
+        written += said
+            .matches("claude-code: updated .claude/settings.json")
+            .count();
+        let said = setup.run(&["install", "claude-code", "--uninstall"]).await;
+        written += said
+            .matches("claude-code: updated .claude/settings.json")
+            .count();
+    }
+    // Long enough after the last uninstall for a save to follow it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stop.store(true, Ordering::SeqCst);
+    let (counter, editor_unparsed, lost) = editor.join().unwrap();
+    let (readings, reader_unparsed) = reader.join().unwrap();
+
+    assert!(written >= 20, "install wrote the settings {written} times");
+    assert!(counter >= 20, "the editor saved {counter} times");
+    assert_eq!(lost, [], "saves lost (counter saved, counter found)");
+    assert_eq!(
+        editor_unparsed,
+        Vec::<String>::new(),
+        "the editor read a partial file"
+    );
+    assert_eq!(
+        reader_unparsed,
+        Vec::<String>::new(),
+        "a reader read a partial file"
+    );
+    assert!(readings > 100, "{readings} readings");
+    let last: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        last["counter"],
+        json!(counter),
+        "the editor's last save is there"
+    );
+    assert_eq!(last["theme"], "dark");
+    let left: Vec<String> = std::fs::read_dir(settings.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("majordomus"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "no temporary file left");
+}
+
+/// Issue 32: a link leading out of the repository and a FIFO are refused, naming the file and
+/// why, and left as they are (a link within the repository is followed); a `[mcp_servers.
+/// majordomus]` entry of the person's own is kept and said so, and `--force` replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_out_fifos_and_an_entry_of_ones_own_are_refused_or_kept_with_a_message() {
+    let setup = Setup::new();
+    let root = setup.repo.root().to_path_buf();
+
+    // A link out of the repository, to a file of the person's elsewhere.
+    let outside = setup.repo.base().join("outside-settings.json");
+    let outside_text = "{\n  \"theme\": \"light\"\n}\n";
+    std::fs::write(&outside, outside_text).unwrap();
+    let gemini = root.join(".gemini/settings.json");
+    std::fs::remove_file(&gemini).unwrap();
+    std::os::unix::fs::symlink(&outside, &gemini).unwrap();
+    // A link within the repository, to the team's shared file.
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::rename(
+        root.join(".cursor/mcp.json"),
+        root.join("config/cursor-mcp.json"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../config/cursor-mcp.json", root.join(".cursor/mcp.json")).unwrap();
+    // A FIFO where Claude Code's settings are.
+    let fifo = root.join(".claude/settings.json");
+    std::fs::remove_file(&fifo).unwrap();
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    let before = snapshot(&root);
+
+    let output = setup.output(&["install", "all"], |_| {}).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot use .gemini/settings.json: it leads to {} through a symbolic link, outside {}",
+            outside.display(),
+            root.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "cannot use .claude/settings.json: it is a FIFO (named pipe), not a regular file"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), outside_text);
+    let now = snapshot(&root);
+    for unchanged in [
+        ".gemini/settings.json",
+        ".claude/settings.json",
+        ".cursor/mcp.json",
+    ] {
+        assert_eq!(
+            now[Path::new(unchanged)],
+            before[Path::new(unchanged)],
+            "{unchanged}"
+        );
+    }
+    // The link within the repository was followed: the shared file has the server.
+    assert!(
+        stdout.contains("cursor: updated .cursor/mcp.json"),
+        "{stdout}"
+    );
+    let shared = std::fs::read_to_string(root.join("config/cursor-mcp.json")).unwrap();
+    assert!(shared.contains("\"majordomus\""), "{shared}");
+    // `doctor` reads the same files, and does not wait on the FIFO either.
+    setup.run(&["doctor"]).await;
+    setup.run(&["install", "cursor", "--uninstall"]).await;
+    assert_eq!(
+        snapshot(&root)[Path::new("config/cursor-mcp.json")],
+        before[Path::new("config/cursor-mcp.json")]
+    );
+
+    // A Codex server entry of the person's own: kept, and said so.
+    let config = root.join(".codex/config.toml");
+    let own = format!(
+        "{}\n[mcp_servers.majordomus]\ncommand = \"majordomus\"\nargs = [\"mcp\"]\nenv = {{ RUST_LOG = \"debug\" }}\n",
+        EXISTING[2].1
+    );
+    std::fs::write(&config, &own).unwrap();
+    let said = setup.run(&["install", "codex"]).await;
+    assert!(
+        said.contains(
+            "codex: kept your own majordomus entry in .codex/config.toml; run with --force to replace it"
+        ),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), own);
+    let said = setup.run(&["install", "codex", "--uninstall"]).await;
+    assert!(
+        said.contains(
+            "kept your own majordomus entry in .codex/config.toml; run with --force to remove it"
+        ),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), own);
+
+    // `--force` replaces it with install's own.
+    let said = setup.run(&["install", "codex", "--force"]).await;
+    assert!(said.contains("codex: updated .codex/config.toml"), "{said}");
+    let parsed: toml_edit::DocumentMut = std::fs::read_to_string(&config).unwrap().parse().unwrap();
+    let entry = parsed["mcp_servers"]["majordomus"].as_table().unwrap();
+    assert!(entry.get("env").is_none(), "{entry}");
+    assert_eq!(entry["args"][0].as_str(), Some("mcp"));
+    assert_eq!(
+        parsed["mcp_servers"]["docs"]["command"].as_str(),
+        Some("docs-mcp")
     );
 }

@@ -58,7 +58,7 @@ fn missing(site: &Site, files: &[FileParts]) -> Vec<String> {
     files
         .iter()
         .filter(|file| {
-            let text = read(&file.path).ok().flatten();
+            let text = read(&file.path);
             let document = match file.format {
                 Format::Json => Document::json(text.as_deref()),
                 Format::Toml => Document::toml(text.as_deref()),

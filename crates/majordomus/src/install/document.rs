@@ -5,6 +5,14 @@
 //! JSON (and JSON with comments, as Cursor and VS Code-style clients allow) is edited through
 //! `jsonc-parser`'s concrete syntax tree, TOML through `toml_edit`; both keep every byte they
 //! are not asked to change.
+//!
+//! A majordomus entry someone wrote their own way — the server entry with other arguments or
+//! an environment, one of our hooks with another matcher or timeout — is theirs: it is kept,
+//! and said so, unless the person asks for it to be replaced (`--force`). An entry that differs
+//! only in where the majordomus executable is (it moved) is still ours and is rewritten.
+
+use std::ffi::OsStr;
+use std::path::Path;
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstNode, CstObject, CstRootNode};
@@ -20,6 +28,48 @@ pub enum EditError {
     Toml(String),
     #[error("`{0}` in it is not {1}, so majordomus leaves the file alone")]
     Shape(String, &'static str),
+}
+
+/// What putting a part in, or taking it out, came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done, or nothing needed doing.
+    Done,
+    /// A majordomus entry written some other way than install writes it is there, and stays.
+    KeptOwn,
+}
+
+/// Whether `path` names the majordomus executable, wherever it is.
+fn names_majordomus(path: &str) -> bool {
+    Path::new(path).file_name() == Some(OsStr::new("majordomus"))
+}
+
+/// Whether a shell word is the majordomus executable alone, as install writes it: a plain
+/// path, or one in single quotes.
+fn is_program_word(word: &str) -> bool {
+    match word
+        .strip_prefix('\'')
+        .and_then(|word| word.strip_suffix('\''))
+    {
+        Some(quoted) => names_majordomus(&quoted.replace(r"'\''", "'")),
+        None => !word.contains(char::is_whitespace) && names_majordomus(word),
+    }
+}
+
+/// Whether `existing`, found under majordomus's server name, is the entry `wanted` but for
+/// where the executable is.
+fn server_as_written(existing: &Value, wanted: &Value) -> bool {
+    if existing == wanted {
+        return true;
+    }
+    let mut existing = existing.clone();
+    match existing.get_mut("command") {
+        Some(Value::String(command)) if names_majordomus(command) => {
+            *command = wanted["command"].as_str().unwrap_or_default().to_owned();
+        }
+        _ => return false,
+    }
+    &existing == wanted
 }
 
 /// Which of a command's hooks are majordomus's: the command runs `majordomus hook <client>
@@ -38,6 +88,45 @@ impl Ours {
 
     fn command(&self, command: &str) -> bool {
         command.ends_with(&self.suffix) && command.contains("majordomus")
+    }
+
+    /// Whether `command` is ours as install writes it: the executable, wherever it is, and
+    /// nothing else before the subcommand (no wrapper, no environment).
+    fn plain(&self, command: &str) -> bool {
+        command
+            .strip_suffix(&self.suffix)
+            .is_some_and(is_program_word)
+    }
+
+    /// `entry` with each plain command of ours written as from one place, so that an entry a
+    /// moved executable wrote compares equal to the one install writes now.
+    fn normalised(&self, entry: &Value) -> Value {
+        let from_one_place = |hook: &mut Value| {
+            if hook["command"].as_str().is_some_and(|c| self.plain(c)) {
+                hook["command"] = Value::String(format!("majordomus{}", self.suffix));
+            }
+        };
+        let mut entry = entry.clone();
+        from_one_place(&mut entry);
+        if let Some(hooks) = entry.get_mut("hooks").and_then(Value::as_array_mut) {
+            hooks.iter_mut().for_each(from_one_place);
+        }
+        entry
+    }
+
+    /// Whether `existing`, an entry of ours, is what install writes as `wanted` but for where
+    /// the executable is: anything else in it is the person's own.
+    fn as_written(&self, existing: &Value, wanted: &Value) -> bool {
+        self.normalised(existing) == self.normalised(wanted)
+    }
+
+    /// Whether an entry of ours in `entries` is the person's own (see [`Ours::as_written`]).
+    fn someone_s_own<'a>(
+        &self,
+        mut entries: impl Iterator<Item = &'a Value>,
+        wanted: &Value,
+    ) -> bool {
+        entries.any(|entry| self.entry(entry) && !self.as_written(entry, wanted))
     }
 
     /// Whether a hook entry runs our command: a flat entry (`{"command": …}`), or a group
@@ -66,7 +155,8 @@ impl Ours {
 /// One thing majordomus puts into a file.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Part {
-    /// `key` of the object at `parents` is `value` (replacing what was there).
+    /// `key` of the object at `parents` is `value`: majordomus's own entry under its name,
+    /// replacing one a moved executable wrote, never one written some other way.
     Entry {
         parents: &'static [&'static str],
         key: &'static str,
@@ -86,7 +176,8 @@ pub enum Part {
         value: Value,
     },
     /// The list of hooks for `event` in the object at `parents` holds `entry`, and no other
-    /// entry of ours.
+    /// entry of ours (unless one was written some other way: that one stays, and `entry` does
+    /// not go in).
     Hook {
         parents: &'static [&'static str],
         event: &'static str,
@@ -151,19 +242,21 @@ impl Document {
         text
     }
 
-    /// Puts `part` in, changing nothing that is already as it should be.
-    pub fn apply(&mut self, part: &Part) -> Result<(), EditError> {
+    /// Puts `part` in, changing nothing that is already as it should be; a majordomus entry
+    /// written some other way is kept unless `force`.
+    pub fn apply(&mut self, part: &Part, force: bool) -> Result<Outcome, EditError> {
         match &mut self.syntax {
-            Syntax::Json(root) => json_apply(root, part),
-            Syntax::Toml(document) => toml_apply(document, part),
+            Syntax::Json(root) => json_apply(root, part, force),
+            Syntax::Toml(document) => toml_apply(document, part, force),
         }
     }
 
-    /// Takes `part` out again, and the objects it leaves empty.
-    pub fn remove(&mut self, part: &Part) -> Result<(), EditError> {
+    /// Takes `part` out again, and the objects it leaves empty; a majordomus entry written
+    /// some other way is kept unless `force`.
+    pub fn remove(&mut self, part: &Part, force: bool) -> Result<Outcome, EditError> {
         match &mut self.syntax {
-            Syntax::Json(root) => json_remove(root, part),
-            Syntax::Toml(document) => toml_remove(document, part),
+            Syntax::Json(root) => json_remove(root, part, force),
+            Syntax::Toml(document) => toml_remove(document, part, force),
         }
     }
 
@@ -262,13 +355,20 @@ fn json_existing(root: &CstRootNode, parents: &[&str]) -> Option<CstObject> {
     Some(object)
 }
 
-fn json_apply(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
+fn json_apply(root: &CstRootNode, part: &Part, force: bool) -> Result<Outcome, EditError> {
     let object = json_object(root, parents_of(part))?;
     match part {
         Part::Entry { key, value, .. } => match object.get(key) {
-            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {
+            Some(prop) => {
+                let existing = prop.value().and_then(|v| v.to_serde_value());
+                if existing.as_ref() == Some(value) {
+                    return Ok(Outcome::Done);
+                }
+                if !force && !existing.is_some_and(|existing| server_as_written(&existing, value)) {
+                    return Ok(Outcome::KeptOwn);
+                }
+                prop.set_value(input(value));
             }
-            Some(prop) => prop.set_value(input(value)),
             None => {
                 object.append(key, input(value));
             }
@@ -295,27 +395,32 @@ fn json_apply(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
             let list = object
                 .array_value_or_create(event)
                 .ok_or_else(|| EditError::Shape((*event).into(), "a list"))?;
-            if list
+            let values: Vec<Value> = list
                 .elements()
                 .iter()
-                .any(|element| element.to_serde_value().as_ref() == Some(entry))
-            {
-                return Ok(());
+                .filter_map(CstNode::to_serde_value)
+                .collect();
+            if values.contains(entry) {
+                return Ok(Outcome::Done);
             }
-            json_drop_ours(list.elements(), ours);
+            if !force && ours.someone_s_own(values.iter(), entry) {
+                return Ok(Outcome::KeptOwn);
+            }
+            json_drop_ours(list.elements(), ours, |_| true);
             list.append(input(entry));
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
-/// Takes our hooks out of a list's entries: a whole entry when nothing else is in it.
-fn json_drop_ours(elements: Vec<CstNode>, ours: &Ours) {
+/// Takes our hooks out of a list's entries (those `dropped` says): a whole entry when nothing
+/// else is in it.
+fn json_drop_ours(elements: Vec<CstNode>, ours: &Ours, dropped: impl Fn(&Value) -> bool) {
     for element in elements {
         let Some(value) = element.to_serde_value() else {
             continue;
         };
-        if !ours.entry(&value) {
+        if !ours.entry(&value) || !dropped(&value) {
             continue;
         }
         match ours.without_ours(&value) {
@@ -329,15 +434,21 @@ fn json_drop_ours(elements: Vec<CstNode>, ours: &Ours) {
     }
 }
 
-fn json_remove(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
+fn json_remove(root: &CstRootNode, part: &Part, force: bool) -> Result<Outcome, EditError> {
     let parents = parents_of(part);
     let Some(object) = json_existing(root, parents) else {
-        return Ok(());
+        return Ok(Outcome::Done);
     };
+    let mut outcome = Outcome::Done;
     match part {
-        Part::Entry { key, .. } => {
+        Part::Entry { key, value, .. } => {
             if let Some(prop) = object.get(key) {
-                prop.remove();
+                let existing = prop.value().and_then(|v| v.to_serde_value());
+                if force || existing.is_some_and(|existing| server_as_written(&existing, value)) {
+                    prop.remove();
+                } else {
+                    outcome = Outcome::KeptOwn;
+                }
             }
         }
         Part::ListItem { key, item, .. } => {
@@ -358,14 +469,26 @@ fn json_remove(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
                 }
             }
         }
-        Part::Default { .. } => return Ok(()),
-        Part::Hook { event, ours, .. } => {
+        Part::Default { .. } => return Ok(Outcome::Done),
+        Part::Hook {
+            event, entry, ours, ..
+        } => {
             if let Some(list) = object
                 .get(event)
                 .and_then(|p| p.value())
                 .and_then(|v| v.as_array())
             {
-                json_drop_ours(list.elements(), ours);
+                let values: Vec<Value> = list
+                    .elements()
+                    .iter()
+                    .filter_map(CstNode::to_serde_value)
+                    .collect();
+                if !force && ours.someone_s_own(values.iter(), entry) {
+                    outcome = Outcome::KeptOwn;
+                }
+                json_drop_ours(list.elements(), ours, |value| {
+                    force || ours.as_written(value, entry)
+                });
                 if list.elements().is_empty()
                     && let Some(prop) = object.get(event)
                 {
@@ -392,7 +515,7 @@ fn json_remove(root: &CstRootNode, part: &Part) -> Result<(), EditError> {
             prop.remove();
         }
     }
-    Ok(())
+    Ok(outcome)
 }
 
 /// A JSON value as TOML: a table for an object, an array of tables for a list of objects.
@@ -487,13 +610,21 @@ fn toml_table<'a>(
     Ok(table)
 }
 
-fn toml_apply(document: &mut DocumentMut, part: &Part) -> Result<(), EditError> {
+fn toml_apply(document: &mut DocumentMut, part: &Part, force: bool) -> Result<Outcome, EditError> {
     let table = toml_table(document, parents_of(part))?;
     match part {
         Part::Entry { key, value, .. } => {
-            if table.get(key).map(toml_json).as_ref() != Some(value) {
-                table.insert(key, toml_item(value));
+            let existing = table.get(key).map(toml_json);
+            if existing.as_ref() == Some(value) {
+                return Ok(Outcome::Done);
             }
+            if existing.is_some()
+                && !force
+                && !existing.is_some_and(|existing| server_as_written(&existing, value))
+            {
+                return Ok(Outcome::KeptOwn);
+            }
+            table.insert(key, toml_item(value));
         }
         Part::Default { key, value, .. } => {
             if table.get(key).is_none() {
@@ -521,22 +652,27 @@ fn toml_apply(document: &mut DocumentMut, part: &Part) -> Result<(), EditError> 
                 .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()))
                 .as_array_of_tables_mut()
                 .ok_or_else(|| EditError::Shape((*event).into(), "an array of tables"))?;
-            if list.iter().any(|existing| &table_json(existing) == entry) {
-                return Ok(());
+            let values: Vec<Value> = list.iter().map(table_json).collect();
+            if values.contains(entry) {
+                return Ok(Outcome::Done);
             }
-            toml_drop_ours(list, ours);
+            if !force && ours.someone_s_own(values.iter(), entry) {
+                return Ok(Outcome::KeptOwn);
+            }
+            toml_drop_ours(list, ours, |_| true);
             list.push(wanted);
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
-/// Takes our hooks out of an array of tables: a whole table when nothing else is in it.
-fn toml_drop_ours(list: &mut ArrayOfTables, ours: &Ours) {
+/// Takes our hooks out of an array of tables (those `dropped` says): a whole table when
+/// nothing else is in it.
+fn toml_drop_ours(list: &mut ArrayOfTables, ours: &Ours, dropped: impl Fn(&Value) -> bool) {
     let mut kept = ArrayOfTables::new();
     for table in list.iter() {
         let value = table_json(table);
-        if !ours.entry(&value) {
+        if !ours.entry(&value) || !dropped(&value) {
             kept.push(table.clone());
         } else if let Some(rest) = ours.without_ours(&value)
             && let Item::Table(rest) = toml_item(&rest)
@@ -547,7 +683,7 @@ fn toml_drop_ours(list: &mut ArrayOfTables, ours: &Ours) {
     *list = kept;
 }
 
-fn toml_remove(document: &mut DocumentMut, part: &Part) -> Result<(), EditError> {
+fn toml_remove(document: &mut DocumentMut, part: &Part, force: bool) -> Result<Outcome, EditError> {
     let parents = parents_of(part);
     let mut table = Some(document.as_table_mut());
     for name in parents {
@@ -556,13 +692,20 @@ fn toml_remove(document: &mut DocumentMut, part: &Part) -> Result<(), EditError>
             .and_then(Item::as_table_mut);
     }
     let Some(table) = table else {
-        return Ok(());
+        return Ok(Outcome::Done);
     };
+    let mut outcome = Outcome::Done;
     match part {
-        Part::Entry { key, .. } => {
-            table.remove(key);
+        Part::Entry { key, value, .. } => {
+            if let Some(existing) = table.get(key).map(toml_json) {
+                if force || server_as_written(&existing, value) {
+                    table.remove(key);
+                } else {
+                    outcome = Outcome::KeptOwn;
+                }
+            }
         }
-        Part::Default { .. } => return Ok(()),
+        Part::Default { .. } => return Ok(Outcome::Done),
         Part::ListItem { key, item, .. } => {
             if let Some(list) = table.get_mut(key).and_then(Item::as_array_mut) {
                 list.retain(|element| element.as_str() != Some(item));
@@ -571,9 +714,15 @@ fn toml_remove(document: &mut DocumentMut, part: &Part) -> Result<(), EditError>
                 }
             }
         }
-        Part::Hook { event, ours, .. } => {
+        Part::Hook {
+            event, entry, ours, ..
+        } => {
             if let Some(list) = table.get_mut(event).and_then(Item::as_array_of_tables_mut) {
-                toml_drop_ours(list, ours);
+                let values: Vec<Value> = list.iter().map(table_json).collect();
+                if !force && ours.someone_s_own(values.iter(), entry) {
+                    outcome = Outcome::KeptOwn;
+                }
+                toml_drop_ours(list, ours, |value| force || ours.as_written(value, entry));
                 if list.is_empty() {
                     table.remove(event);
                 }
@@ -601,7 +750,7 @@ fn toml_remove(document: &mut DocumentMut, part: &Part) -> Result<(), EditError>
             break;
         }
     }
-    Ok(())
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -640,8 +789,8 @@ mod tests {
     fn json_keeps_comments_order_and_other_entries_and_comes_back_out() {
         let original = "{\n    // the team's servers\n    \"mcpServers\": {\n        \"docs\": { \"command\": \"docs-mcp\" }\n    },\n    \"zeta\": 1,\n    \"hooks\": {\n        \"PreToolUse\": [\n            { \"matcher\": \"Bash\", \"hooks\": [{ \"type\": \"command\", \"command\": \"lint\" }] }\n        ]\n    }\n}\n";
         let mut document = Document::json(Some(original)).unwrap();
-        document.apply(&server()).unwrap();
-        document.apply(&hook("PreToolUse")).unwrap();
+        document.apply(&server(), false).unwrap();
+        document.apply(&hook("PreToolUse"), false).unwrap();
         let installed = document.text();
         assert!(installed.contains("// the team's servers"), "{installed}");
         assert!(installed.contains("\"docs\""));
@@ -655,12 +804,12 @@ mod tests {
         );
 
         let mut again = Document::json(Some(&installed)).unwrap();
-        again.apply(&server()).unwrap();
-        again.apply(&hook("PreToolUse")).unwrap();
+        again.apply(&server(), false).unwrap();
+        again.apply(&hook("PreToolUse"), false).unwrap();
         assert_eq!(again.text(), installed, "applying twice changes nothing");
 
-        again.remove(&hook("PreToolUse")).unwrap();
-        again.remove(&server()).unwrap();
+        again.remove(&hook("PreToolUse"), false).unwrap();
+        again.remove(&server(), false).unwrap();
         let parsed = value_of(&again.text());
         assert!(parsed["mcpServers"].get("majordomus").is_none());
         assert_eq!(parsed["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
@@ -669,7 +818,7 @@ mod tests {
     #[test]
     fn a_moved_executable_replaces_our_hook_and_never_another() {
         let mut document = Document::json(None).unwrap();
-        document.apply(&hook("PreToolUse")).unwrap();
+        document.apply(&hook("PreToolUse"), false).unwrap();
         let moved = Part::Hook {
             parents: &["hooks"],
             event: "PreToolUse",
@@ -678,7 +827,7 @@ mod tests {
             ]}),
             ours: Ours::new("claude-code", "PreToolUse"),
         };
-        document.apply(&moved).unwrap();
+        document.apply(&moved, false).unwrap();
         let text = document.text();
         assert_eq!(
             text.matches("hook claude-code PreToolUse").count(),
@@ -691,8 +840,8 @@ mod tests {
     #[test]
     fn removal_leaves_no_empty_object_behind() {
         let mut document = Document::json(Some("{\"theme\": \"dark\"}\n")).unwrap();
-        document.apply(&server()).unwrap();
-        document.remove(&server()).unwrap();
+        document.apply(&server(), false).unwrap();
+        document.remove(&server(), false).unwrap();
         let parsed: Value = serde_json::from_str(&document.text()).unwrap();
         assert_eq!(parsed, json!({"theme": "dark"}));
     }
@@ -714,8 +863,8 @@ mod tests {
             ours: Ours::new("codex", "PreToolUse"),
         };
         let mut document = Document::toml(Some(original)).unwrap();
-        document.apply(&part).unwrap();
-        document.apply(&hook).unwrap();
+        document.apply(&part, false).unwrap();
+        document.apply(&hook, false).unwrap();
         let installed = document.text();
         assert!(installed.starts_with(original), "{installed}");
         assert!(
@@ -729,12 +878,61 @@ mod tests {
         assert!(!installed.contains("[mcp_servers]\n"), "{installed}");
 
         let mut again = Document::toml(Some(&installed)).unwrap();
-        again.apply(&part).unwrap();
-        again.apply(&hook).unwrap();
+        again.apply(&part, false).unwrap();
+        again.apply(&hook, false).unwrap();
         assert_eq!(again.text(), installed);
-        again.remove(&hook).unwrap();
-        again.remove(&part).unwrap();
+        again.remove(&hook, false).unwrap();
+        again.remove(&part, false).unwrap();
         assert_eq!(again.text(), original);
+    }
+
+    #[test]
+    fn an_entry_written_another_way_is_kept_unless_forced_and_a_moved_one_is_ours() {
+        let part = Part::Entry {
+            parents: &["mcp_servers"],
+            key: "majordomus",
+            value: json!({"command": "majordomus", "args": ["mcp"]}),
+        };
+        let own = "[mcp_servers.majordomus]\ncommand = \"majordomus\"\nargs = [\"mcp\"]\nenv = { RUST_LOG = \"debug\" }\n";
+        let mut document = Document::toml(Some(own)).unwrap();
+        assert_eq!(document.apply(&part, false).unwrap(), Outcome::KeptOwn);
+        assert_eq!(document.remove(&part, false).unwrap(), Outcome::KeptOwn);
+        assert_eq!(document.text(), own);
+        assert_eq!(document.apply(&part, true).unwrap(), Outcome::Done);
+        assert!(!document.text().contains("RUST_LOG"), "{}", document.text());
+
+        let moved =
+            "[mcp_servers.majordomus]\ncommand = \"/old/bin/majordomus\"\nargs = [\"mcp\"]\n";
+        let mut document = Document::toml(Some(moved)).unwrap();
+        assert_eq!(document.apply(&part, false).unwrap(), Outcome::Done);
+        assert!(!document.text().contains("/old/bin"), "{}", document.text());
+
+        for own in [
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "majordomus hook claude-code PreToolUse", "timeout": 30}]}]}}"#,
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "env RUST_LOG=debug majordomus hook claude-code PreToolUse", "timeout": 5}]}]}}"#,
+        ] {
+            let mut document = Document::json(Some(own)).unwrap();
+            assert_eq!(
+                document.apply(&hook("PreToolUse"), false).unwrap(),
+                Outcome::KeptOwn
+            );
+            assert_eq!(document.text(), own);
+            assert_eq!(
+                document.remove(&hook("PreToolUse"), false).unwrap(),
+                Outcome::KeptOwn
+            );
+            assert_eq!(document.text(), own);
+            assert_eq!(
+                document.apply(&hook("PreToolUse"), true).unwrap(),
+                Outcome::Done
+            );
+            assert_eq!(
+                value_of(&document.text())["hooks"]["PreToolUse"],
+                json!([{"matcher": "Write|Edit", "hooks": [
+                    {"type": "command", "command": "majordomus hook claude-code PreToolUse", "timeout": 5}
+                ]}])
+            );
+        }
     }
 
     #[test]
@@ -742,7 +940,7 @@ mod tests {
         let error = Document::json(Some("[1, 2]")).err().unwrap().to_string();
         assert!(error.contains("an object"), "{error}");
         let mut document = Document::json(Some("{\"mcpServers\": 3}")).unwrap();
-        let error = document.apply(&server()).unwrap_err().to_string();
+        let error = document.apply(&server(), false).unwrap_err().to_string();
         assert!(error.contains("`mcpServers`"), "{error}");
         assert!(Document::json(Some("{not json")).is_err());
         assert!(Document::toml(Some("[[[")).is_err());

@@ -2,13 +2,14 @@
 //! for every file it changed, what the file held before (or that it did not exist) and a
 //! digest of what install left in it.
 //!
-//! A file nobody touched since is restored byte for byte (or removed, if install created it).
+//! There is one entry per file install created or changed, written with the files it records
+//! (see `install::file`); a file nobody touched since is restored byte for byte (or removed,
+//! if install created it).
 //! A file someone changed since has only majordomus's entries taken out of it again, so their
 //! changes stay. The record lives out of the working tree: in the checkout's git dir for a
 //! project, in the user's state directory for the user's own configuration.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -19,14 +20,14 @@ use sha2::{Digest, Sha256};
 pub const ORIGINAL_LIMIT_BYTES: usize = 1024 * 1024;
 
 /// The record file.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     #[serde(default)]
     files: BTreeMap<String, Record>,
 }
 
 /// One file install changed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Record {
     /// What the file held before install first changed it.
     before: Before,
@@ -34,7 +35,7 @@ struct Record {
     written: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "text", rename_all = "snake_case")]
 enum Before {
     /// The file did not exist.
@@ -65,25 +66,15 @@ impl Manifest {
     /// The record at `path`; none when there is no file (or it cannot be read, which only
     /// costs the byte-for-byte restore).
     pub fn load(path: &Path) -> Manifest {
-        std::fs::read_to_string(path)
-            .ok()
+        super::read(path)
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default()
     }
 
-    /// Writes the record to `path`, or removes the file when nothing is recorded.
-    pub fn save(&self, path: &Path) -> io::Result<()> {
-        if self.files.is_empty() {
-            return match std::fs::remove_file(path) {
-                Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
-                _ => Ok(()),
-            };
-        }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let text = serde_json::to_string_pretty(self).expect("a manifest serialises");
-        std::fs::write(path, text + "\n")
+    /// The record as its file holds it; `None` when nothing is recorded (the file goes).
+    pub fn text(&self) -> Option<String> {
+        (!self.files.is_empty())
+            .then(|| serde_json::to_string_pretty(self).expect("a manifest serialises") + "\n")
     }
 
     /// Install wrote `after` into `file`, which held `before`. The first original is kept

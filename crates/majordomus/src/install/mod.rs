@@ -4,17 +4,21 @@
 
 pub mod doctor;
 pub mod document;
+pub mod file;
 pub mod manifest;
 pub mod wiring;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::lease_path;
 use similar::TextDiff;
+use tempfile::NamedTempFile;
 
 use crate::capabilities::hooks::HookClient;
-use document::{Document, EditError};
+use document::{Document, EditError, Outcome};
+use file::{Contents, Replaced};
 use manifest::{Manifest, Restore};
 use wiring::{FileParts, Format, Places, Program, Scope, wiring};
 
@@ -25,6 +29,8 @@ pub struct Options {
     pub scope: Scope,
     pub dry_run: bool,
     pub uninstall: bool,
+    /// Replace (or remove) a majordomus entry someone wrote their own way.
+    pub force: bool,
     /// A directory inside the checkout (project scope).
     pub dir: PathBuf,
 }
@@ -75,6 +81,16 @@ impl Site {
         })
     }
 
+    /// Where the scope's files may lead through links: the checkout (a cloned repository's
+    /// link must not point install at the person's other files), or the user's home and
+    /// Codex's own directory.
+    fn bounds(&self) -> Vec<PathBuf> {
+        match self.scope {
+            Scope::Project => vec![self.places.root.clone()],
+            Scope::User => vec![self.places.home.clone(), self.places.codex_home.clone()],
+        }
+    }
+
     /// A path as the person reads it: relative to the checkout (project) or `~` (user).
     pub fn shown(&self, path: &Path) -> String {
         let (base, prefix) = match self.scope {
@@ -90,23 +106,27 @@ impl Site {
 
 /// What one file comes to.
 struct Change {
-    path: PathBuf,
-    before: Option<String>,
+    client: HookClient,
+    file: FileParts,
+    /// Where the file really is (links followed).
+    real: PathBuf,
+    /// What it held when it was read.
+    read: Contents,
     /// `None`: the file is removed.
     after: Option<String>,
 }
 
-fn read(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-            format!(
-                "{} is not UTF-8 text; majordomus leaves it alone",
-                path.display()
-            )
-        }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-    }
+/// What install makes of a file's text.
+struct Plan {
+    after: Option<String>,
+    /// A majordomus entry someone wrote their own way was kept.
+    kept_own: bool,
+}
+
+/// What the file at `path` holds, for `doctor` and to see how Codex keeps its hooks: links
+/// followed, never waiting on a FIFO; nothing when it cannot be read.
+pub(crate) fn read(path: &Path) -> Option<String> {
+    file::read(path).ok().and_then(|contents| contents.text)
 }
 
 fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
@@ -117,12 +137,16 @@ fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
 }
 
 /// The file with majordomus wired in.
-fn installed(file: &FileParts, text: Option<&str>) -> Result<String, EditError> {
+fn installed(file: &FileParts, text: Option<&str>, force: bool) -> Result<Plan, EditError> {
     let mut document = parse(file, text)?;
+    let mut kept_own = false;
     for part in &file.parts {
-        document.apply(part)?;
+        kept_own |= document.apply(part, force)? == Outcome::KeptOwn;
     }
-    Ok(document.text())
+    Ok(Plan {
+        after: Some(document.text()),
+        kept_own,
+    })
 }
 
 /// The file with majordomus taken out: restored as it was when nobody touched it since
@@ -130,16 +154,29 @@ fn installed(file: &FileParts, text: Option<&str>) -> Result<String, EditError> 
 /// created it and nothing else is left in it).
 fn uninstalled(
     file: &FileParts,
-    text: &str,
+    text: Option<&str>,
     manifest: &Manifest,
-) -> Result<Option<String>, EditError> {
+    force: bool,
+) -> Result<Plan, EditError> {
+    let Some(text) = text else {
+        return Ok(Plan {
+            after: None,
+            kept_own: false,
+        });
+    };
     let created = match manifest.restore(&file.path, Some(text)) {
-        Restore::Original(original) => return Ok(original),
+        Restore::Original(original) => {
+            return Ok(Plan {
+                after: original,
+                kept_own: false,
+            });
+        }
         Restore::TakeOut { created } => created,
     };
     let mut document = parse(file, Some(text))?;
+    let mut kept_own = false;
     for part in &file.parts {
-        document.remove(part)?;
+        kept_own |= document.remove(part, force)? == Outcome::KeptOwn;
     }
     let rest = document.text();
     let nothing_left = match file.format {
@@ -147,90 +184,98 @@ fn uninstalled(
             .is_ok_and(|value| value.as_object().is_some_and(|object| object.is_empty())),
         Format::Toml => rest.trim().is_empty(),
     };
-    Ok(if created && nothing_left {
-        None
-    } else {
-        Some(rest)
+    Ok(Plan {
+        after: if created && nothing_left {
+            None
+        } else {
+            Some(rest)
+        },
+        kept_own,
     })
+}
+
+fn plan(
+    file: &FileParts,
+    text: Option<&str>,
+    options: &Options,
+    manifest: &Manifest,
+) -> Result<Plan, EditError> {
+    if options.uninstall {
+        uninstalled(file, text, manifest, options.force)
+    } else {
+        installed(file, text, options.force)
+    }
 }
 
 /// Runs `majordomus install` (or `--uninstall`), printing what it changed, or with
 /// `--dry-run` the diff of what it would change.
 pub fn run(options: &Options) -> Result<(), String> {
     let site = Site::new(&options.dir, options.scope)?;
+    let bounds = site.bounds();
     let program = Program::this_executable();
-    let mut manifest = Manifest::load(&site.manifest);
+    let loaded = Manifest::load(&site.manifest);
     let mut changes = Vec::new();
     let mut problems = Vec::new();
+    let mut kept = Vec::new();
     for &client in &options.clients {
         for file in wiring(client, options.scope, &site.places, &program) {
-            let before = match read(&file.path) {
-                Ok(before) => before,
-                Err(problem) => {
-                    problems.push(problem);
+            let shown = site.shown(&file.path);
+            let located = file::locate(&file.path, &bounds).and_then(|real| {
+                let read = file::read(&real)?;
+                Ok((real, read))
+            });
+            let (real, read) = match located {
+                Ok(located) => located,
+                Err(error) => {
+                    problems.push(format!("cannot use {shown}: {error}"));
                     continue;
                 }
             };
-            let after = if options.uninstall {
-                match &before {
-                    Some(text) => uninstalled(&file, text, &manifest),
-                    None => Ok(None),
+            match plan(&file, read.text.as_deref(), options, &loaded) {
+                Ok(plan) => {
+                    if plan.kept_own {
+                        let verb = if options.uninstall {
+                            "remove"
+                        } else {
+                            "replace"
+                        };
+                        kept.push(format!(
+                            "{client}: kept your own majordomus entry in {shown}; run with \
+                             --force to {verb} it"
+                        ));
+                    }
+                    if plan.after != read.text {
+                        changes.push(Change {
+                            client,
+                            file,
+                            real,
+                            read,
+                            after: plan.after,
+                        });
+                    }
                 }
-            } else {
-                installed(&file, before.as_deref()).map(Some)
-            };
-            match after {
-                Ok(after) if after != before => changes.push((
-                    client,
-                    Change {
-                        path: file.path.clone(),
-                        before,
-                        after,
-                    },
-                )),
-                Ok(_) => {}
-                Err(error) => {
-                    problems.push(format!("cannot edit {}: {error}", site.shown(&file.path)))
-                }
+                Err(error) => problems.push(format!("cannot edit {shown}: {error}")),
             }
         }
     }
     if options.dry_run {
-        for (_, change) in &changes {
+        for change in &changes {
             print!("{}", diff(&site, change));
         }
-    } else {
-        for (client, change) in &changes {
-            apply(change, &[&site.places.root, &site.places.home])
-                .map_err(|error| format!("cannot write {}: {error}", site.shown(&change.path)))?;
-            if options.uninstall {
-                manifest.forget(&change.path);
-            } else if let Some(after) = &change.after {
-                manifest.wrote(&change.path, change.before.as_deref(), after);
-            }
-            let verb = match (&change.before, &change.after) {
-                (None, Some(_)) => "created",
-                (Some(_), None) => "removed",
-                _ => "updated",
-            };
-            println!("{client}: {verb} {}", site.shown(&change.path));
-        }
-        manifest.save(&site.manifest).map_err(|error| {
-            format!(
-                "cannot record what was installed in {}: {error}",
-                site.manifest.display()
-            )
-        })?;
     }
-    if changes.is_empty() && problems.is_empty() {
+    let written = if options.dry_run || changes.is_empty() {
+        BTreeSet::new()
+    } else {
+        write(&site, options, &loaded, &changes, &mut problems)
+    };
+    for line in &kept {
+        println!("{line}");
+    }
+    if changes.is_empty() && problems.is_empty() && kept.is_empty() {
         println!("nothing to change");
     }
-    if !options.uninstall && !options.dry_run && options.scope == Scope::Project {
-        for client in changes
-            .iter()
-            .map(|(client, _)| *client)
-            .collect::<std::collections::BTreeSet<_>>()
-        {
+    if !options.uninstall && options.scope == Scope::Project {
+        for client in written {
             if let Some(note) = doctor::first_run_note(client) {
                 println!("{client}: {note}");
             }
@@ -243,36 +288,166 @@ pub fn run(options: &Options) -> Result<(), String> {
     }
 }
 
-/// Writes (or removes) the file; `keep` are the directories never removed however empty.
-fn apply(change: &Change, keep: &[&Path]) -> std::io::Result<()> {
-    match &change.after {
-        Some(text) => {
-            if let Some(dir) = change.path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&change.path, text)
+/// The record of what install wrote once `written` are in place.
+fn recorded(loaded: &Manifest, options: &Options, written: &[(&Change, Replaced)]) -> Manifest {
+    let mut manifest = loaded.clone();
+    for (change, replaced) in written {
+        if options.uninstall {
+            manifest.forget(&change.file.path);
+        } else if let Some(after) = &replaced.after {
+            manifest.wrote(&change.file.path, replaced.base.as_deref(), after);
         }
-        None => {
-            std::fs::remove_file(&change.path)?;
-            // The client's directory install made for the file (`.cursor/`, say) goes with it
-            // once nothing else is in it.
-            if let Some(dir) = change.path.parent()
-                && !keep.contains(&dir)
-                && std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
-            {
-                std::fs::remove_dir(dir)?;
-            }
-            Ok(())
+    }
+    manifest
+}
+
+/// The record, written beside where it goes (`None`: nothing is recorded, the file goes).
+fn stage_record(site: &Site, manifest: &Manifest) -> Result<Option<NamedTempFile>, String> {
+    manifest
+        .text()
+        .map(|text| file::stage(&site.manifest, &text, &Contents::default()))
+        .transpose()
+        .map_err(|error| {
+            format!(
+                "cannot record what was installed in {}: {error}",
+                site.manifest.display()
+            )
+        })
+}
+
+/// Writes every change, and the record of what was written; the clients whose files were
+/// written. What could not be done is added to `problems`.
+///
+/// Every new text, and the record, is written and synced beside its file before any file is
+/// replaced: a write that fails (a full disk) changes nothing. Each file is then replaced whole
+/// (see [`file::replace`]), made again from what someone else wrote to it meanwhile.
+fn write(
+    site: &Site,
+    options: &Options,
+    loaded: &Manifest,
+    changes: &[Change],
+    problems: &mut Vec<String>,
+) -> BTreeSet<HookClient> {
+    match stage_and_replace(site, options, loaded, changes, problems) {
+        Ok(clients) => clients,
+        Err(problem) => {
+            problems.push(problem);
+            BTreeSet::new()
         }
+    }
+}
+
+fn stage_and_replace(
+    site: &Site,
+    options: &Options,
+    loaded: &Manifest,
+    changes: &[Change],
+    problems: &mut Vec<String>,
+) -> Result<BTreeSet<HookClient>, String> {
+    let mut staged = Vec::new();
+    for change in changes {
+        staged.push(match &change.after {
+            Some(text) => Some(
+                file::stage(&change.real, text, &change.read).map_err(|error| {
+                    format!(
+                        "cannot write {}: {error}; nothing was changed",
+                        site.shown(&change.file.path)
+                    )
+                })?,
+            ),
+            None => None,
+        });
+    }
+    let planned: Vec<(&Change, Replaced)> = changes
+        .iter()
+        .map(|change| {
+            (
+                change,
+                Replaced {
+                    base: change.read.text.clone(),
+                    after: change.after.clone(),
+                },
+            )
+        })
+        .collect();
+    let planned_record = recorded(loaded, options, &planned);
+    let staged_record = stage_record(site, &planned_record)
+        .map_err(|problem| format!("{problem}; nothing was changed"))?;
+
+    let mut written = Vec::new();
+    for (change, staged) in changes.iter().zip(staged) {
+        let shown = site.shown(&change.file.path);
+        let mut remake = |text: Option<&str>| {
+            plan(&change.file, text, options, loaded)
+                .map(|plan| plan.after)
+                .map_err(|error| error.to_string())
+        };
+        match file::replace(
+            &change.real,
+            change.read.clone(),
+            change.after.clone(),
+            staged,
+            &mut remake,
+        ) {
+            Ok(replaced) if replaced.after == replaced.base => {}
+            Ok(replaced) => {
+                let verb = match (&replaced.base, &replaced.after) {
+                    (None, Some(_)) => "created",
+                    (Some(_), None) => "removed",
+                    _ => "updated",
+                };
+                println!("{}: {verb} {shown}", change.client);
+                if replaced.after.is_none() {
+                    remove_empty_directory(
+                        &change.file.path,
+                        &[&site.places.root, &site.places.home],
+                    );
+                }
+                written.push((change, replaced));
+            }
+            Err(error) => problems.push(format!("cannot write {shown}: {error}")),
+        }
+    }
+    let clients = written.iter().map(|(change, _)| change.client).collect();
+    let record = recorded(loaded, options, &written);
+    let staged_record = if record == planned_record {
+        staged_record
+    } else {
+        stage_record(site, &record)?
+    };
+    let saved = match staged_record {
+        Some(staged) => file::put(staged, &site.manifest),
+        None => match std::fs::remove_file(&site.manifest) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
+        },
+    };
+    saved.map_err(|error| {
+        format!(
+            "cannot record what was installed in {}: {error}",
+            site.manifest.display()
+        )
+    })?;
+    Ok(clients)
+}
+
+/// The client's directory install made for a file it removed (`.cursor/`, say) goes with it
+/// once nothing else is in it; `keep` are the directories never removed however empty.
+fn remove_empty_directory(removed: &Path, keep: &[&Path]) {
+    if let Some(dir) = removed.parent()
+        && !keep.contains(&dir)
+        && std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
+    {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
 /// A unified diff of one change, as `--dry-run` prints it.
 fn diff(site: &Site, change: &Change) -> String {
-    let shown = site.shown(&change.path);
-    let old = change.before.as_deref().unwrap_or("");
+    let shown = site.shown(&change.file.path);
+    let old = change.read.text.as_deref().unwrap_or("");
     let new = change.after.as_deref().unwrap_or("");
-    let old_name = if change.before.is_some() {
+    let old_name = if change.read.text.is_some() {
         format!("a/{shown}")
     } else {
         "/dev/null".to_string()

@@ -247,8 +247,7 @@ pub fn wiring(
 
 /// Whether a Codex `config.toml` keeps hooks in a `[hooks]` table.
 fn toml_has_hooks(config: &Path) -> bool {
-    std::fs::read_to_string(config)
-        .ok()
+    super::read(config)
         .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
         .is_some_and(|document| document.contains_key("hooks"))
 }
