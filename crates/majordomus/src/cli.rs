@@ -80,9 +80,10 @@ pub fn command() -> Command {
                 .arg(
                     Arg::new("client")
                         .value_name("CLIENT")
+                        .num_args(1..)
                         .default_value("all")
                         .value_parser(["claude-code", "codex", "gemini-cli", "cursor", "all"])
-                        .help("The client to wire"),
+                        .help("The clients to wire, one or several (all: every one)"),
                 )
                 .arg(
                     Arg::new("scope")
@@ -391,8 +392,13 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         ["install"] => {
             let word = |name: &str| leaf.get_one::<String>(name).map_or("", String::as_str);
             crate::install::run(&crate::install::Options {
-                clients: crate::install::clients_named(word("client"))
-                    .expect("clap accepts only client words"),
+                clients: crate::install::clients_named(
+                    leaf.get_many::<String>("client")
+                        .into_iter()
+                        .flatten()
+                        .map(String::as_str),
+                )
+                .expect("clap accepts only client words"),
                 scope: crate::install::wiring::Scope::from_word(word("scope"))
                     .expect("clap accepts only scope words"),
                 dry_run: leaf.get_flag("dry-run"),
@@ -424,7 +430,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             leaf.get_one::<String>("since").map(String::as_str),
         ),
         ["openapi"] => {
-            println!(
+            crate::say!(
                 "{}",
                 serde_json::to_string_pretty(&crate::openapi::document())
                     .expect("documents serialise")
@@ -489,12 +495,12 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
     {
         Ok(output) => {
             if matches.get_flag("json") {
-                println!(
+                crate::say!(
                     "{}",
                     serde_json::to_string_pretty(&output).expect("answers serialise")
                 );
             } else {
-                println!("{}", capability.render(&output));
+                crate::say!("{}", capability.render(&output));
             }
             ExitCode::SUCCESS
         }

@@ -28,7 +28,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
     {
         Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
-                println!("serving {} at {url}", site.checkout.root.display());
+                crate::say!("serving {} at {url}", site.checkout.root.display());
             }
             let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| {
                 Lifetime::IdleFor(Duration::from_secs(seconds))
@@ -37,7 +37,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
             Ok(())
         }
         Outcome::Found(lease) => {
-            println!(
+            crate::say!(
                 "already served: {} at {}",
                 site.checkout.root.display(),
                 lease.url.as_deref().unwrap_or("(binding)")
@@ -55,11 +55,11 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
     let site = Site::open(&dir)?;
     let path = lease_path(&site.checkout);
     let LeaseReading::Document(lease, _) = read_lease(&path) else {
-        println!("no server serves {}", site.checkout.root.display());
+        crate::say!("no server serves {}", site.checkout.root.display());
         return Ok(());
     };
     if !process_alive(lease.pid, lease.process_start) {
-        println!(
+        crate::say!(
             "the server of {} is already gone (its lease is stale)",
             site.checkout.root.display()
         );
@@ -86,7 +86,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    println!("stopped the server of {}", site.checkout.root.display());
+    crate::say!("stopped the server of {}", site.checkout.root.display());
     Ok(())
 }
 
@@ -103,9 +103,9 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
             let url = found.url().unwrap_or_default().to_string();
             if json {
                 let answer = serde_json::json!({"standing": standing, "url": url, "reason": found.standing.reason});
-                println!("{answer}");
+                crate::say!("{answer}");
             } else {
-                println!("{} {url}", standing.as_str());
+                crate::say!("{} {url}", standing.as_str());
             }
             return Ok(());
         }

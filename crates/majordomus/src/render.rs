@@ -198,3 +198,37 @@ mod tests {
         );
     }
 }
+
+/// Writes what a command prints for a person to standard output, as `print!` does, but a
+/// reader that went away (`majordomus peers | head -1`) ends the command quietly with success
+/// instead of a panic, and any other failure to write ends it with the reason on stderr.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("majordomus: cannot write to standard output: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` for a person's terminal or pipe, through [`write_stdout`].
+#[macro_export]
+macro_rules! say {
+    () => {
+        $crate::render::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::render::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for a person's terminal or pipe, through [`write_stdout`].
+#[macro_export]
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        $crate::render::write_stdout(format_args!($($arg)*))
+    };
+}

@@ -69,7 +69,7 @@ pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
     let ticket: Ticket = response.json().await.map_err(|error| {
         format!("the server at {base} gave a link that could not be read: {error}")
     })?;
-    println!("{}", ticket.url);
+    crate::say!("{}", ticket.url);
     if open {
         let opener = if cfg!(target_os = "macos") {
             "open"
@@ -184,7 +184,7 @@ impl Screen {
     }
 
     fn clear(&self) {
-        print!("\x1b[H\x1b[2J");
+        crate::say_part!("\x1b[H\x1b[2J");
         let _ = std::io::stdout().flush();
     }
 
@@ -230,7 +230,7 @@ impl Screen {
     }
 
     fn leave(&self) -> Result<(), String> {
-        println!();
+        crate::say!();
         Ok(())
     }
 }

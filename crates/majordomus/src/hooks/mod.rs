@@ -65,7 +65,14 @@ pub enum Silence {
 pub async fn run(client: &str, event: &str) {
     let started = Instant::now();
     match answer(client, event, started).await {
-        Ok(Some(answer)) => println!("{answer}"),
+        // A client that stopped reading gets nothing, and the hook still exits 0.
+        Ok(Some(answer)) => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            if let Err(error) = writeln!(stdout, "{answer}").and_then(|()| stdout.flush()) {
+                tracing::debug!(%error, "the client no longer reads the hook's answer");
+            }
+        }
         Ok(None) => {}
         Err(silence) => tracing::debug!(%silence, "the hook says nothing"),
     }

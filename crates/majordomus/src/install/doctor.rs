@@ -111,15 +111,15 @@ pub fn run(dir: &Path) -> Result<(), String> {
                 }
             )
         };
-        println!("{client} ({}): {verdict}", seen.join(", "));
+        crate::say!("{client} ({}): {verdict}", seen.join(", "));
         if in_project.is_empty()
             && let Some(note) = first_run_note(client)
         {
-            println!("  {note}");
+            crate::say!("  {note}");
         }
     }
     if !found_any {
-        println!(
+        crate::say!(
             "no client found on PATH or configured in this repository; `majordomus install \
              <claude-code|codex|gemini-cli|cursor>` wires one"
         );

@@ -35,12 +35,22 @@ pub struct Options {
     pub dir: PathBuf,
 }
 
-/// The clients a word names: one, or `all`.
-pub fn clients_named(word: &str) -> Option<Vec<HookClient>> {
-    match word {
-        "all" => Some(HookClient::ALL.to_vec()),
-        word => HookClient::from_word(word).map(|client| vec![client]),
+/// The clients some words name (`all` naming every one), each once, in the order of
+/// [`HookClient::ALL`]; `None` when a word names no client.
+pub fn clients_named<'a>(words: impl IntoIterator<Item = &'a str>) -> Option<Vec<HookClient>> {
+    let mut named = Vec::new();
+    for word in words {
+        match word {
+            "all" => named.extend(HookClient::ALL),
+            word => named.push(HookClient::from_word(word)?),
+        }
     }
+    Some(
+        HookClient::ALL
+            .into_iter()
+            .filter(|client| named.contains(client))
+            .collect(),
+    )
 }
 
 /// Where the configurations of a scope are, and where the record of what install wrote is.
@@ -260,7 +270,7 @@ pub fn run(options: &Options) -> Result<(), String> {
     }
     if options.dry_run {
         for change in &changes {
-            print!("{}", diff(&site, change));
+            crate::say_part!("{}", diff(&site, change));
         }
     }
     let written = if options.dry_run || changes.is_empty() {
@@ -269,15 +279,15 @@ pub fn run(options: &Options) -> Result<(), String> {
         write(&site, options, &loaded, &changes, &mut problems)
     };
     for line in &kept {
-        println!("{line}");
+        crate::say!("{line}");
     }
     if changes.is_empty() && problems.is_empty() && kept.is_empty() {
-        println!("nothing to change");
+        crate::say!("nothing to change");
     }
     if !options.uninstall && options.scope == Scope::Project {
         for client in written {
             if let Some(note) = doctor::first_run_note(client) {
-                println!("{client}: {note}");
+                crate::say!("{client}: {note}");
             }
         }
     }
@@ -396,7 +406,7 @@ fn stage_and_replace(
                     (Some(_), None) => "removed",
                     _ => "updated",
                 };
-                println!("{}: {verb} {shown}", change.client);
+                crate::say!("{}: {verb} {shown}", change.client);
                 if replaced.after.is_none() {
                     remove_empty_directory(
                         &change.file.path,
