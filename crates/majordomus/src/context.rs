@@ -75,7 +75,7 @@ impl Site {
         let checkout = Checkout::discover(dir)
             .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
         let config =
-            majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
+            majordomus_checkout::config::load(&checkout).map_err(|error| error.to_string())?;
         Ok(Arc::new(Site::new(checkout, config)))
     }
 
