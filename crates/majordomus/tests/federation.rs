@@ -154,7 +154,7 @@ async fn federate(repo: &TempRepo, checkout: &Path, url: &str, machine: &str, ex
     )
     .unwrap();
     let allowed = repo.allow(checkout, "federation").await;
-    assert!(allowed.contains(&"allowed a federation"), "{allowed}");
+    assert!(allowed.contains("allowed a federation"), "{allowed}");
 }
 
 /// Starts `majordomus serve` in `checkout` and waits until it is ready.
