@@ -36,6 +36,8 @@ pub struct Config {
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
     pub hooks: HooksConfig,
+    /// Once loaded, the federation in effect: the user's own, or the repository's once
+    /// allowed.
     pub federation: FederationConfig,
     /// What the repository's file suggests, whether or not it is in effect.
     #[serde(skip)]
@@ -204,7 +206,8 @@ impl Default for Limits {
 #[serde(default, deny_unknown_fields)]
 pub struct EpisodesConfig {
     /// Program and arguments run with each episode event as JSON on stdin, in place of the
-    /// built-in journal.
+    /// built-in journal. Once loaded, set only when the person allowed the repository's
+    /// suggestion of it.
     pub command: Option<Vec<String>>,
     /// How long one run of the command may take.
     pub timeout_ms: u64,
