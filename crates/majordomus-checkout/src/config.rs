@@ -804,7 +804,7 @@ fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
         config.suggestions.federation = Some(Suggested {
             shown: proposed.federation.url.clone().map_or_else(
                 || "the server of your own configuration".to_owned(),
-                |url| majordomus_domain::text::for_terminal(&url).into_owned(),
+                |url| shown(&url),
             ),
             digest: proposed.federation.suggestion_digest(),
             allowed: false,
@@ -812,12 +812,25 @@ fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
     }
     if let Some(command) = &proposed.episodes_command {
         config.suggestions.episodes_command = Some(Suggested {
-            shown: majordomus_domain::text::for_terminal(&command.join(" ")).into_owned(),
+            shown: shown(&command.join(" ")),
             digest: command_digest(root, command),
             allowed: false,
         });
     }
     Ok((config, proposed))
+}
+
+/// The most characters of a suggestion shown to the person: its whole digest is allowed,
+/// but a command line of a megabyte is not printed.
+const SHOWN_CHARS: usize = 240;
+
+/// A suggestion as the person's terminal shows it: escaped, and cut to [`SHOWN_CHARS`].
+fn shown(text: &str) -> String {
+    let escaped = majordomus_domain::text::for_terminal(text);
+    match escaped.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped.into_owned(),
+    }
 }
 
 /// The most of a file named by the episode command that its digest reads.
@@ -1153,6 +1166,7 @@ mod tests {
         fs::write(root.join("record"), "#!/bin/sh\ncat >> seen\n").unwrap();
         let config = load_with(&root, &user).unwrap();
         assert_eq!(config.episodes.command, None);
+        assert_eq!(shown(&"x".repeat(5_000)).chars().count(), SHOWN_CHARS + 1);
         allow(
             &user,
             Suggestion::EpisodesCommand,
