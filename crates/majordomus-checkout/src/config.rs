@@ -764,6 +764,10 @@ fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
         problem,
     };
     let mut config: Config = read_toml(&path)?.unwrap_or_default();
+    // Refused rather than ignored: a secret in a file shared through git has leaked already,
+    // and an error in every command is how the person learns to move it and change it; left
+    // silently unused it would stay there, and the federation would fail for a reason nobody
+    // is told.
     if let Some((credential, _)) = config
         .federation
         .credentials()
