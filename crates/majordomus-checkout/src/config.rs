@@ -1,14 +1,28 @@
-//! `majordomus.toml`: the optional, team-shared settings at the repository root. Every
-//! setting has a default, so no file is needed; a file with a typo is an error rather than a
-//! setting silently ignored.
+//! `majordomus.toml`: the optional, team-shared settings at the repository root, and the
+//! user's own configuration file beside it. Every setting has a default, so no file is needed;
+//! a file with a typo is an error rather than a setting silently ignored.
+//!
+//! A repository's file is shared through git: a clone or a pull request can write anything
+//! into it, so it is never trusted. It may set timings and limits, each within its bounds
+//! (refused outside them, naming the bounds), the guard's policy, and names. It never names
+//! credentials, which are read from the user's own file alone and sent only to the server that
+//! file names. What would send this machine's boards elsewhere or run a program — a
+//! `[federation]` section, an `[episodes] command` — is a suggestion, in effect only once the
+//! person allowed that exact suggestion for the repository ([`crate::allowances`]); until
+//! then everything runs as if the repository suggested nothing.
 
 use std::fmt;
 use std::fs;
 use std::io;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::json;
+
+use crate::allowances::{self, Allowances, Suggestion};
+use crate::git::Checkout;
 
 /// The file name looked for at the repository root.
 pub const CONFIG_FILE: &str = "majordomus.toml";
@@ -22,7 +36,49 @@ pub struct Config {
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
     pub hooks: HooksConfig,
+    /// Once loaded, the federation in effect: the user's own, or the repository's once
+    /// allowed.
     pub federation: FederationConfig,
+    /// What the repository's file suggests, whether or not it is in effect.
+    #[serde(skip)]
+    pub suggestions: Suggestions,
+}
+
+/// What a repository's file suggests that takes effect only once the person allows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Suggestions {
+    /// Its `[federation]` section, when it has one.
+    pub federation: Option<Suggested>,
+    /// Its `[episodes] command`, when it sets one.
+    pub episodes_command: Option<Suggested>,
+}
+
+impl Suggestions {
+    /// The suggestion of this kind, if the repository makes it.
+    pub fn of(&self, kind: Suggestion) -> Option<&Suggested> {
+        match kind {
+            Suggestion::Federation => self.federation.as_ref(),
+            Suggestion::EpisodesCommand => self.episodes_command.as_ref(),
+        }
+    }
+
+    /// Each suggestion made, with what it is.
+    pub fn made(&self) -> impl Iterator<Item = (Suggestion, &Suggested)> {
+        Suggestion::all()
+            .iter()
+            .filter_map(|&kind| Some((kind, self.of(kind)?)))
+    }
+}
+
+/// One suggestion of a repository's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggested {
+    /// The suggestion as the person reads it: the server's address, the command line.
+    pub shown: String,
+    /// The digest of the exact suggestion, which an allowance names.
+    pub digest: String,
+    /// Whether the person allowed this exact suggestion for this repository.
+    pub allowed: bool,
 }
 
 /// `[hooks]`: what the client hooks (`majordomus hook`) do for this repository.
@@ -33,7 +89,7 @@ pub struct HooksConfig {
     /// session: tell the agent (`warn`), ask the person (`ask`), or refuse the edit (`deny`).
     pub policy: GuardPolicy,
     /// How long a hook may take, from its start to its answer, before it gives up and lets
-    /// the client carry on as if majordomus were absent.
+    /// the client carry on as if majordomus were absent. At most [`HOOK_BUDGET_MS`]'s end.
     pub budget_ms: u64,
     /// How long a session seen only through its hooks stays on the board after its last hook.
     pub session_idle_secs: u64,
@@ -150,7 +206,8 @@ impl Default for Limits {
 #[serde(default, deny_unknown_fields)]
 pub struct EpisodesConfig {
     /// Program and arguments run with each episode event as JSON on stdin, in place of the
-    /// built-in journal.
+    /// built-in journal. Once loaded, set only when the person allowed the repository's
+    /// suggestion of it.
     pub command: Option<Vec<String>>,
     /// How long one run of the command may take.
     pub timeout_ms: u64,
@@ -235,6 +292,144 @@ impl EpisodesConfig {
     }
 }
 
+/// The hook budget's bounds, in milliseconds. A hook runs before every edit an agent makes and
+/// holds it until it answers, so the budget is what a repository may make every edit wait:
+/// two seconds is the most an agent's work can afford on each edit (an answer takes a few
+/// milliseconds, the default allows 500), and below 50 a hook could not read the lease and
+/// ask the server.
+pub const HOOK_BUDGET_MS: RangeInclusive<u64> = 50..=2_000;
+
+/// A day, in seconds: the longest a repository may make anything linger (a departed peer's
+/// claims, a detached episode, a quiet session).
+const DAY_SECS: u64 = 86_400;
+
+/// The bounds of every numeric setting a repository's file may set. Each ceiling keeps what a
+/// hostile file can make majordomus wait for or hold within what a person would notice and
+/// the machine affords; each floor keeps the setting able to work at all.
+mod bounds {
+    use std::ops::RangeInclusive;
+
+    use super::DAY_SECS;
+
+    /// A sibling's probe: every listing waits up to it for a silent sibling.
+    pub const PROBE_TIMEOUT_MS: RangeInclusive<u64> = 1..=10_000;
+    pub const IDLE_TIMEOUT_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
+    pub const REATTACH_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    pub const CLAIM_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    /// A take-over waits up to a minute for a silent server whose process runs.
+    pub const BUSY_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
+    pub const STARTING_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
+    pub const STOP_TIMEOUT_MS: RangeInclusive<u64> = 100..=60_000;
+    /// Ten minutes at most for a request's head: connection places are capped, and a waiting
+    /// connection is displaced when they are full, so a long deadline costs no service.
+    pub const HEADER_TIMEOUT_MS: RangeInclusive<u64> = 1..=600_000;
+    /// A bridge pings three times within its silence, and a ping must have time to travel.
+    pub const BRIDGE_SILENCE_MS: RangeInclusive<u64> = 300..=60_000;
+    pub const SESSION_PARK_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    /// A live session costs about 100 KB: 5,000 of them about 500 MB.
+    pub const MCP_SESSIONS: RangeInclusive<u64> = 1..=5_000;
+    /// One run of the episode command holds the recorder, and the events behind it wait.
+    pub const EPISODE_TIMEOUT_MS: RangeInclusive<u64> = 10..=30_000;
+    pub const SESSION_IDLE_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
+}
+
+impl Config {
+    /// Every numeric setting, its value and its bounds.
+    fn numeric_settings(&self) -> [(&'static str, Option<u64>, RangeInclusive<u64>); 14] {
+        let timings = &self.timings;
+        [
+            (
+                "timings.probe_timeout_ms",
+                Some(timings.probe_timeout_ms),
+                bounds::PROBE_TIMEOUT_MS,
+            ),
+            (
+                "timings.idle_timeout_secs",
+                Some(timings.idle_timeout_secs),
+                bounds::IDLE_TIMEOUT_SECS,
+            ),
+            (
+                "timings.reattach_grace_secs",
+                Some(timings.reattach_grace_secs),
+                bounds::REATTACH_GRACE_SECS,
+            ),
+            (
+                "timings.claim_grace_secs",
+                timings.claim_grace_secs,
+                bounds::CLAIM_GRACE_SECS,
+            ),
+            (
+                "timings.busy_grace_ms",
+                Some(timings.busy_grace_ms),
+                bounds::BUSY_GRACE_MS,
+            ),
+            (
+                "timings.starting_grace_ms",
+                Some(timings.starting_grace_ms),
+                bounds::STARTING_GRACE_MS,
+            ),
+            (
+                "timings.stop_timeout_ms",
+                Some(timings.stop_timeout_ms),
+                bounds::STOP_TIMEOUT_MS,
+            ),
+            (
+                "timings.header_timeout_ms",
+                Some(timings.header_timeout_ms),
+                bounds::HEADER_TIMEOUT_MS,
+            ),
+            (
+                "timings.bridge_silence_ms",
+                Some(timings.bridge_silence_ms),
+                bounds::BRIDGE_SILENCE_MS,
+            ),
+            (
+                "timings.session_park_secs",
+                Some(timings.session_park_secs),
+                bounds::SESSION_PARK_SECS,
+            ),
+            (
+                "limits.mcp_sessions",
+                u64::try_from(self.limits.mcp_sessions)
+                    .ok()
+                    .or(Some(u64::MAX)),
+                bounds::MCP_SESSIONS,
+            ),
+            (
+                "episodes.timeout_ms",
+                Some(self.episodes.timeout_ms),
+                bounds::EPISODE_TIMEOUT_MS,
+            ),
+            (
+                "hooks.budget_ms",
+                Some(self.hooks.budget_ms),
+                HOOK_BUDGET_MS,
+            ),
+            (
+                "hooks.session_idle_secs",
+                Some(self.hooks.session_idle_secs),
+                bounds::SESSION_IDLE_SECS,
+            ),
+        ]
+    }
+
+    /// The first numeric setting outside its bounds, in words naming the setting and them.
+    fn out_of_bounds(&self) -> Option<String> {
+        self.numeric_settings()
+            .into_iter()
+            .find_map(|(setting, value, bounds)| {
+                let value = value?;
+                (!bounds.contains(&value)).then(|| {
+                    format!(
+                        "{setting} is {value}: it must be between {} and {}",
+                        bounds.start(),
+                        bounds.end()
+                    )
+                })
+            })
+    }
+}
+
 /// The user's own configuration file, below `$XDG_CONFIG_HOME` (or `~/.config`), read beside
 /// the repository's: what is personal, such as a federation's credentials, belongs there and
 /// not in a file the team commits.
@@ -245,15 +440,17 @@ pub const DEFAULT_FEDERATION_TTL_SECS: u64 = 30;
 
 /// The shortest and longest board lifetimes accepted: a refresh every second at most, and a
 /// dead machine gone within the hour at most.
-pub const FEDERATION_TTL_SECS: std::ops::RangeInclusive<u64> = 3..=3_600;
+pub const FEDERATION_TTL_SECS: RangeInclusive<u64> = 3..=3_600;
 
 /// Characters in a configured machine or repository name.
 pub const FEDERATION_NAME_CHARS: usize = 128;
 
 /// `[federation]`: sharing this repository's boards with other machines through a NATS
 /// server with JetStream. Off unless `url` is set: nothing leaves the machine otherwise.
-/// The user's own file may hold the same section; each setting of the repository's file
-/// wins over the user's.
+/// The user's own file may hold the same section, credentials included. A repository's file
+/// may hold it without credentials, as a suggestion: once allowed, its settings win over the
+/// user's one by one, and the user's credentials go with it only when the user's own file
+/// names the same server.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FederationConfig {
@@ -325,6 +522,56 @@ impl FederationConfig {
             repository: self.repository.or(fallback.repository),
             ttl_secs: self.ttl_secs.or(fallback.ttl_secs),
         }
+    }
+
+    /// The settings that say who this machine is to a server or whom it trusts, by name:
+    /// the user's own file alone may set them.
+    fn credentials(&self) -> [(&'static str, bool); 7] {
+        [
+            ("token", self.token.is_some()),
+            ("user", self.user.is_some()),
+            ("password", self.password.is_some()),
+            ("creds_file", self.creds_file.is_some()),
+            ("cert_file", self.cert_file.is_some()),
+            ("key_file", self.key_file.is_some()),
+            ("ca_file", self.ca_file.is_some()),
+        ]
+    }
+
+    /// The same without a credential or a trusted authority, for a server other than the one
+    /// they were written for.
+    fn without_credentials(self) -> FederationConfig {
+        FederationConfig {
+            url: None,
+            machine: self.machine,
+            repository: self.repository,
+            ttl_secs: self.ttl_secs,
+            ..FederationConfig::default()
+        }
+    }
+
+    /// The federation in effect: the user's own (`self`), or, once allowed, the repository's
+    /// `suggested` one, with the user's credentials only when the user's file names the same
+    /// server.
+    fn with_suggestion(self, suggested: FederationConfig) -> FederationConfig {
+        let same_server = suggested.url.is_none() || suggested.url == self.url;
+        let users = if same_server {
+            self
+        } else {
+            self.without_credentials()
+        };
+        suggested.or(users)
+    }
+
+    /// The suggestion's digest: its every setting, in a fixed order.
+    fn suggestion_digest(&self) -> String {
+        allowances::digest(&json!([
+            Suggestion::Federation.word(),
+            self.url,
+            self.machine,
+            self.repository,
+            self.ttl_secs
+        ]))
     }
 
     /// The files it names, made absolute against the directory of the file that named them.
@@ -426,40 +673,119 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-/// Reads `majordomus.toml` in `root`, and the user's configuration file for what it leaves
-/// unset; defaults when there is neither.
-pub fn load(root: &Path) -> Result<Config, ConfigError> {
-    load_with_user_file(root, user_config_path().as_deref())
+/// Where the person's own files are: their configuration, and what they allowed the
+/// repository to suggest. `None`: no such file.
+#[derive(Debug, Clone, Default)]
+pub struct UserFiles {
+    pub config: Option<PathBuf>,
+    pub allowances: Option<PathBuf>,
 }
 
-/// [`load`], with the user's configuration file at `user_file` (none: no such file).
-pub fn load_with_user_file(root: &Path, user_file: Option<&Path>) -> Result<Config, ConfigError> {
+impl UserFiles {
+    /// The person's files for `checkout`'s repository, whose allowances every worktree of it
+    /// shares (outside git, the directory's own).
+    pub fn of(checkout: &Checkout) -> UserFiles {
+        UserFiles {
+            config: user_config_path(),
+            allowances: allowances::allowances_path(
+                checkout.git_id.as_deref().unwrap_or(&checkout.id),
+            ),
+        }
+    }
+}
+
+/// What a repository's file suggests, before it is judged.
+struct Proposed {
+    federation: FederationConfig,
+    episodes_command: Option<Vec<String>>,
+}
+
+/// Reads `majordomus.toml` in `checkout`'s root, the user's configuration file for the
+/// federation, and the user's allowances of what the repository suggests; defaults when there
+/// is none of them.
+pub fn load(checkout: &Checkout) -> Result<Config, ConfigError> {
+    load_with(&checkout.root, &UserFiles::of(checkout))
+}
+
+/// [`load`], with the user's files at `user`.
+pub fn load_with(root: &Path, user: &UserFiles) -> Result<Config, ConfigError> {
+    let (mut config, proposed) = read_repository(root)?;
+    let mut federation = FederationConfig::default();
+    if let Some(user_file) = &user.config
+        && let Some(user) = read_toml::<UserConfig>(user_file)?
+    {
+        if let Some(wrong) = user.federation.problem() {
+            return Err(ConfigError {
+                path: user_file.clone(),
+                problem: wrong,
+            });
+        }
+        // Relative file names are relative to the file that names them.
+        federation = user
+            .federation
+            .anchored(user_file.parent().unwrap_or(Path::new("/")));
+    }
+    let allowances = match &user.allowances {
+        Some(path) => Allowances::read(path).map_err(|error| ConfigError {
+            path: error.path,
+            problem: error.problem,
+        })?,
+        None => Allowances::default(),
+    };
+    if let Some(suggested) = &mut config.suggestions.federation {
+        suggested.allowed = allowances.allows(Suggestion::Federation, &suggested.digest);
+        if suggested.allowed {
+            federation = federation.with_suggestion(proposed.federation);
+        }
+    }
+    config.federation = federation;
+    if let Some(suggested) = &mut config.suggestions.episodes_command {
+        suggested.allowed = allowances.allows(Suggestion::EpisodesCommand, &suggested.digest);
+        if suggested.allowed {
+            config.episodes.command = proposed.episodes_command;
+        }
+    }
+    Ok(config)
+}
+
+/// Reads `majordomus.toml` in `root` alone, its suggestions held apart and none in effect:
+/// what a hook reads, which needs only the repository's settings of the hooks.
+pub fn load_repository(root: &Path) -> Result<Config, ConfigError> {
+    read_repository(root).map(|(config, _)| config)
+}
+
+/// The repository's file, checked: its settings within their bounds and no credentials; its
+/// suggestions taken out of the settings in effect and described in `suggestions`, none of
+/// them allowed yet.
+fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
     let path = root.join(CONFIG_FILE);
     let problem = |problem: String| ConfigError {
         path: path.clone(),
         problem,
     };
     let mut config: Config = read_toml(&path)?.unwrap_or_default();
+    // Refused rather than ignored: a secret in a file shared through git has leaked already,
+    // and an error in every command is how the person learns to move it and change it; left
+    // silently unused it would stay there, and the federation would fail for a reason nobody
+    // is told.
+    if let Some((credential, _)) = config
+        .federation
+        .credentials()
+        .into_iter()
+        .find(|(_, set)| *set)
+    {
+        let own = user_config_path().map_or_else(
+            || USER_CONFIG_FILE.to_owned(),
+            |file| file.display().to_string(),
+        );
+        return Err(problem(format!(
+            "federation.{credential} is for your own configuration file ({own}), not for a \
+             file shared through git: a repository never chooses where your credentials go, \
+             nor which authorities you trust. Move it to the [federation] section of your file"
+        )));
+    }
     if let Some(wrong) = config.federation.problem() {
         return Err(problem(wrong));
-    }
-    if let Some(user_file) = user_file
-        && let Some(user) = read_toml::<UserConfig>(user_file)?
-    {
-        let user_problem = |wrong: String| ConfigError {
-            path: user_file.to_path_buf(),
-            problem: wrong,
-        };
-        if let Some(wrong) = user.federation.problem() {
-            return Err(user_problem(wrong));
-        }
-        config.federation = config.federation.or(user.federation);
-        if let Some(wrong) = config.federation.problem() {
-            return Err(user_problem(format!(
-                "{wrong}, once its settings join those of {}",
-                path.display()
-            )));
-        }
     }
     if config
         .episodes
@@ -471,45 +797,82 @@ pub fn load_with_user_file(root: &Path, user_file: Option<&Path>) -> Result<Conf
             "episodes.command is empty: name the program to run, or remove the setting".into(),
         ));
     }
-    if config.hooks.budget_ms == 0 {
-        return Err(problem(
-            "hooks.budget_ms is 0: no hook could ever answer in time".into(),
-        ));
+    if let Some(wrong) = config.out_of_bounds() {
+        return Err(problem(wrong));
     }
-    if config.timings.probe_timeout_ms == 0 {
-        return Err(problem(
-            "timings.probe_timeout_ms is 0: no server could ever answer in time".into(),
-        ));
+    let proposed = Proposed {
+        federation: std::mem::take(&mut config.federation),
+        episodes_command: config.episodes.command.take(),
+    };
+    if proposed.federation != FederationConfig::default() {
+        config.suggestions.federation = Some(Suggested {
+            shown: proposed.federation.url.clone().map_or_else(
+                || "the server of your own configuration".to_owned(),
+                |url| shown(&url),
+            ),
+            digest: proposed.federation.suggestion_digest(),
+            allowed: false,
+        });
     }
-    if config.timings.header_timeout_ms == 0 {
-        return Err(problem(
-            "timings.header_timeout_ms is 0: no client could ever send a request in time".into(),
-        ));
+    if let Some(command) = &proposed.episodes_command {
+        config.suggestions.episodes_command = Some(Suggested {
+            shown: shown(&command.join(" ")),
+            digest: command_digest(root, command),
+            allowed: false,
+        });
     }
-    if config.limits.mcp_sessions == 0 {
-        return Err(problem(
-            "limits.mcp_sessions is 0: no MCP client could ever open a session".into(),
-        ));
-    }
-    if config.timings.bridge_silence_ms < MIN_BRIDGE_SILENCE_MS {
-        return Err(problem(format!(
-            "timings.bridge_silence_ms is {}: below {MIN_BRIDGE_SILENCE_MS} a bridge could not ping its server often enough to be kept",
-            config.timings.bridge_silence_ms
-        )));
-    }
-    Ok(config)
+    Ok((config, proposed))
 }
 
-/// The least `bridge_silence_ms` accepted: a bridge pings three times within it, and a ping
-/// must have time to travel.
-pub const MIN_BRIDGE_SILENCE_MS: u64 = 300;
+/// The most characters of a suggestion shown to the person: its whole digest is allowed,
+/// but a command line of a megabyte is not printed.
+const SHOWN_CHARS: usize = 240;
+
+/// A suggestion as the person's terminal shows it: escaped, and cut to [`SHOWN_CHARS`].
+fn shown(text: &str) -> String {
+    let escaped = majordomus_domain::text::for_terminal(text);
+    match escaped.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped.into_owned(),
+    }
+}
+
+/// The most of a file named by the episode command that its digest reads.
+const COMMAND_FILE_DIGEST_BYTES: u64 = 16 << 20;
+
+/// The digest of an episode command: its words, and the contents of each word that names a
+/// regular file in the repository (the script the command runs, say), so that a script
+/// changed after it was allowed is not run until it is allowed again.
+fn command_digest(root: &Path, command: &[String]) -> String {
+    let files: Vec<_> = command
+        .iter()
+        .filter_map(|word| {
+            let file = root.join(word).canonicalize().ok()?;
+            if !file.starts_with(root) || !file.is_file() {
+                return None;
+            }
+            Some(json!([word, file_digest(&file)]))
+        })
+        .collect();
+    allowances::digest(&json!([Suggestion::EpisodesCommand.word(), command, files]))
+}
+
+/// SHA-256 of a file's length and first [`COMMAND_FILE_DIGEST_BYTES`]; `None` when it
+/// cannot be read.
+fn file_digest(file: &Path) -> Option<String> {
+    use io::Read as _;
+    use sha2::Digest as _;
+    let opened = fs::File::open(file).ok()?;
+    let length = opened.metadata().ok()?.len();
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(length.to_le_bytes());
+    io::copy(&mut opened.take(COMMAND_FILE_DIGEST_BYTES), &mut hasher).ok()?;
+    Some(hex::encode(hasher.finalize()))
+}
 
 /// Reads a TOML file: `None` when it does not exist; an error naming it when it cannot be
-/// read or parsed. Relative file names of a `[federation]` section are made absolute against
-/// the file's directory.
-fn read_toml<T: serde::de::DeserializeOwned + Anchored>(
-    path: &Path,
-) -> Result<Option<T>, ConfigError> {
+/// read or parsed.
+fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigError> {
     let problem = |problem: String| ConfigError {
         path: path.to_path_buf(),
         problem,
@@ -519,29 +882,9 @@ fn read_toml<T: serde::de::DeserializeOwned + Anchored>(
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(problem(format!("cannot be read ({error})"))),
     };
-    let parsed: T = toml::from_str(&text).map_err(|error| problem(error.to_string()))?;
-    Ok(Some(
-        parsed.anchored(path.parent().unwrap_or(Path::new("/"))),
-    ))
-}
-
-/// A configuration whose relative file names are relative to its own file.
-trait Anchored {
-    fn anchored(self, dir: &Path) -> Self;
-}
-
-impl Anchored for Config {
-    fn anchored(mut self, dir: &Path) -> Config {
-        self.federation = self.federation.anchored(dir);
-        self
-    }
-}
-
-impl Anchored for UserConfig {
-    fn anchored(mut self, dir: &Path) -> UserConfig {
-        self.federation = self.federation.anchored(dir);
-        self
-    }
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|error| problem(error.to_string()))
 }
 
 #[cfg(test)]
@@ -560,13 +903,13 @@ mod tests {
     fn load_text(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
-        load_with_user_file(dir.path(), None)
+        load_with(dir.path(), &UserFiles::default())
     }
 
     #[test]
     fn no_file_means_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let config = load_with_user_file(dir.path(), None).unwrap();
+        let config = load_with(dir.path(), &UserFiles::default()).unwrap();
         assert_eq!(config, Config::default());
         assert_eq!(config.federation.url, None);
         assert_eq!(config.federation.ttl(), Duration::from_secs(30));
@@ -616,7 +959,14 @@ mod tests {
         assert_eq!(config.timings.probe_timeout_ms, 500);
         assert_eq!(config.timings.busy_grace_ms, 2_000);
         assert_eq!(config.limits.mcp_sessions, 3);
-        assert_eq!(config.episodes.command.unwrap(), ["./record", "--json"]);
+        assert_eq!(
+            config.episodes.command, None,
+            "a suggestion, not yet allowed"
+        );
+        assert_eq!(
+            config.suggestions.episodes_command.unwrap().shown,
+            "./record --json"
+        );
         assert_eq!(config.episodes.timeout_ms, 2_000);
         assert_eq!(load_text("").unwrap(), Config::default());
     }
@@ -674,40 +1024,211 @@ mod tests {
         assert!(message.contains("bridge_silence_ms is 10"), "{message}");
     }
 
+    /// A repository at `repository`, the user's files below `home`.
+    fn user_files(home: &Path) -> UserFiles {
+        UserFiles {
+            config: Some(home.join("config.toml")),
+            allowances: Some(home.join("state/allowed/repository.toml")),
+        }
+    }
+
+    fn allow(user: &UserFiles, suggestion: Suggestion, suggested: &Option<Suggested>) {
+        let digest = &suggested.as_ref().expect("a suggestion").digest;
+        Allowances::allow(user.allowances.as_ref().unwrap(), suggestion, digest).unwrap();
+    }
+
     #[test]
-    fn the_repository_file_wins_over_the_users_setting_by_setting() {
+    fn a_suggested_federation_is_in_effect_only_once_allowed_and_never_gets_the_users_token() {
         let repository = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
+        let user = user_files(home.path());
         fs::write(
             repository.path().join(CONFIG_FILE),
-            "[federation]\nurl = \"nats://team.example:4222\"\nmachine = \"ci\"\nca_file = \"certs/ca.pem\"\n",
+            "[federation]\nurl = \"nats://attacker.example:4222\"\nmachine = \"ci\"\n",
         )
         .unwrap();
-        let user_file = home.path().join("config.toml");
         fs::write(
-            &user_file,
-            "[federation]\nurl = \"nats://elsewhere:4222\"\ntoken = \"s3cret\"\nmachine = \"laptop\"\nttl_secs = 9\n",
+            user.config.as_ref().unwrap(),
+            "[federation]\nurl = \"nats://team.example:4222\"\ntoken = \"s3cret\"\nttl_secs = 9\nca_file = \"ca.pem\"\n",
         )
         .unwrap();
-        let federation = load_with_user_file(repository.path(), Some(&user_file))
-            .unwrap()
-            .federation;
-        assert_eq!(federation.url.as_deref(), Some("nats://team.example:4222"));
-        assert_eq!(federation.machine.as_deref(), Some("ci"));
-        assert_eq!(federation.token.as_deref(), Some("s3cret"));
-        assert_eq!(federation.ttl(), Duration::from_secs(9));
+
+        let config = load_with(repository.path(), &user).unwrap();
+        let suggested = config.suggestions.federation.clone().unwrap();
+        assert_eq!(suggested.shown, "nats://attacker.example:4222");
+        assert!(!suggested.allowed);
         assert_eq!(
-            federation.ca_file.unwrap(),
-            repository.path().join("certs/ca.pem")
+            config.federation.url.as_deref(),
+            Some("nats://team.example:4222"),
+            "the user's own federation, as if the repository suggested nothing"
         );
-        let shown = format!(
-            "{:?}",
-            load_with_user_file(repository.path(), Some(&user_file))
+        assert_eq!(config.federation.token.as_deref(), Some("s3cret"));
+        assert_eq!(config.federation.machine, None);
+        assert_eq!(config.federation.ca_file, Some(home.path().join("ca.pem")));
+
+        allow(
+            &user,
+            Suggestion::Federation,
+            &config.suggestions.federation,
         );
+        let config = load_with(repository.path(), &user).unwrap();
+        assert!(config.suggestions.federation.unwrap().allowed);
+        let federation = config.federation;
+        assert_eq!(
+            federation.url.as_deref(),
+            Some("nats://attacker.example:4222")
+        );
+        assert_eq!(federation.token, None, "the token stays with its server");
+        assert_eq!(federation.ca_file, None);
+        assert_eq!(federation.machine.as_deref(), Some("ci"));
+        assert_eq!(federation.ttl(), Duration::from_secs(9));
+
+        // A changed suggestion is a new one.
+        fs::write(
+            repository.path().join(CONFIG_FILE),
+            "[federation]\nurl = \"nats://attacker.example:4223\"\nmachine = \"ci\"\n",
+        )
+        .unwrap();
+        let config = load_with(repository.path(), &user).unwrap();
+        assert!(!config.suggestions.federation.unwrap().allowed);
+        assert_eq!(
+            config.federation.url.as_deref(),
+            Some("nats://team.example:4222")
+        );
+    }
+
+    #[test]
+    fn the_users_credentials_go_with_a_suggestion_of_the_server_the_user_names() {
+        let repository = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let user = user_files(home.path());
+        fs::write(
+            repository.path().join(CONFIG_FILE),
+            "[federation]\nurl = \"nats://team.example:4222\"\nrepository = \"shop\"\n",
+        )
+        .unwrap();
+        fs::write(
+            user.config.as_ref().unwrap(),
+            "[federation]\nurl = \"nats://team.example:4222\"\ntoken = \"s3cret\"\n",
+        )
+        .unwrap();
+        let config = load_with(repository.path(), &user).unwrap();
+        assert_eq!(config.federation.repository, None);
+        allow(
+            &user,
+            Suggestion::Federation,
+            &config.suggestions.federation,
+        );
+        let federation = load_with(repository.path(), &user).unwrap().federation;
+        assert_eq!(federation.url.as_deref(), Some("nats://team.example:4222"));
+        assert_eq!(federation.token.as_deref(), Some("s3cret"));
+        assert_eq!(federation.repository.as_deref(), Some("shop"));
+        let shown = format!("{federation:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
 
-        let without_user = load_with_user_file(repository.path(), None).unwrap();
-        assert_eq!(without_user.federation.token, None);
+        let without_user = load_with(repository.path(), &UserFiles::default()).unwrap();
+        assert_eq!(without_user.federation, FederationConfig::default());
+    }
+
+    #[test]
+    fn a_repository_that_names_a_credential_is_refused_naming_it_and_the_users_file() {
+        for setting in [
+            "token = \"t\"",
+            "user = \"u\"\npassword = \"p\"",
+            "creds_file = \"me.creds\"",
+            "cert_file = \"c.pem\"\nkey_file = \"k.pem\"",
+            "ca_file = \"ca.pem\"",
+        ] {
+            let message = load_text(&format!(
+                "[federation]\nurl = \"nats://n:4222\"\n{setting}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            let name = setting.split(' ').next().unwrap();
+            assert!(
+                message.contains(&format!(
+                    "federation.{name} is for your own configuration file"
+                )),
+                "{message}"
+            );
+            assert!(message.contains(USER_CONFIG_FILE), "{message}");
+            assert!(message.contains(CONFIG_FILE), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_suggested_episode_command_runs_only_once_allowed_and_again_after_its_script_changed() {
+        let repository = tempfile::tempdir().unwrap();
+        let root = repository.path().canonicalize().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let user = user_files(home.path());
+        fs::write(
+            root.join(CONFIG_FILE),
+            "[episodes]\ncommand = [\"./record\", \"--json\"]\n",
+        )
+        .unwrap();
+        fs::write(root.join("record"), "#!/bin/sh\ncat >> seen\n").unwrap();
+        let config = load_with(&root, &user).unwrap();
+        assert_eq!(config.episodes.command, None);
+        assert_eq!(shown(&"x".repeat(5_000)).chars().count(), SHOWN_CHARS + 1);
+        allow(
+            &user,
+            Suggestion::EpisodesCommand,
+            &config.suggestions.episodes_command,
+        );
+        let config = load_with(&root, &user).unwrap();
+        assert!(config.suggestions.episodes_command.unwrap().allowed);
+        assert_eq!(config.episodes.command.unwrap(), ["./record", "--json"]);
+
+        fs::write(root.join("record"), "#!/bin/sh\ncurl evil\n").unwrap();
+        let config = load_with(&root, &user).unwrap();
+        assert!(!config.suggestions.episodes_command.unwrap().allowed);
+        assert_eq!(config.episodes.command, None);
+    }
+
+    #[test]
+    fn every_numeric_setting_is_refused_outside_its_bounds_naming_them() {
+        for (setting, _, bounds) in Config::default().numeric_settings() {
+            let (section, key) = setting.split_once('.').unwrap();
+            let mut outside = vec![bounds.end() + 1];
+            if *bounds.start() > 0 {
+                outside.push(bounds.start() - 1);
+            }
+            for value in outside {
+                let message = load_text(&format!("[{section}]\n{key} = {value}\n"))
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    message.contains(&format!(
+                        "{setting} is {value}: it must be between {} and {}",
+                        bounds.start(),
+                        bounds.end()
+                    )),
+                    "{message}"
+                );
+            }
+            let at_the_ceiling = format!("[{section}]\n{key} = {}\n", bounds.end());
+            assert!(load_text(&at_the_ceiling).is_ok(), "{at_the_ceiling}");
+        }
+        assert!(load_text("").unwrap().out_of_bounds().is_none());
+    }
+
+    #[test]
+    fn the_hook_budget_has_a_ceiling_no_file_raises() {
+        let message = load_text("[hooks]\nbudget_ms = 20000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("hooks.budget_ms is 20000: it must be between 50 and 2000"),
+            "{message}"
+        );
+        assert_eq!(
+            load_text("[hooks]\nbudget_ms = 2000\n")
+                .unwrap()
+                .hooks
+                .budget(),
+            Duration::from_secs(2)
+        );
     }
 
     #[test]
@@ -720,15 +1241,6 @@ mod tests {
             (
                 "url = \"nats://n:4222\"\nttl_secs = 1",
                 "federation.ttl_secs is 1",
-            ),
-            (
-                "token = \"a\"\nuser = \"b\"\npassword = \"c\"",
-                "more than one kind",
-            ),
-            ("user = \"b\"", "user and federation.password go together"),
-            (
-                "cert_file = \"c.pem\"",
-                "cert_file and federation.key_file go together",
             ),
             ("machine = \"  \"", "federation.machine"),
             (
@@ -747,25 +1259,29 @@ mod tests {
 
         let repository = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        fs::write(
-            repository.path().join(CONFIG_FILE),
-            "[federation]\ntoken = \"t\"\n",
-        )
-        .unwrap();
-        let user_file = home.path().join("config.toml");
-        fs::write(&user_file, "[federation]\ncreds_file = \"me.creds\"\n").unwrap();
-        let message = load_with_user_file(repository.path(), Some(&user_file))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            message.starts_with(&user_file.display().to_string()),
-            "{message}"
-        );
-        assert!(message.contains("more than one kind"), "{message}");
+        let user = user_files(home.path());
+        let user_file = user.config.clone().unwrap();
+        for (section, expected) in [
+            (
+                "token = \"a\"\nuser = \"b\"\npassword = \"c\"",
+                "more than one kind",
+            ),
+            ("user = \"b\"", "user and federation.password go together"),
+            (
+                "cert_file = \"c.pem\"",
+                "cert_file and federation.key_file go together",
+            ),
+        ] {
+            fs::write(&user_file, format!("[federation]\n{section}\n")).unwrap();
+            let message = load_with(repository.path(), &user).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&user_file.display().to_string()),
+                "{message}"
+            );
+            assert!(message.contains(expected), "{section}: {message}");
+        }
         fs::write(&user_file, "[timings]\n").unwrap();
-        let message = load_with_user_file(repository.path(), Some(&user_file))
-            .unwrap_err()
-            .to_string();
+        let message = load_with(repository.path(), &user).unwrap_err().to_string();
         assert!(message.contains("timings"), "{message}");
     }
 }

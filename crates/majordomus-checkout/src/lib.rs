@@ -2,13 +2,15 @@
 //! belongs to and which worktrees share its repository ([`git`]), the lease by which a
 //! checkout's server is found and won ([`lease`]), whether a lease's owner still runs
 //! ([`process`]), where a checkout's server stands ([`standing`]), the repository's
-//! `majordomus.toml` ([`config`]), what each worktree changed ([`changes`]) and the merge
+//! `majordomus.toml` and the user's own configuration ([`config`]), what the person allowed
+//! a repository to suggest ([`allowances`]), what each worktree changed ([`changes`]) and the merge
 //! conflicts between them ([`conflicts`]), and where a claimed path leads on disk
 //! ([`resolve`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
 
+pub mod allowances;
 pub mod changes;
 pub mod config;
 pub mod conflicts;

@@ -9,6 +9,7 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use majordomus_checkout::allowances::Suggestion;
 use majordomus_domain::checkouts::Checkouts;
 
 use crate::api::ErrorKind;
@@ -116,6 +117,21 @@ pub fn command() -> Command {
             Command::new("doctor")
                 .about("Say, for each client found on PATH or in the repository, whether majordomus is wired into it, and what to run if not")
                 .arg(repo_arg()),
+        )
+        .subcommand(
+            Command::new("allow")
+                .about("Allow what this repository's majordomus.toml suggests: its federation, or its episode command")
+                .long_about("Allow what this repository's majordomus.toml suggests, exactly as it reads now: `federation` (publish this machine's boards to the NATS server it names; your own credentials go only to the server your own configuration names) or `episodes-command` (run its program with every episode event, instead of the built-in journal). A repository's file is shared through git, so its suggestions are not followed until you allow them; the allowance is kept in your own state (below $XDG_STATE_HOME, else ~/.local/state) for every worktree of the repository, and a changed suggestion needs allowing again. `majordomus doctor` says what the repository suggests.")
+                .arg(repo_arg())
+                .arg(
+                    Arg::new("suggestion")
+                        .value_name("SUGGESTION")
+                        .required(true)
+                        .value_parser(clap::builder::PossibleValuesParser::new(
+                            Suggestion::all().iter().map(|suggestion| suggestion.word()),
+                        ))
+                        .help("What to allow"),
+                ),
         )
         .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"));
     for capability in crate::capabilities::registry().iter() {
@@ -408,6 +424,12 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             })
         }
         ["doctor"] => crate::install::doctor::run(&site_dir(leaf)),
+        ["allow"] => crate::commands::allow(
+            &site_dir(leaf),
+            leaf.get_one::<String>("suggestion")
+                .and_then(|word| Suggestion::from_word(word))
+                .expect("clap accepts only the suggestions' words"),
+        ),
         ["hook"] => {
             let word = |name: &str| leaf.get_one::<String>(name).map_or("", String::as_str);
             crate::hooks::run(word("client"), word("event")).await;

@@ -1,8 +1,11 @@
-//! The fixed commands: `mcp`, `serve`, `serve stop`, `serve ensure`.
+//! The fixed commands: `mcp`, `serve`, `serve stop`, `serve ensure`, `allow`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use majordomus_checkout::allowances::{Allowances, Suggestion};
+use majordomus_checkout::config::{self, UserFiles};
+use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, lease_path, read_lease};
 use majordomus_checkout::process::process_alive;
 use majordomus_domain::checkouts::ServerStanding;
@@ -148,4 +151,42 @@ fn spawn_detached_server(root: &Path, idle_secs: u64) -> Result<(), String> {
         .spawn()
         .map(drop)
         .map_err(|error| format!("could not start a server: {error}"))
+}
+
+/// `majordomus allow <suggestion>`: the person allows what `dir`'s repository suggests in its
+/// `majordomus.toml` (a federation, an episode command), exactly as it reads now, recorded in
+/// the person's own state for every worktree of the repository. What is allowed is printed,
+/// since it is what will run or be connected to.
+pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
+    let checkout = Checkout::discover(dir)
+        .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
+    let config = config::load(&checkout).map_err(|error| error.to_string())?;
+    let root = checkout.root.display();
+    let suggested = config.suggestions.of(suggestion).ok_or_else(|| {
+        format!(
+            "{root}/{} suggests no {}: there is nothing to allow",
+            config::CONFIG_FILE,
+            suggestion.word()
+        )
+    })?;
+    let described = suggestion.described();
+    if suggested.allowed {
+        println!(
+            "{described} ({}) is already allowed for {root}",
+            suggested.shown
+        );
+        return Ok(());
+    }
+    let path = UserFiles::of(&checkout)
+        .allowances
+        .ok_or("there is no place for your allowances: neither XDG_STATE_HOME nor HOME is set")?;
+    Allowances::allow(&path, suggestion, &suggested.digest).map_err(|error| error.to_string())?;
+    println!(
+        "allowed {described} for {root}: {}\n\
+         A server already running in this repository keeps its settings until it starts again \
+         (`majordomus serve stop` ends it; its clients start the next one). A change to the \
+         suggestion needs to be allowed again.",
+        suggested.shown
+    );
+    Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use majordomus_checkout::changes::ChangesCache;
-use majordomus_checkout::config::Config;
+use majordomus_checkout::config::{Config, UserFiles};
 use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::{BranchWatch, WorktreeList};
@@ -72,10 +72,19 @@ impl Site {
     /// command and the benchmark start from here, so a directory outside git or a
     /// configuration that cannot be used is refused in the same words everywhere.
     pub fn open(dir: &std::path::Path) -> Result<Arc<Site>, String> {
+        Site::open_with(dir, UserFiles::of)
+    }
+
+    /// [`Site::open`], with the person's own files (configuration, allowances) where
+    /// `user_files` says for the checkout found: a benchmark's servers read the bench's own.
+    pub fn open_with(
+        dir: &std::path::Path,
+        user_files: impl FnOnce(&Checkout) -> UserFiles,
+    ) -> Result<Arc<Site>, String> {
         let checkout = Checkout::discover(dir)
             .map_err(|error| format!("cannot use {}: {error}", dir.display()))?;
-        let config =
-            majordomus_checkout::config::load(&checkout.root).map_err(|error| error.to_string())?;
+        let config = majordomus_checkout::config::load_with(&checkout.root, &user_files(&checkout))
+            .map_err(|error| error.to_string())?;
         Ok(Arc::new(Site::new(checkout, config)))
     }
 

@@ -401,6 +401,7 @@ async fn a_configured_command_reports_or_is_reported_on() {
         repo.root(),
         "[episodes]\ncommand = [\"./record-episode.sh\"]\n",
     );
+    repo.allow(repo.root(), "episodes-command").await;
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
     let client = McpClient::http(&lease, "codex", "0.5.0").await;
     let attached = client
@@ -436,6 +437,7 @@ async fn a_configured_command_reports_or_is_reported_on() {
         missing.root(),
         "[episodes]\ncommand = [\"./no-such-recorder\", \"--json\"]\n",
     );
+    missing.allow(missing.root(), "episodes-command").await;
     let (_serve, lease) = ServeProcess::start(&missing, missing.root()).await;
     let client = McpClient::http(&lease, "codex", "0.5.0").await;
     let attached = client
@@ -454,6 +456,7 @@ async fn a_configured_command_reports_or_is_reported_on() {
         hanging.root(),
         "[episodes]\ncommand = [\"sh\", \"-c\", \"sleep 60\"]\ntimeout_ms = 300\n",
     );
+    hanging.allow(hanging.root(), "episodes-command").await;
     let (_serve, lease) = ServeProcess::start(&hanging, hanging.root()).await;
     let client = McpClient::http(&lease, "codex", "0.5.0").await;
     let attached = client

@@ -139,35 +139,27 @@ impl Drop for NatsServer {
 // ---------------------------------------------------------------------------------------------
 // Machines: clones of one repository, each with its own server
 
-/// The environment every process of these tests gets: a user configuration directory of the
-/// test's own, so that nothing of the person running the tests is read.
-fn user_config_dir(repo: &TempRepo) -> PathBuf {
-    let dir = repo.base().join("xdg");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// `git clone` of the repository beside it: another machine's copy, the same root commit.
 fn clone(repo: &TempRepo, name: &str) -> PathBuf {
     git(repo.base(), &["clone", "--quiet", "repo", name]);
     repo.base().join(name).canonicalize().unwrap()
 }
 
-/// Writes a `[federation]` section into the checkout's `majordomus.toml`.
-fn federate(checkout: &Path, url: &str, machine: &str, extra: &str) {
+/// Writes a `[federation]` section into the checkout's `majordomus.toml`, and allows it as
+/// the person would (a repository's federation is only a suggestion until then).
+async fn federate(repo: &TempRepo, checkout: &Path, url: &str, machine: &str, extra: &str) {
     std::fs::write(
         checkout.join("majordomus.toml"),
         format!("[federation]\nurl = \"{url}\"\nmachine = \"{machine}\"\n{extra}"),
     )
     .unwrap();
+    let allowed = repo.allow(checkout, "federation").await;
+    assert!(allowed.contains("allowed a federation"), "{allowed}");
 }
 
 /// Starts `majordomus serve` in `checkout` and waits until it is ready.
 async fn serve(repo: &TempRepo, checkout: &Path) -> (ServeProcess, LeaseFile) {
-    let xdg = user_config_dir(repo);
-    let serve = ServeProcess::spawn_with(repo, checkout, |command| {
-        command.env("XDG_CONFIG_HOME", &xdg);
-    });
+    let serve = ServeProcess::spawn(repo, checkout);
     let lease = wait_ready(checkout).await;
     assert_eq!(lease.pid, serve.pid());
     (serve, lease)
@@ -230,17 +222,9 @@ fn remote_machines(listing: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Runs a `majordomus` command with the test's user configuration directory.
+/// Runs a `majordomus` command with the test's user directories.
 async fn cli(repo: &TempRepo, args: &[&str]) -> std::process::Output {
-    let mut command = majordomus_command(args);
-    command
-        .env("XDG_CONFIG_HOME", user_config_dir(repo))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    tokio::time::timeout(BOUND, command.output())
-        .await
-        .expect("the command finishes")
-        .expect("majordomus runs")
+    run_cli(repo, args).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,8 +236,8 @@ async fn two_machines_see_each_other_and_their_overlap() {
     let nats = NatsServer::start(&repo, None).await;
     let alpha = clone(&repo, "alpha");
     let beta = clone(&repo, "beta");
-    federate(&alpha, &nats.url(), "alpha", "");
-    federate(&beta, &nats.url(), "beta", "");
+    federate(&repo, &alpha, &nats.url(), "alpha", "").await;
+    federate(&repo, &beta, &nats.url(), "beta", "").await;
     let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
     let (_beta_server, beta_lease) = serve(&repo, &beta).await;
 
@@ -346,8 +330,8 @@ async fn a_dead_machine_leaves_and_a_federation_outage_is_said_and_survived() {
     let mut nats = NatsServer::start(&repo, None).await;
     let alpha = clone(&repo, "alpha");
     let beta = clone(&repo, "beta");
-    federate(&alpha, &nats.url(), "alpha", "ttl_secs = 3\n");
-    federate(&beta, &nats.url(), "beta", "ttl_secs = 3\n");
+    federate(&repo, &alpha, &nats.url(), "alpha", "ttl_secs = 3\n").await;
+    federate(&repo, &beta, &nats.url(), "beta", "ttl_secs = 3\n").await;
     let (mut alpha_server, alpha_lease) = serve(&repo, &alpha).await;
     let (_beta_server, beta_lease) = serve(&repo, &beta).await;
     let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
@@ -473,7 +457,7 @@ async fn an_unconfigured_repository_publishes_nothing() {
 
     // The same subscriber does hear a configured one: the silence above was not deafness.
     let configured = clone(&repo, "configured");
-    federate(&configured, &nats.url(), "loud", "");
+    federate(&repo, &configured, &nats.url(), "loud", "").await;
     let (_loud, _) = serve(&repo, &configured).await;
     let heard = tokio::time::timeout(BOUND, async {
         loop {
@@ -493,13 +477,17 @@ async fn an_unconfigured_repository_publishes_nothing() {
 async fn a_wrong_credential_is_said_plainly_and_local_work_goes_on() {
     let repo = TempRepo::new();
     let nats = NatsServer::start(&repo, Some("the-right-token")).await;
-    federate(repo.root(), &nats.url(), "alpha", "");
-    // The token sits in the user's own configuration, as it should.
-    let xdg = user_config_dir(&repo).join("majordomus");
+    federate(&repo, repo.root(), &nats.url(), "alpha", "").await;
+    // The token sits in the user's own configuration, as it should, beside the server it is
+    // for: the user's credentials go to no other.
+    let xdg = repo.user_config_home().join("majordomus");
     std::fs::create_dir_all(&xdg).unwrap();
     std::fs::write(
         xdg.join("config.toml"),
-        "[federation]\ntoken = \"a-wrong-token\"\n",
+        format!(
+            "[federation]\nurl = \"{}\"\ntoken = \"a-wrong-token\"\n",
+            nats.url()
+        ),
     )
     .unwrap();
     let (_server, lease) = serve(&repo, repo.root()).await;
@@ -558,10 +546,13 @@ async fn a_wrong_credential_is_said_plainly_and_local_work_goes_on() {
 
     // The right token, in another clone, connects: the refusal was the token's doing.
     let right = clone(&repo, "right");
-    federate(&right, &nats.url(), "beta", "");
+    federate(&repo, &right, &nats.url(), "beta", "").await;
     std::fs::write(
         xdg.join("config.toml"),
-        "[federation]\ntoken = \"the-right-token\"\n",
+        format!(
+            "[federation]\nurl = \"{}\"\ntoken = \"the-right-token\"\n",
+            nats.url()
+        ),
     )
     .unwrap();
     let (_beta, beta_lease) = serve(&repo, &right).await;
@@ -578,7 +569,7 @@ async fn a_wrong_credential_is_said_plainly_and_local_work_goes_on() {
 async fn hostile_boards_are_ignored_with_a_reason_and_good_ones_listed() {
     let repo = TempRepo::new();
     let nats = NatsServer::start(&repo, None).await;
-    federate(repo.root(), &nats.url(), "home", "");
+    federate(&repo, repo.root(), &nats.url(), "home", "").await;
     let (_server, lease) = serve(&repo, repo.root()).await;
     everywhere_until(&lease, "the federation to connect", |listing| {
         (listing["federation"]["state"] == "connected" && listing["complete"] == true)

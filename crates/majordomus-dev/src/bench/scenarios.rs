@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::ProgressBar;
+use majordomus_checkout::allowances::{Allowances, Suggestion};
+use majordomus_checkout::config::UserFiles;
 use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 use serde_json::{Value, json};
 
@@ -1308,13 +1310,33 @@ async fn hook(
     Ok(ScenarioRow::latency(scenario, Summary::of(&samples?), note))
 }
 
-/// Writes a `[federation]` section into a checkout's `majordomus.toml`.
-fn federate(dir: &std::path::Path, url: &str, machine: &str) -> Result<(), String> {
+/// Writes a `[federation]` section into a checkout's `majordomus.toml` and allows it in an
+/// allowance file of the bench's own, as a person would with `majordomus allow federation`;
+/// answers the person's files a server started with them reads.
+fn federate(
+    scratch: &Scratch,
+    dir: &std::path::Path,
+    url: &str,
+    machine: &str,
+) -> Result<UserFiles, String> {
     std::fs::write(
         dir.join(majordomus_checkout::CONFIG_FILE),
         format!("[federation]\nurl = \"{url}\"\nmachine = \"{machine}\"\n"),
     )
-    .map_err(|error| format!("could not configure {}: {error}", dir.display()))
+    .map_err(|error| format!("could not configure {}: {error}", dir.display()))?;
+    let allowances = scratch.base().join(format!("allowed-{machine}.toml"));
+    let user_files = UserFiles {
+        config: None,
+        allowances: Some(allowances.clone()),
+    };
+    let suggested = majordomus_checkout::config::load_with(dir, &user_files)
+        .map_err(|error| error.to_string())?
+        .suggestions
+        .federation
+        .ok_or("the federation written is no suggestion")?;
+    Allowances::allow(&allowances, Suggestion::Federation, &suggested.digest)
+        .map_err(|error| error.to_string())?;
+    Ok(user_files)
 }
 
 /// Waits (bounded) until a server follows the federation: connected, and every board the
@@ -1362,10 +1384,10 @@ async fn federation_visible(
         .ok_or("the repository has no parent directory")?;
     git(base, &["clone", "--quiet", "repo", "beta"])?;
     let beta = base.join("beta");
-    federate(repository.root(), &nats.url(), "alpha")?;
-    federate(&beta, &nats.url(), "beta")?;
-    let alpha = InProcessServer::start(repository.root()).await?;
-    let watcher = InProcessServer::start(&beta).await?;
+    let alpha_files = federate(scratch, repository.root(), &nats.url(), "alpha")?;
+    let beta_files = federate(scratch, &beta, &nats.url(), "beta")?;
+    let alpha = InProcessServer::start_as(repository.root(), alpha_files).await?;
+    let watcher = InProcessServer::start_as(&beta, beta_files).await?;
     let result = async {
         let ctx = alpha.context();
         let seeing = watcher.state().clone();
@@ -1425,8 +1447,8 @@ async fn federation_everywhere(
 ) -> Result<ScenarioRow, String> {
     let nats = BenchNats::start(scratch, "federation-everywhere").await?;
     let repository = TempRepository::new(scratch, "federation-everywhere")?;
-    federate(repository.root(), &nats.url(), "home")?;
-    let server = InProcessServer::start(repository.root()).await?;
+    let user_files = federate(scratch, repository.root(), &nats.url(), "home")?;
+    let server = InProcessServer::start_as(repository.root(), user_files).await?;
     let result = async {
         let ctx = server.context();
         let state = server.state().clone();

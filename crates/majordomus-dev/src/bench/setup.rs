@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use majordomus_checkout::config::UserFiles;
 use majordomus_checkout::{Lease, LeaseReading, lease_path, read_lease};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
@@ -385,7 +386,17 @@ pub struct InProcessServer {
 
 impl InProcessServer {
     pub async fn start(dir: &Path) -> Result<InProcessServer, String> {
-        let serving = Serving::start(majordomus::context::Site::open(dir)?).await?;
+        InProcessServer::serve(Site::open(dir)?).await
+    }
+
+    /// A server of `dir` that reads the person's files at `user_files` rather than the
+    /// person's own: what the bench allowed its repositories to suggest.
+    pub async fn start_as(dir: &Path, user_files: UserFiles) -> Result<InProcessServer, String> {
+        InProcessServer::serve(Site::open_with(dir, |_| user_files)?).await
+    }
+
+    async fn serve(site: Arc<Site>) -> Result<InProcessServer, String> {
+        let serving = Serving::start(site).await?;
         let caller = serving.state.attach(
             Transport::Stdio,
             ClientInfo {

@@ -91,7 +91,8 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
         None => std::env::current_dir().map_err(|error| Silence::Input(error.to_string()))?,
     };
     let located = locate::checkout_of(&cwd).ok_or(Silence::NoCheckout)?;
-    let config = config::load(&located.root)?;
+    // The repository's own settings are all a hook reads: its suggestions concern the server.
+    let config = config::load_repository(&located.root)?;
     let (url, token) = match read_lease(&located.lease) {
         LeaseReading::Document(lease, _) => (lease.url.ok_or(Silence::NoServer)?, lease.token),
         _ => return Err(Silence::NoServer),

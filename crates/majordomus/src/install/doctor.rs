@@ -1,8 +1,12 @@
 //! `majordomus doctor`: for each client found on PATH or configured in the repository,
 //! whether majordomus is wired into it (its server entry and its hooks, in the project or for
-//! the user), and what to run when it is not.
+//! the user), and what to run when it is not; then what the repository's `majordomus.toml`
+//! suggests (a federation, an episode command), whether the person allowed it, and how to.
 
 use std::path::Path;
+
+use majordomus_checkout::config;
+use majordomus_checkout::git::Checkout;
 
 use super::document::Document;
 use super::wiring::{FileParts, Format, Program, Scope, wiring};
@@ -124,5 +128,56 @@ pub fn run(dir: &Path) -> Result<(), String> {
              <claude-code|codex|gemini-cli|cursor>` wires one"
         );
     }
+    suggestions(dir);
     Ok(())
+}
+
+/// Says what the repository's `majordomus.toml` suggests, whether each suggestion is allowed,
+/// and the command that allows it; or why the configuration cannot be used.
+fn suggestions(dir: &Path) {
+    let checkout = match Checkout::discover(dir) {
+        Ok(checkout) => checkout,
+        Err(error) => {
+            return println!(
+                "cannot read the configuration of {}: {error}",
+                dir.display()
+            );
+        }
+    };
+    let config = match config::load(&checkout) {
+        Ok(config) => config,
+        Err(error) => return println!("the configuration cannot be used: {error}"),
+    };
+    for (kind, suggested) in config.suggestions.made() {
+        let described = kind.described();
+        if suggested.allowed {
+            println!(
+                "this repository suggests {described} ({}) in {}: allowed",
+                suggested.shown,
+                config::CONFIG_FILE
+            );
+        } else {
+            println!(
+                "this repository suggests {described} ({}) in {}: not allowed, so not used; \
+                 to allow it, run `majordomus allow {} --repo {}`",
+                suggested.shown,
+                config::CONFIG_FILE,
+                kind.word(),
+                majordomus_domain::text::for_terminal(&shell_word(
+                    &checkout.root.to_string_lossy()
+                ))
+            );
+        }
+    }
+}
+
+/// `word` as a shell reads it back: as it is when it holds nothing the shell would read
+/// otherwise, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }

@@ -179,6 +179,7 @@ pub fn mcp_on_pipes(
 ) {
     let (_, log) = repo.log_file(label);
     let mut command = majordomus_command(["mcp", "--repo"]);
+    repo.user_env(command.as_std_mut());
     command
         .arg(repo.root())
         .stdin(Stdio::piped())
@@ -265,6 +266,37 @@ impl TempRepo {
     /// The temporary directory everything of this repository lives in.
     pub fn base(&self) -> &Path {
         &self.base
+    }
+
+    /// The person's configuration directory for the processes of this test
+    /// (`XDG_CONFIG_HOME`): `majordomus/config.toml` below it is their own file.
+    pub fn user_config_home(&self) -> PathBuf {
+        self.base.join("user/config")
+    }
+
+    /// Gives `command` the person's directories of this test, their configuration and their
+    /// state (what they allowed), so that nothing of the person running the tests is read.
+    pub fn user_env(&self, command: &mut std::process::Command) {
+        command
+            .env("XDG_CONFIG_HOME", self.user_config_home())
+            .env("XDG_STATE_HOME", self.base.join("user/state"));
+    }
+
+    /// `majordomus allow <suggestion>` in `checkout`, as the person of this test: what the
+    /// repository's `majordomus.toml` suggests is allowed. Answers what it printed.
+    pub async fn allow(&self, checkout: &Path, suggestion: &str) -> String {
+        let output = run_cli(
+            self,
+            ["allow", suggestion, "--repo", checkout.to_str().unwrap()],
+        )
+        .await;
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "majordomus allow {suggestion}: {printed}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        printed
     }
 
     /// `git worktree add ../<name> -b <name>`; returns the new checkout's canonical root.
@@ -566,6 +598,7 @@ impl ServeProcess {
             .stdout(file.try_clone().unwrap())
             .stderr(file);
         clear_git_env(&mut command);
+        repo.user_env(&mut command);
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "info");
         }
@@ -657,13 +690,15 @@ impl Drop for ServeProcess {
     }
 }
 
-/// Runs a majordomus command to its end (bounded) and returns its output.
+/// Runs a majordomus command to its end (bounded), with the person's directories of `repo`'s
+/// test, and returns its output.
 pub async fn run_cli<I, S>(repo: &TempRepo, args: I) -> std::process::Output
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let mut command = majordomus_command(args);
+    repo.user_env(command.as_std_mut());
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let described = format!("{:?}", command.as_std());
     let output = tokio::time::timeout(BOUND, command.output())
