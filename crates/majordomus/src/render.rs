@@ -172,33 +172,6 @@ pub fn changes_to(paths: &[(&str, &[majordomus_domain::changes::ChangeKind])]) -
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use majordomus_domain::peers::Announcement;
-
-    #[test]
-    fn what_peers_wrote_reaches_the_terminal_escaped() {
-        let text = super::table(
-            &["CLIENT", "X"],
-            &[vec!["evil\n  overlap: fake".into(), "\u{1b}[2J".into()]],
-        );
-        assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.contains("evil\\n  overlap: fake  \\x1b[2J"), "{text}");
-        let claim = Announcement {
-            name: Some("n\u{202e}".into()),
-            intent: "fix\u{7}".into(),
-            scope: vec!["src/\u{0}x".into(), "docs".into()],
-            at: "2026-11-30T02:26:47Z".into(),
-            resolved: vec![],
-            compared: Default::default(),
-        };
-        assert_eq!(
-            super::claim(&claim),
-            "[n\\u{202e}] fix\\x07 (src/\\x00x, docs)"
-        );
-    }
-}
-
 /// Writes what a command prints for a person to standard output, as `print!` does, but a
 /// reader that went away (`majordomus peers | head -1`) ends the command quietly with success
 /// instead of a panic, and any other failure to write ends it with the reason on stderr.
@@ -231,4 +204,31 @@ macro_rules! say_part {
     ($($arg:tt)*) => {
         $crate::render::write_stdout(format_args!($($arg)*))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use majordomus_domain::peers::Announcement;
+
+    #[test]
+    fn what_peers_wrote_reaches_the_terminal_escaped() {
+        let text = super::table(
+            &["CLIENT", "X"],
+            &[vec!["evil\n  overlap: fake".into(), "\u{1b}[2J".into()]],
+        );
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.contains("evil\\n  overlap: fake  \\x1b[2J"), "{text}");
+        let claim = Announcement {
+            name: Some("n\u{202e}".into()),
+            intent: "fix\u{7}".into(),
+            scope: vec!["src/\u{0}x".into(), "docs".into()],
+            at: "2026-11-30T02:26:47Z".into(),
+            resolved: vec![],
+            compared: Default::default(),
+        };
+        assert_eq!(
+            super::claim(&claim),
+            "[n\\u{202e}] fix\\x07 (src/\\x00x, docs)"
+        );
+    }
 }

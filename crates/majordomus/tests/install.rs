@@ -341,6 +341,48 @@ async fn a_dry_run_prints_the_diff_and_writes_nothing() {
     );
 }
 
+/// Several clients named in one command are each wired, and no other; a person who reads only
+/// the first line of what install prints (`| head -1`) gets no panic, and the command succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_clients_at_once_and_a_reader_that_goes_away() {
+    let setup = Setup::new();
+    let before = snapshot(setup.repo.root());
+    let printed = setup.run(&["install", "codex", "gemini-cli"]).await;
+    assert!(printed.contains("codex: "), "{printed}");
+    assert!(printed.contains("gemini-cli: "), "{printed}");
+    assert!(
+        setup
+            .read(".codex/config.toml")
+            .contains("[mcp_servers.majordomus]")
+    );
+    assert!(
+        setup
+            .read(".gemini/settings.json")
+            .contains("\"majordomus\"")
+    );
+    assert_eq!(
+        setup.read(".mcp.json").as_bytes(),
+        before[Path::new(".mcp.json")].1.as_slice(),
+        "Claude Code was not named, so it is not wired"
+    );
+
+    // A reader that closes the pipe at once: the diff of the remaining clients does not fit
+    // in what was read, and the write that finds the pipe closed ends install quietly.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = setup
+        .output(&["install", "--dry-run"], |command| {
+            command.stdout(writer);
+        })
+        .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "install --dry-run into a closed pipe: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// Uninstalling a file someone changed after install takes out only majordomus's entries:
 /// their change stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
