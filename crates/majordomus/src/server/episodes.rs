@@ -30,9 +30,11 @@ impl ServerState {
             let mut board = self.episode_board();
             let refresh = board.held_by(caller).as_deref() == Some(external_id);
             let outcome = board.attach(caller, external_id, GENERIC, now);
-            if outcome.resumed {
-                // The work of the episode comes back with it: the claims its departed peer held.
+            // The work of the episode comes back with it: the claims its departed peer held,
+            // on this board or on the previous server's, which handed them over.
+            if !refresh {
                 self.board().adopt_episode(caller, external_id);
+                self.claims_changed();
             }
             if let Some(previous) = &outcome.released_previous {
                 self.recorder.detached(previous, now);
