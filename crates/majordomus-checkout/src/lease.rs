@@ -924,6 +924,81 @@ mod tests {
     }
 
     #[test]
+    fn a_file_beside_the_lease_changes_only_while_the_lease_is_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let handle = try_create(&path, &lease).unwrap();
+        let beside = path.with_file_name("claims.json");
+        assert!(read_beside(&path, "claims.json", 64).unwrap().is_none());
+        assert!(
+            !handle.touch_beside("claims.json").unwrap(),
+            "nothing to date"
+        );
+        assert!(handle.write_beside("claims.json", Some(b"first")).unwrap());
+        assert_eq!(fs::metadata(&beside).unwrap().mode() & 0o777, 0o600);
+        let past = SystemTime::now() - Duration::from_secs(600);
+        File::options()
+            .write(true)
+            .open(&beside)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        let read = read_beside(&path, "claims.json", 64).unwrap().unwrap();
+        assert_eq!(
+            (read.bytes.as_slice(), read.modified),
+            (&b"first"[..], past)
+        );
+        assert!(handle.touch_beside("claims.json").unwrap());
+        let touched = read_beside(&path, "claims.json", 64).unwrap().unwrap();
+        assert!(touched.modified > past);
+        assert!(matches!(
+            read_beside(&path, "claims.json", 4),
+            Err(BesideError::TooLarge { limit: 4, .. })
+        ));
+
+        // a process killed while replacing it left a temporary file
+        let leftover = path.with_file_name(".claims.json.1.00.tmp");
+        fs::write(&leftover, b"half").unwrap();
+        handle.remove_temporaries_beside("claims.json").unwrap();
+        assert!(!leftover.exists());
+        assert!(path.exists() && beside.exists(), "only the leftover went");
+
+        // Someone takes the lease over: the old holder neither writes, dates nor removes it.
+        let (_, judged) = document(&path);
+        assert!(take_over(&path, &judged).unwrap());
+        try_create(&path, &Lease::new_for_this_process(dir.path(), "1.2.3")).unwrap();
+        let before = fs::metadata(&beside).unwrap().modified().unwrap();
+        assert!(!handle.write_beside("claims.json", Some(b"second")).unwrap());
+        assert!(!handle.write_beside("claims.json", None).unwrap());
+        assert!(!handle.touch_beside("claims.json").unwrap());
+        assert_eq!(fs::read(&beside).unwrap(), b"first");
+        assert_eq!(fs::metadata(&beside).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn a_file_beside_the_lease_is_removed_when_nothing_is_left_to_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let handle = try_create(&path, &lease).unwrap();
+        assert!(
+            handle.write_beside("claims.json", None).unwrap(),
+            "none to remove"
+        );
+        assert!(handle.write_beside("claims.json", Some(b"x")).unwrap());
+        assert!(handle.write_beside("claims.json", None).unwrap());
+        assert!(read_beside(&path, "claims.json", 64).unwrap().is_none());
+        // a link is not followed
+        let elsewhere = dir.path().join("elsewhere");
+        fs::write(&elsewhere, b"secret").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path.with_file_name("claims.json")).unwrap();
+        assert!(matches!(
+            read_beside(&path, "claims.json", 64),
+            Err(BesideError::Io { .. })
+        ));
+        assert!(handle.touch_beside("claims.json").is_err());
+    }
+
+    #[test]
     fn a_recheck_follows_the_file_and_sees_a_take_over_or_an_edit() {
         let dir = tempfile::tempdir().unwrap();
         let (path, lease) = lease_in(dir.path());
