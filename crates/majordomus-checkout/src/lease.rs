@@ -6,7 +6,8 @@
 //! URL, removing it, taking it over) happens under an advisory `flock` on `lease.lock` beside
 //! it, after re-reading the file, so no process acts on a lease someone else has changed.
 //! A server that releases its lease removes the lock file too, so a clean stop leaves nothing
-//! behind.
+//! of the lease behind. Its leaseholder may keep files beside it (the claims it hands to the
+//! next server), changed under the same lock and only while the lease is its own.
 
 use std::ffi::OsString;
 use std::fmt;
