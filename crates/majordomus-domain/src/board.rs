@@ -66,9 +66,6 @@ const STAMP_CHARS: usize = 40;
 /// outlive the process as they outlive a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandedOver {
-    /// Its id on the board that handed it over; the next board gives it a new one (and
-    /// [`PeerBoard::restore`] does not read it).
-    pub peer: PeerId,
     /// The client it said it was.
     pub client: ClientInfo,
     /// How it was connected.
@@ -433,8 +430,9 @@ impl PeerBoard {
     /// checkout should its process end: the departed ones in the order they left, then the
     /// attached ones, which leave when the process ends, in attachment order. At most
     /// [`DEPARTED_CAP`], the latest to leave, since the next board keeps no more departed
-    /// peers than that. An attached peer's episode is the episode board's to say.
-    pub fn handed_over(&self) -> Vec<HandedOver> {
+    /// peers than that. Each comes with its id here (the next board gives it a new one); an
+    /// attached peer's episode is the episode board's to say.
+    pub fn handed_over(&self) -> Vec<(PeerId, HandedOver)> {
         let attached = self
             .peers
             .iter()
@@ -443,16 +441,18 @@ impl PeerBoard {
             .departed
             .iter()
             .filter_map(|number| self.peers.get_key_value(number));
-        let mut handed: Vec<HandedOver> = departed
+        let mut handed: Vec<(PeerId, HandedOver)> = departed
             .chain(attached)
-            .map(|(&number, slot)| HandedOver {
-                peer: PeerId::nth(number),
-                client: slot.client.clone(),
-                transport: slot.transport,
-                connected_at: slot.connected_at.clone(),
-                left_at: slot.left_at.filter(|_| !slot.attached),
-                episode: slot.episode.clone().filter(|_| !slot.attached),
-                claims: slot.claims.iter().map(announcement).collect(),
+            .map(|(&number, slot)| {
+                let peer = HandedOver {
+                    client: slot.client.clone(),
+                    transport: slot.transport,
+                    connected_at: slot.connected_at.clone(),
+                    left_at: slot.left_at.filter(|_| !slot.attached),
+                    episode: slot.episode.clone().filter(|_| !slot.attached),
+                    claims: slot.claims.iter().map(announcement).collect(),
+                };
+                (PeerId::nth(number), peer)
             })
             .collect();
         let beyond = handed.len().saturating_sub(DEPARTED_CAP);
@@ -1176,19 +1176,19 @@ mod tests {
 
         let handed = old.handed_over();
         let order: Vec<(&PeerId, Option<SystemTime>)> =
-            handed.iter().map(|h| (&h.peer, h.left_at)).collect();
+            handed.iter().map(|(id, h)| (id, h.left_at)).collect();
         assert_eq!(
             order,
             [(&ids[1], Some(at(20))), (&ids[0], None), (&ids[2], None)],
             "the departed first, then the attached"
         );
-        assert_eq!(handed[0].episode.as_deref(), Some("conv-1"));
+        assert_eq!(handed[0].1.episode.as_deref(), Some("conv-1"));
 
         // the process ends at 25; the next board starts at 26
         let mut board = PeerBoard::new(ROOT);
         let newcomer = board.attach(Transport::Stdio, client("cursor"), at(26));
         let mut restored = Vec::new();
-        for peer in handed {
+        for (_, peer) in handed {
             let (id, released) = board.restore(peer, at(25)).unwrap().unwrap();
             assert!(released.is_empty());
             restored.push(id);
@@ -1235,7 +1235,7 @@ mod tests {
         let restored: Vec<PeerId> = old
             .handed_over()
             .into_iter()
-            .map(|peer| board.restore(peer, at(21)).unwrap().unwrap().0)
+            .map(|(_, peer)| board.restore(peer, at(21)).unwrap().unwrap().0)
             .collect();
         let worker = board.attach(Transport::Stdio, client("codex"), at(22));
         assert_eq!(board.adopt(&restored[1], &worker), 1);
@@ -1259,7 +1259,6 @@ mod tests {
             compared: Default::default(),
         };
         let peer = |claims: Vec<Announcement>| HandedOver {
-            peer: PeerId::nth(1),
             client: client("codex"),
             transport: Transport::Stdio,
             connected_at: "2026-11-30T02:26:40Z".into(),

@@ -112,14 +112,14 @@ fn unix_ms(at: SystemTime) -> u64 {
         .map_or(0, |since| since.as_millis() as u64)
 }
 
-/// Puts the claims the previous server of this checkout handed over on the board, departed,
-/// and answers how many peers came back. Runs once this server holds the lease and before
-/// anyone can reach it; blocking (it reads a file).
-pub(crate) fn restore(state: &ServerState) -> usize {
+/// Puts the claims the previous server of this checkout handed over on the board, departed.
+/// Runs once this server holds the lease and before anyone can reach it; blocking (it reads
+/// a file).
+pub(crate) fn restore(state: &ServerState) {
     let file = {
         let lease = state.lease.lock_or_recover();
         let Some(handle) = lease.as_ref() else {
-            return 0;
+            return;
         };
         if let Err(error) = handle.remove_temporaries_beside(FILE) {
             tracing::debug!(%error, "could not look for temporary claim files");
@@ -128,23 +128,23 @@ pub(crate) fn restore(state: &ServerState) -> usize {
     };
     let file = match file {
         Ok(Some(file)) => file,
-        Ok(None) => return 0,
+        Ok(None) => return,
         Err(error) => {
-            tracing::warn!(%error, "the claims the previous server handed over are not read");
-            return 0;
+            tracing::warn!(%error, "the claims the previous server handed over are dropped");
+            return;
         }
     };
     let document: Document = match serde_json::from_slice(&file.bytes) {
         Ok(document) => document,
         Err(error) => {
-            tracing::warn!(%error, "the claims the previous server handed over are not JSON of theirs");
-            return 0;
+            tracing::warn!(%error, "the claims file beside the lease is not what this server writes; its claims are dropped");
+            return;
         }
     };
     let root = state.site.checkout.root.display().to_string();
     if document.schema != SCHEMA || document.root != root {
         tracing::info!(schema = %document.schema, root = %document.root, "the claims file is for another checkout or format; not read");
-        return 0;
+        return;
     }
     let now = SystemTime::now();
     let ended = file.modified.min(now);
@@ -157,7 +157,6 @@ pub(crate) fn restore(state: &ServerState) -> usize {
         let mut workers = state.workers();
         for record in records {
             let handed = HandedOver {
-                peer: PeerId::nth(1),
                 client: record.client,
                 transport: record.transport,
                 connected_at: record.connected_at,
@@ -196,7 +195,6 @@ pub(crate) fn restore(state: &ServerState) -> usize {
     );
     state.expire_claims(now);
     state.handover.board_changed();
-    restored
 }
 
 /// Keeps the file current while the server runs: written once changes have gathered,
@@ -305,18 +303,16 @@ fn snapshot(state: &ServerState) -> Vec<Record> {
     board
         .handed_over()
         .into_iter()
-        .map(|peer| {
+        .map(|(id, peer)| {
             let attached = peer.left_at.is_none();
             Record {
-                worker: worker_of
-                    .get(&peer.peer)
-                    .map(|(identity, bridged)| WorkerRecord {
-                        identity: (*identity).clone(),
-                        bridged: *bridged,
-                    }),
+                worker: worker_of.get(&id).map(|(identity, bridged)| WorkerRecord {
+                    identity: (*identity).clone(),
+                    bridged: *bridged,
+                }),
                 episode: peer
                     .episode
-                    .or_else(|| attached.then(|| episodes.held_by(&peer.peer)).flatten()),
+                    .or_else(|| attached.then(|| episodes.held_by(&id)).flatten()),
                 client: peer.client,
                 transport: peer.transport,
                 connected_at: peer.connected_at,

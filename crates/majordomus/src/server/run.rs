@@ -189,7 +189,11 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
     let state = ServerState::new(site, lease);
     // The previous server's claims are on the board before anyone can reach this one.
     let restoring = state.clone();
-    let _ = tokio::task::spawn_blocking(move || super::handover::restore(&restoring)).await;
+    if let Err(error) =
+        tokio::task::spawn_blocking(move || super::handover::restore(&restoring)).await
+    {
+        tracing::warn!(%error, "the claims the previous server handed over were not read");
+    }
     super::handover::keep(&state);
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
