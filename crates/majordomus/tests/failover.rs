@@ -280,6 +280,39 @@ async fn a_server_that_lost_its_lease_says_so_and_keeps_its_sessions() {
         new_lease.pid,
         "the old server never touched the lease again"
     );
+
+    // Nor the claims the new server hands over: the old one's claims are not the checkout's.
+    let newcomer = McpClient::http(&new_lease, "newcomer", "1.0").await;
+    newcomer
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "new", "scope": ["src/new"]}),
+        )
+        .await;
+    let handed_over = git_dir(&root).join("majordomus/claims.json");
+    let written = eventually("the new server to write its claims", || async {
+        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
+        if written.contains("src/new") {
+            Ok(written)
+        } else {
+            Err(written)
+        }
+    })
+    .await;
+    session
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "old", "scope": ["src/old"]}),
+        )
+        .await;
+    // Three times as long as a server gathers changes before it writes them.
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    assert_eq!(
+        std::fs::read_to_string(&handed_over).unwrap(),
+        written,
+        "the old server wrote nothing there"
+    );
+    newcomer.close().await;
     session.close().await;
 }
 
