@@ -110,6 +110,20 @@ async fn killing_the_server_loses_no_surviving_worker() {
         )
         .await;
 
+    // The server writes what it would hand over once changes have gathered for a moment.
+    eventually(
+        "the owner's claim to be written for the next server",
+        || async {
+            let written = std::fs::read_to_string(git_dir(&root).join("majordomus/claims.json"))
+                .unwrap_or_default();
+            if written.contains("owner works") {
+                Ok(())
+            } else {
+                Err(written)
+            }
+        },
+    )
+    .await;
     signal(first_lease.pid, libc::SIGKILL);
     wait_gone(first_lease.pid).await;
 
@@ -141,6 +155,19 @@ async fn killing_the_server_loses_no_surviving_worker() {
             "{name}'s claim was replayed"
         );
     }
+    let owner_listed: Vec<&Value> = peers
+        .iter()
+        .filter(|p| p["client"]["name"] == "owner")
+        .collect();
+    assert_eq!(owner_listed.len(), 1, "{board:#}");
+    assert_eq!(
+        (
+            &owner_listed[0]["attached"],
+            &owner_listed[0]["claims"][0]["scope"]
+        ),
+        (&json!(false), &json!(["docs"])),
+        "the killed server's own client's claim was handed over, departed"
+    );
     let overlaps = board["overlaps"].as_array().unwrap();
     assert_eq!(
         overlaps.len(),

@@ -361,3 +361,77 @@ fn encode(root: &str, records: Vec<Record>) -> (Option<Vec<u8>>, bool) {
     bytes.push(b'\n');
     (Some(bytes), holds_attached)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: usize, intent_chars: usize, attached: bool) -> Record {
+        Record {
+            client: ClientInfo {
+                name: format!("agent-{n}"),
+                version: "1".into(),
+                title: None,
+            },
+            transport: Transport::Stdio,
+            connected_at: "2026-12-01T10:00:00Z".into(),
+            left_at_ms: (!attached).then_some(1_000 + n as u64),
+            episode: None,
+            worker: None,
+            claims: vec![Announcement {
+                name: None,
+                intent: "i".repeat(intent_chars),
+                scope: vec![format!("src/{n}")],
+                at: "2026-12-01T10:00:00Z".into(),
+                resolved: Vec::new(),
+                compared: Default::default(),
+            }],
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Document {
+        serde_json::from_slice(bytes).expect("the file is one JSON document")
+    }
+
+    #[test]
+    fn nobody_holding_claims_writes_no_file() {
+        assert_eq!(encode("/r", Vec::new()), (None, false));
+    }
+
+    #[test]
+    fn the_file_says_what_it_is_and_whether_live_peers_are_in_it() {
+        let (bytes, live) = encode("/r", vec![record(0, 5, false), record(1, 5, true)]);
+        let document = decode(&bytes.unwrap());
+        assert_eq!(
+            (document.schema.as_str(), document.root.as_str()),
+            (SCHEMA, "/r")
+        );
+        let names: Vec<&str> = document
+            .peers
+            .iter()
+            .map(|p| p.client.name.as_str())
+            .collect();
+        assert_eq!(names, ["agent-0", "agent-1"], "in the order they left");
+        assert!(live);
+        let (_, live) = encode("/r", vec![record(0, 5, false)]);
+        assert!(!live, "departed peers alone need no dating");
+    }
+
+    #[test]
+    fn beyond_its_size_the_earliest_to_leave_are_left_out() {
+        // each record about 100 kB: the file holds what fits, the latest to leave
+        let records: Vec<Record> = (0..200).map(|n| record(n, 100_000, n == 199)).collect();
+        let (bytes, live) = encode("/r", records);
+        let bytes = bytes.unwrap();
+        assert!(bytes.len() <= MAX_BYTES, "{}", bytes.len());
+        let document = decode(&bytes);
+        let kept = document.peers.len();
+        assert!((70..200).contains(&kept), "{kept}");
+        assert_eq!(
+            document.peers[0].client.name,
+            format!("agent-{}", 200 - kept)
+        );
+        assert_eq!(document.peers[kept - 1].client.name, "agent-199");
+        assert!(live);
+    }
+}
