@@ -411,19 +411,19 @@ impl PeerBoard {
     }
 
     /// Gives `heir` the claims of every departed peer that held the episode `external_id`
-    /// when it left: the episode was resumed, and its work with it. Returns how many claims
-    /// were taken.
-    pub fn adopt_episode(&mut self, heir: &PeerId, external_id: &str) -> usize {
-        let holders: Vec<u64> = self
+    /// when it left: the episode was resumed, and its work with it. Returns those peers,
+    /// whose slots are gone from the board.
+    pub fn adopt_episode(&mut self, heir: &PeerId, external_id: &str) -> Vec<PeerId> {
+        let holders: Vec<PeerId> = self
             .departed
             .iter()
-            .copied()
             .filter(|number| self.peers[number].episode.as_deref() == Some(external_id))
+            .map(|&number| PeerId::nth(number))
             .collect();
+        for former in &holders {
+            self.adopt(former, heir);
+        }
         holders
-            .into_iter()
-            .map(|number| self.adopt(&PeerId::nth(number), heir))
-            .sum()
     }
 
     /// Every peer holding claims, as this board hands them to the next server of its
@@ -1097,7 +1097,7 @@ mod tests {
         announce(&mut board, &ids[1], &["docs"], None);
         board.detach(&ids[0], Some("conv-1".into()), at(10));
         board.detach(&ids[1], Some("conv-2".into()), at(10));
-        assert_eq!(board.adopt_episode(&ids[2], "conv-1"), 1);
+        assert_eq!(board.adopt_episode(&ids[2], "conv-1"), [ids[0].clone()]);
         assert_eq!(
             board.peer(&ids[2], at(11)).unwrap().claims[0].scope,
             ["src"]
@@ -1107,7 +1107,7 @@ mod tests {
             board.peer(&ids[1], at(11)).is_some(),
             "another episode's peer stays"
         );
-        assert_eq!(board.adopt_episode(&ids[2], "conv-9"), 0);
+        assert_eq!(board.adopt_episode(&ids[2], "conv-9"), []);
     }
 
     #[test]
@@ -1240,7 +1240,10 @@ mod tests {
         let worker = board.attach(Transport::Stdio, client("codex"), at(22));
         assert_eq!(board.adopt(&restored[1], &worker), 1);
         let resumed = board.attach(Transport::Http, client("codex"), at(22));
-        assert_eq!(board.adopt_episode(&resumed, "conv-2"), 1);
+        assert_eq!(
+            board.adopt_episode(&resumed, "conv-2"),
+            [restored[0].clone()]
+        );
         let replayed = announce(&mut board, &worker, &["src"], None);
         assert!(replayed.overlaps.is_empty(), "never its own former slot");
         assert_eq!(board.peers(at(22)).len(), 2);
