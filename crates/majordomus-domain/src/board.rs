@@ -441,8 +441,10 @@ impl PeerBoard {
             .departed
             .iter()
             .filter_map(|number| self.peers.get_key_value(number));
-        let mut handed: Vec<(PeerId, HandedOver)> = departed
-            .chain(attached)
+        let mut handed: Vec<(&u64, &Slot)> = departed.chain(attached).collect();
+        handed.drain(..handed.len().saturating_sub(DEPARTED_CAP));
+        handed
+            .into_iter()
             .map(|(&number, slot)| {
                 let peer = HandedOver {
                     client: slot.client.clone(),
@@ -454,10 +456,7 @@ impl PeerBoard {
                 };
                 (PeerId::nth(number), peer)
             })
-            .collect();
-        let beyond = handed.len().saturating_sub(DEPARTED_CAP);
-        handed.drain(..beyond);
-        handed
+            .collect()
     }
 
     /// Puts a peer another server of this checkout handed over back on the board, departed:
@@ -1223,6 +1222,24 @@ mod tests {
         assert_eq!(board.expire(at(35), grace).len(), 2);
         assert!(board.departed.is_empty());
         assert_eq!(board.index.len(), 2, "only the newcomer's paths are left");
+    }
+
+    #[test]
+    fn at_most_the_departed_cap_is_handed_over_the_latest_to_leave() {
+        let (mut board, ids) = board_with(DEPARTED_CAP + 8);
+        for (k, id) in ids.iter().enumerate() {
+            announce(&mut board, id, &[&format!("area/{k}")], None);
+        }
+        for id in &ids[..4] {
+            board.detach(id, None, at(10));
+        }
+        let handed: Vec<PeerId> = board.handed_over().into_iter().map(|(id, _)| id).collect();
+        assert_eq!(handed.len(), DEPARTED_CAP);
+        assert_eq!(
+            handed,
+            ids[8..],
+            "the departed leave first, then the earliest attached"
+        );
     }
 
     #[test]
