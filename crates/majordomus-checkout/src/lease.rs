@@ -6,7 +6,8 @@
 //! URL, removing it, taking it over) happens under an advisory `flock` on `lease.lock` beside
 //! it, after re-reading the file, so no process acts on a lease someone else has changed.
 //! A server that releases its lease removes the lock file too, so a clean stop leaves nothing
-//! behind.
+//! of the lease behind. Its leaseholder may keep files beside it (the claims it hands to the
+//! next server), changed under the same lock and only while the lease is its own.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -293,7 +294,7 @@ pub fn try_create(path: &Path, lease: &Lease) -> Result<LeaseHandle, CreateError
     let dir = lease_dir(path);
     create_private_dir(dir)?;
     let bytes = encode(lease)?;
-    let temporary = write_temporary(dir, &bytes)?;
+    let temporary = write_temporary(dir, LEASE_FILE, &bytes)?;
     let linked = fs::hard_link(&temporary, path);
     remove_quietly(&temporary);
     match linked {
@@ -351,7 +352,7 @@ impl LeaseHandle {
         let mut next = self.lease.clone();
         next.url = Some(url.to_owned());
         let dir = lease_dir(&self.path);
-        let temporary = write_temporary(dir, &encode(&next)?)?;
+        let temporary = write_temporary(dir, LEASE_FILE, &encode(&next)?)?;
         if let Err(error) = fs::rename(&temporary, &self.path) {
             remove_quietly(&temporary);
             return Err(error);
@@ -394,6 +395,153 @@ impl LeaseHandle {
             false
         })
     }
+}
+
+/// A file the leaseholder keeps beside its lease, such as the claims it hands over to the
+/// next server of its checkout. Every change of it happens under the lease lock and only
+/// while the lease on disk is still this process's, so a server that lost its lease never
+/// overwrites what its successor keeps there; its successor reads it once it holds the
+/// lease ([`read_beside`]).
+impl LeaseHandle {
+    /// Replaces the file `name` beside the lease with `bytes` (a 0600 temporary file,
+    /// fsync, rename, fsync of the directory), or removes it when `bytes` is `None`.
+    /// `Ok(false)`: the lease is no longer ours, and nothing was written.
+    pub fn write_beside(&self, name: &str, bytes: Option<&[u8]>) -> io::Result<bool> {
+        let _lock = LeaseLock::acquire(&self.path)?;
+        if !self.still_ours() {
+            return Ok(false);
+        }
+        let dir = lease_dir(&self.path);
+        let path = dir.join(name);
+        match bytes {
+            Some(bytes) => {
+                let temporary = write_temporary(dir, name, bytes)?;
+                if let Err(error) = fs::rename(&temporary, &path) {
+                    remove_quietly(&temporary);
+                    return Err(error);
+                }
+            }
+            None => match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
+                Err(error) => return Err(error),
+            },
+        }
+        sync_dir(dir)?;
+        Ok(true)
+    }
+
+    /// Sets the modification time of the file `name` beside the lease to now, saying that
+    /// what it holds was still true a moment ago. `Ok(false)`: the lease is no longer
+    /// ours, or there is no such file, and nothing was touched.
+    pub fn touch_beside(&self, name: &str) -> io::Result<bool> {
+        let _lock = LeaseLock::acquire(&self.path)?;
+        if !self.still_ours() {
+            return Ok(false);
+        }
+        let opened = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(lease_dir(&self.path).join(name));
+        let file = match opened {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        file.set_modified(SystemTime::now())?;
+        Ok(true)
+    }
+
+    /// Removes the temporary files a process killed while replacing the file `name` beside
+    /// the lease left behind. Only the leaseholder writes there, so once this process holds
+    /// the lease none of them is anybody's work in progress.
+    pub fn remove_temporaries_beside(&self, name: &str) -> io::Result<()> {
+        let _lock = LeaseLock::acquire(&self.path)?;
+        if !self.still_ours() {
+            return Ok(());
+        }
+        let prefix = format!(".{name}.");
+        for entry in fs::read_dir(lease_dir(&self.path))? {
+            let file_name = entry?.file_name();
+            let file_name = file_name.to_string_lossy();
+            if file_name.starts_with(&prefix) && file_name.ends_with(".tmp") {
+                remove_quietly(&lease_dir(&self.path).join(&*file_name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A file read from beside a lease: its bytes and when it was last written or touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BesideFile {
+    /// What it holds.
+    pub bytes: Vec<u8>,
+    /// Its modification time.
+    pub modified: SystemTime,
+}
+
+/// Why a file beside a lease was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum BesideError {
+    /// It is larger than its reader accepts.
+    #[error("{path} holds more than {limit} bytes")]
+    TooLarge {
+        /// Where it is.
+        path: String,
+        /// The most its reader accepts.
+        limit: u64,
+    },
+    /// It could not be opened or read (a symbolic link is not followed).
+    #[error("cannot read {path}: {error}")]
+    Io {
+        /// Where it is.
+        path: String,
+        /// What went wrong.
+        error: io::Error,
+    },
+}
+
+/// Reads the file `name` beside the lease at `lease` (the next server's side of
+/// [`LeaseHandle::write_beside`]): `Ok(None)` when there is none. At most `limit` bytes
+/// are read; a larger file is refused rather than read in full, and a symbolic link is
+/// not followed.
+pub fn read_beside(
+    lease: &Path,
+    name: &str,
+    limit: u64,
+) -> Result<Option<BesideFile>, BesideError> {
+    use std::io::Read as _;
+    let path = lease_dir(lease).join(name);
+    let failed = |error: io::Error| BesideError::Io {
+        path: path.display().to_string(),
+        error,
+    };
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(failed(error)),
+    };
+    let metadata = file.metadata().map_err(failed)?;
+    if !metadata.is_file() {
+        return Err(failed(io::Error::other("it is not a regular file")));
+    }
+    let modified = metadata.modified().map_err(failed)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > limit {
+        return Err(BesideError::TooLarge {
+            path: path.display().to_string(),
+            limit,
+        });
+    }
+    Ok(Some(BesideFile { bytes, modified }))
 }
 
 /// Whether the lease at `path` still carries `token`, read again only when the file is no
@@ -532,10 +680,11 @@ fn encode(lease: &Lease) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to a new 0600 file in `dir` and syncs it; returns its path.
-fn write_temporary(dir: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+/// Writes `bytes` to a new 0600 file in `dir`, named after the file `name` it is to replace,
+/// and syncs it; returns its path.
+fn write_temporary(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
     let suffix = hex::encode(rand::random::<[u8; 8]>());
-    let path = dir.join(format!(".{LEASE_FILE}.{}.{suffix}.tmp", std::process::id()));
+    let path = dir.join(format!(".{name}.{}.{suffix}.tmp", std::process::id()));
     create_exclusive(&path, bytes)?;
     Ok(path)
 }
@@ -773,6 +922,81 @@ mod tests {
         assert_eq!(document(&path).0, rival, "their lease is untouched");
         assert!(!handle.release(), "and not removed by the old holder");
         assert_eq!(document(&path).0, rival);
+    }
+
+    #[test]
+    fn a_file_beside_the_lease_changes_only_while_the_lease_is_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let handle = try_create(&path, &lease).unwrap();
+        let beside = path.with_file_name("claims.json");
+        assert!(read_beside(&path, "claims.json", 64).unwrap().is_none());
+        assert!(
+            !handle.touch_beside("claims.json").unwrap(),
+            "nothing to date"
+        );
+        assert!(handle.write_beside("claims.json", Some(b"first")).unwrap());
+        assert_eq!(fs::metadata(&beside).unwrap().mode() & 0o777, 0o600);
+        let past = SystemTime::now() - Duration::from_secs(600);
+        File::options()
+            .write(true)
+            .open(&beside)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        let read = read_beside(&path, "claims.json", 64).unwrap().unwrap();
+        assert_eq!(
+            (read.bytes.as_slice(), read.modified),
+            (&b"first"[..], past)
+        );
+        assert!(handle.touch_beside("claims.json").unwrap());
+        let touched = read_beside(&path, "claims.json", 64).unwrap().unwrap();
+        assert!(touched.modified > past);
+        assert!(matches!(
+            read_beside(&path, "claims.json", 4),
+            Err(BesideError::TooLarge { limit: 4, .. })
+        ));
+
+        // a process killed while replacing it left a temporary file
+        let leftover = path.with_file_name(".claims.json.1.00.tmp");
+        fs::write(&leftover, b"half").unwrap();
+        handle.remove_temporaries_beside("claims.json").unwrap();
+        assert!(!leftover.exists());
+        assert!(path.exists() && beside.exists(), "only the leftover went");
+
+        // Someone takes the lease over: the old holder neither writes, dates nor removes it.
+        let (_, judged) = document(&path);
+        assert!(take_over(&path, &judged).unwrap());
+        try_create(&path, &Lease::new_for_this_process(dir.path(), "1.2.3")).unwrap();
+        let before = fs::metadata(&beside).unwrap().modified().unwrap();
+        assert!(!handle.write_beside("claims.json", Some(b"second")).unwrap());
+        assert!(!handle.write_beside("claims.json", None).unwrap());
+        assert!(!handle.touch_beside("claims.json").unwrap());
+        assert_eq!(fs::read(&beside).unwrap(), b"first");
+        assert_eq!(fs::metadata(&beside).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn a_file_beside_the_lease_is_removed_when_nothing_is_left_to_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lease) = lease_in(dir.path());
+        let handle = try_create(&path, &lease).unwrap();
+        assert!(
+            handle.write_beside("claims.json", None).unwrap(),
+            "none to remove"
+        );
+        assert!(handle.write_beside("claims.json", Some(b"x")).unwrap());
+        assert!(handle.write_beside("claims.json", None).unwrap());
+        assert!(read_beside(&path, "claims.json", 64).unwrap().is_none());
+        // a link is not followed
+        let elsewhere = dir.path().join("elsewhere");
+        fs::write(&elsewhere, b"secret").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path.with_file_name("claims.json")).unwrap();
+        assert!(matches!(
+            read_beside(&path, "claims.json", 64),
+            Err(BesideError::Io { .. })
+        ));
+        assert!(handle.touch_beside("claims.json").is_err());
     }
 
     #[test]

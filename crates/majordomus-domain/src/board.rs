@@ -57,6 +57,31 @@ pub struct ReleasedClaims {
     pub claims: Vec<Announcement>,
 }
 
+/// Characters kept of a handed-over stamp (`connected_at`, a claim's `at`): an RFC 3339
+/// instant is 20.
+const STAMP_CHARS: usize = 40;
+
+/// A peer holding claims, as one serving process hands it to the next server of its
+/// checkout ([`PeerBoard::handed_over`], [`PeerBoard::restore`]), so that its claims
+/// outlive the process as they outlive a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandedOver {
+    /// The client it said it was.
+    pub client: ClientInfo,
+    /// How it was connected.
+    pub transport: Transport,
+    /// When it attached, RFC 3339 in UTC.
+    pub connected_at: String,
+    /// When it left; `None` for a peer attached when handed over, which leaves when the
+    /// process that serves it ends.
+    pub left_at: Option<SystemTime>,
+    /// The episode it held, whose resumption takes its claims back.
+    pub episode: Option<String>,
+    /// Its claims as answers show them: the scope as written, and where it led on disk
+    /// when that differs.
+    pub claims: Vec<Announcement>,
+}
+
 /// Why an announcement was refused; the app maps each kind to its error of the same name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnnounceError {
@@ -386,19 +411,147 @@ impl PeerBoard {
     }
 
     /// Gives `heir` the claims of every departed peer that held the episode `external_id`
-    /// when it left: the episode was resumed, and its work with it. Returns how many claims
-    /// were taken.
-    pub fn adopt_episode(&mut self, heir: &PeerId, external_id: &str) -> usize {
-        let holders: Vec<u64> = self
+    /// when it left: the episode was resumed, and its work with it. Returns those peers,
+    /// whose slots are gone from the board.
+    pub fn adopt_episode(&mut self, heir: &PeerId, external_id: &str) -> Vec<PeerId> {
+        let holders: Vec<PeerId> = self
             .departed
             .iter()
-            .copied()
             .filter(|number| self.peers[number].episode.as_deref() == Some(external_id))
+            .map(|&number| PeerId::nth(number))
             .collect();
+        for former in &holders {
+            self.adopt(former, heir);
+        }
         holders
+    }
+
+    /// Every peer holding claims, as this board hands them to the next server of its
+    /// checkout should its process end: the departed ones in the order they left, then the
+    /// attached ones, which leave when the process ends, in attachment order. At most
+    /// [`DEPARTED_CAP`], the latest to leave, since the next board keeps no more departed
+    /// peers than that. Each comes with its id here (the next board gives it a new one); an
+    /// attached peer's episode is the episode board's to say.
+    pub fn handed_over(&self) -> Vec<(PeerId, HandedOver)> {
+        let attached = self
+            .peers
+            .iter()
+            .filter(|(_, slot)| slot.attached && !slot.claims.is_empty());
+        let departed = self
+            .departed
+            .iter()
+            .filter_map(|number| self.peers.get_key_value(number));
+        let mut handed: Vec<(&u64, &Slot)> = departed.chain(attached).collect();
+        handed.drain(..handed.len().saturating_sub(DEPARTED_CAP));
+        handed
             .into_iter()
-            .map(|number| self.adopt(&PeerId::nth(number), heir))
-            .sum()
+            .map(|(&number, slot)| {
+                let peer = HandedOver {
+                    client: slot.client.clone(),
+                    transport: slot.transport,
+                    connected_at: slot.connected_at.clone(),
+                    left_at: slot.left_at.filter(|_| !slot.attached),
+                    episode: slot.episode.clone().filter(|_| !slot.attached),
+                    claims: slot.claims.iter().map(announcement).collect(),
+                };
+                (PeerId::nth(number), peer)
+            })
+            .collect()
+    }
+
+    /// Puts a peer another server of this checkout handed over back on the board, departed:
+    /// since `left_at` if it says, else since `ended` (when that server ended, which ended
+    /// its connection). Its grace runs on from then, and its worker or episode takes its
+    /// claims back as if it had left this board. Returns its id here, and the claims of the
+    /// earliest departed peers released beyond [`DEPARTED_CAP`]; a peer without claims is
+    /// not put back (`None`).
+    ///
+    /// Its claims pass every check an announcement does, and their paths are compared as
+    /// they were: where its server resolved them on disk when it says so, else their text.
+    pub fn restore(
+        &mut self,
+        peer: HandedOver,
+        ended: SystemTime,
+    ) -> Result<Option<(PeerId, Vec<ReleasedClaims>)>, InvalidAnnouncement> {
+        let mut claims: BTreeMap<Option<String>, Claim> = BTreeMap::new();
+        for claim in peer.claims {
+            let input = AnnounceInput {
+                intent: claim.intent,
+                scope: claim.scope,
+                claim: claim.name,
+            };
+            check_announcement(&input)?;
+            let paths = if !claim.resolved.is_empty() && claim.resolved.len() == input.scope.len() {
+                input
+                    .scope
+                    .iter()
+                    .zip(&claim.resolved)
+                    .map(|(written, key)| ClaimPath::from_key(written, key))
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                input
+                    .scope
+                    .iter()
+                    .map(|raw| normalize(raw, &self.checkout_root))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let name = input.claim.map(|name| name.trim().to_owned());
+            let restored = Claim {
+                intent: input.intent.trim().to_owned(),
+                paths: without_repeats(paths).into(),
+                at: text::sanitized(&claim.at, STAMP_CHARS),
+                sequence: 0,
+            };
+            claims.insert(name, restored);
+        }
+        if claims.keys().filter(|name| name.is_some()).count() > limits::NAMED_CLAIMS {
+            return Err(InvalidAnnouncement::TooManyNamedClaims);
+        }
+        if claims.is_empty() {
+            return Ok(None);
+        }
+        // Announced in the order their stamps say, so the latest is the peer's announcement.
+        let mut order: Vec<&mut Claim> = claims.values_mut().collect();
+        order.sort_by(|a, b| a.at.cmp(&b.at));
+        for claim in order {
+            self.last_claim += 1;
+            claim.sequence = self.last_claim;
+        }
+        self.version += 1;
+        self.last_peer += 1;
+        let number = self.last_peer;
+        let left_at = peer.left_at.unwrap_or(ended);
+        for (name, claim) in &claims {
+            for (at, path) in claim.paths.iter().enumerate() {
+                let entry = ClaimRef {
+                    peer: number,
+                    name: name.clone(),
+                    path: at,
+                };
+                self.index.insert(path.components(), entry);
+            }
+        }
+        let slot = Slot {
+            client: peer.client.sanitized(),
+            transport: peer.transport,
+            connected_at: text::sanitized(&peer.connected_at, STAMP_CHARS),
+            last_seen: left_at,
+            attached: false,
+            left_at: Some(left_at),
+            episode: peer
+                .episode
+                .filter(|id| crate::episodes::validate_external_id(id).is_ok()),
+            claims,
+        };
+        self.peers.insert(number, slot);
+        self.departed.push_back(number);
+        let mut released = Vec::new();
+        while self.departed.len() > DEPARTED_CAP {
+            if let Some(oldest) = self.departed.pop_front() {
+                released.extend(self.forget(oldest));
+            }
+        }
+        Ok(Some((PeerId::nth(number), released)))
     }
 
     /// Records a claim of an attached peer and answers with the peer as now recorded, every
@@ -943,7 +1096,7 @@ mod tests {
         announce(&mut board, &ids[1], &["docs"], None);
         board.detach(&ids[0], Some("conv-1".into()), at(10));
         board.detach(&ids[1], Some("conv-2".into()), at(10));
-        assert_eq!(board.adopt_episode(&ids[2], "conv-1"), 1);
+        assert_eq!(board.adopt_episode(&ids[2], "conv-1"), [ids[0].clone()]);
         assert_eq!(
             board.peer(&ids[2], at(11)).unwrap().claims[0].scope,
             ["src"]
@@ -953,7 +1106,7 @@ mod tests {
             board.peer(&ids[1], at(11)).is_some(),
             "another episode's peer stays"
         );
-        assert_eq!(board.adopt_episode(&ids[2], "conv-9"), 0);
+        assert_eq!(board.adopt_episode(&ids[2], "conv-9"), []);
     }
 
     #[test]
@@ -1000,6 +1153,167 @@ mod tests {
         assert_eq!(later[0].claims[0].name.as_deref(), Some("d"));
         assert!(board.departed.is_empty());
         assert_eq!(board.index.len(), 1);
+    }
+
+    #[test]
+    fn a_handed_over_board_keeps_its_claims_departed_for_the_rest_of_their_grace() {
+        let grace = Duration::from_secs(10);
+        let (mut old, ids) = board_with(3);
+        announce(&mut old, &ids[0], &["src/lib.rs"], None);
+        announce(&mut old, &ids[0], &["docs"], Some("d"));
+        announce(&mut old, &ids[1], &["src/parser"], None);
+        old.detach(&ids[1], Some("conv-1".into()), at(20));
+        let split = crate::paths::split("alias", ROOT).unwrap();
+        let alias = ClaimPath::resolved(&split, vec!["src".into(), "real".into()]).unwrap();
+        old.announce_resolved(
+            &ids[2],
+            input("links", &["alias"], None),
+            vec![alias],
+            at(11),
+        )
+        .unwrap();
+
+        let handed = old.handed_over();
+        let order: Vec<(&PeerId, Option<SystemTime>)> =
+            handed.iter().map(|(id, h)| (id, h.left_at)).collect();
+        assert_eq!(
+            order,
+            [(&ids[1], Some(at(20))), (&ids[0], None), (&ids[2], None)],
+            "the departed first, then the attached"
+        );
+        assert_eq!(handed[0].1.episode.as_deref(), Some("conv-1"));
+
+        // the process ends at 25; the next board starts at 26
+        let mut board = PeerBoard::new(ROOT);
+        let newcomer = board.attach(Transport::Stdio, client("cursor"), at(26));
+        let mut restored = Vec::new();
+        for (_, peer) in handed {
+            let (id, released) = board.restore(peer, at(25)).unwrap().unwrap();
+            assert!(released.is_empty());
+            restored.push(id);
+        }
+        let listed = board.peer(&restored[1], at(26)).unwrap();
+        assert!(!listed.attached);
+        assert_eq!(listed.left_seconds_ago, Some(1));
+        assert_eq!(listed.claims.len(), 2);
+        assert_eq!(
+            listed.announcement.unwrap().name.as_deref(),
+            Some("d"),
+            "the latest announced is still the announcement"
+        );
+        let meets = announce(&mut board, &newcomer, &["src/lib.rs", "src/real/x"], None);
+        let met: Vec<(&PeerId, bool)> = meets
+            .overlaps
+            .iter()
+            .map(|o| (&o.peer, o.attached))
+            .collect();
+        assert_eq!(met, [(&restored[1], false), (&restored[2], false)]);
+        assert_eq!(
+            meets.overlaps[1].paths[0].theirs, "alias",
+            "resolved as it was"
+        );
+
+        // the peer departed at 20 goes at 30, those attached when the process ended at 35
+        assert_eq!(board.expire(at(29), grace), []);
+        let first = board.expire(at(30), grace);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].episode.as_deref(), Some("conv-1"));
+        assert_eq!(board.expire(at(34), grace), []);
+        assert_eq!(board.expire(at(35), grace).len(), 2);
+        assert!(board.departed.is_empty());
+        assert_eq!(board.index.len(), 2, "only the newcomer's paths are left");
+    }
+
+    #[test]
+    fn at_most_the_departed_cap_is_handed_over_the_latest_to_leave() {
+        let (mut board, ids) = board_with(DEPARTED_CAP + 8);
+        for (k, id) in ids.iter().enumerate() {
+            announce(&mut board, id, &[&format!("area/{k}")], None);
+        }
+        for id in &ids[..4] {
+            board.detach(id, None, at(10));
+        }
+        let handed: Vec<PeerId> = board.handed_over().into_iter().map(|(id, _)| id).collect();
+        assert_eq!(handed.len(), DEPARTED_CAP);
+        assert_eq!(
+            handed,
+            ids[8..],
+            "the departed leave first, then the earliest attached"
+        );
+    }
+
+    #[test]
+    fn a_handed_over_peer_is_taken_back_by_its_worker_or_episode() {
+        let (mut old, ids) = board_with(2);
+        announce(&mut old, &ids[0], &["src"], None);
+        announce(&mut old, &ids[1], &["docs"], None);
+        old.detach(&ids[1], Some("conv-2".into()), at(20));
+        let mut board = PeerBoard::new(ROOT);
+        let restored: Vec<PeerId> = old
+            .handed_over()
+            .into_iter()
+            .map(|(_, peer)| board.restore(peer, at(21)).unwrap().unwrap().0)
+            .collect();
+        let worker = board.attach(Transport::Stdio, client("codex"), at(22));
+        assert_eq!(board.adopt(&restored[1], &worker), 1);
+        let resumed = board.attach(Transport::Http, client("codex"), at(22));
+        assert_eq!(
+            board.adopt_episode(&resumed, "conv-2"),
+            [restored[0].clone()]
+        );
+        let replayed = announce(&mut board, &worker, &["src"], None);
+        assert!(replayed.overlaps.is_empty(), "never its own former slot");
+        assert_eq!(board.peers(at(22)).len(), 2);
+        assert!(board.departed.is_empty());
+    }
+
+    #[test]
+    fn a_handed_over_peer_passes_the_checks_of_an_announcement() {
+        let mut board = PeerBoard::new(ROOT);
+        let claim = |intent: &str, scope: &[&str], name: Option<&str>| Announcement {
+            name: name.map(str::to_owned),
+            intent: intent.into(),
+            scope: scope.iter().map(|s| (*s).to_owned()).collect(),
+            at: "2026-11-30T02:26:43Z".into(),
+            resolved: Vec::new(),
+            compared: Default::default(),
+        };
+        let peer = |claims: Vec<Announcement>| HandedOver {
+            client: client("codex"),
+            transport: Transport::Stdio,
+            connected_at: "2026-11-30T02:26:40Z".into(),
+            left_at: None,
+            episode: Some("bad\nid".into()),
+            claims,
+        };
+        for bad in [
+            claim("one\ntwo", &["src"], None),
+            claim("x", &["../up"], None),
+            claim("x", &["/etc"], None),
+        ] {
+            assert!(board.restore(peer(vec![bad]), at(1)).is_err());
+        }
+        let too_many = (0..=limits::NAMED_CLAIMS)
+            .map(|n| claim("x", &["a"], Some(&format!("c{n}"))))
+            .collect();
+        assert_eq!(
+            board.restore(peer(too_many), at(1)),
+            Err(InvalidAnnouncement::TooManyNamedClaims)
+        );
+        assert_eq!(board.restore(peer(Vec::new()), at(1)), Ok(None));
+        assert!(
+            board.peers(at(1)).is_empty(),
+            "nothing refused was put back"
+        );
+        let (id, _) = board
+            .restore(peer(vec![claim("x", &["a"], None)]), at(1))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            board.slot_mut(&id).unwrap().episode,
+            None,
+            "a bad episode id is dropped"
+        );
     }
 
     #[test]

@@ -110,6 +110,20 @@ async fn killing_the_server_loses_no_surviving_worker() {
         )
         .await;
 
+    // The server writes what it would hand over once changes have gathered for a moment.
+    eventually(
+        "the owner's claim to be written for the next server",
+        || async {
+            let written = std::fs::read_to_string(git_dir(&root).join("majordomus/claims.json"))
+                .unwrap_or_default();
+            if written.contains("owner works") {
+                Ok(())
+            } else {
+                Err(written)
+            }
+        },
+    )
+    .await;
     signal(first_lease.pid, libc::SIGKILL);
     wait_gone(first_lease.pid).await;
 
@@ -141,6 +155,19 @@ async fn killing_the_server_loses_no_surviving_worker() {
             "{name}'s claim was replayed"
         );
     }
+    let owner_listed: Vec<&Value> = peers
+        .iter()
+        .filter(|p| p["client"]["name"] == "owner")
+        .collect();
+    assert_eq!(owner_listed.len(), 1, "{board:#}");
+    assert_eq!(
+        (
+            &owner_listed[0]["attached"],
+            &owner_listed[0]["claims"][0]["scope"]
+        ),
+        (&json!(false), &json!(["docs"])),
+        "the killed server's own client's claim was handed over, departed"
+    );
     let overlaps = board["overlaps"].as_array().unwrap();
     assert_eq!(
         overlaps.len(),
@@ -280,6 +307,39 @@ async fn a_server_that_lost_its_lease_says_so_and_keeps_its_sessions() {
         new_lease.pid,
         "the old server never touched the lease again"
     );
+
+    // Nor the claims the new server hands over: the old one's claims are not the checkout's.
+    let newcomer = McpClient::http(&new_lease, "newcomer", "1.0").await;
+    newcomer
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "new", "scope": ["src/new"]}),
+        )
+        .await;
+    let handed_over = git_dir(&root).join("majordomus/claims.json");
+    let written = eventually("the new server to write its claims", || async {
+        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
+        if written.contains("src/new") {
+            Ok(written)
+        } else {
+            Err(written)
+        }
+    })
+    .await;
+    session
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "old", "scope": ["src/old"]}),
+        )
+        .await;
+    // Three times as long as a server gathers changes before it writes them.
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    assert_eq!(
+        std::fs::read_to_string(&handed_over).unwrap(),
+        written,
+        "the old server wrote nothing there"
+    );
+    newcomer.close().await;
     session.close().await;
 }
 
@@ -602,4 +662,147 @@ async fn a_worker_that_comes_back_never_overlaps_its_former_slot() {
     assert_eq!(board["overlaps"], json!([]));
     let _ = again.cancel().await;
     witness.close().await;
+}
+
+/// The peers of a board whose client has this name.
+fn peers_named<'a>(board: &'a Value, name: &str) -> Vec<&'a Value> {
+    board["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|peer| peer["client"]["name"] == name)
+        .collect()
+}
+
+/// What ending the serving process with `ending` leaves of its board's claims: those of a
+/// session that left before, and those of the session it served itself, are on the next
+/// server's board, departed, until their grace ends, and a new announce meets them; a
+/// bridged session that re-attached is listed once and never meets its own former claims.
+async fn claims_outlive_the_serving_process(ending: libc::c_int) {
+    const ANNOUNCE: &str = "majordomus_announce";
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    std::fs::write(
+        root.join("majordomus.toml"),
+        "[timings]\nclaim_grace_secs = 8\n",
+    )
+    .unwrap();
+    let owner = McpClient::stdio(&repo, &root, "owner", "1.0").await;
+    let first = wait_ready(&root).await;
+    assert_eq!(
+        Some(first.pid),
+        owner.pid,
+        "the first client's process serves"
+    );
+    let bridged = McpClient::stdio(&repo, &root, "bridged", "1.0").await;
+    let bridged_claim = json!({"intent": "bridged works", "scope": ["src/bridged.rs"]});
+    bridged.answer(ANNOUNCE, bridged_claim.clone()).await;
+    owner
+        .answer(
+            ANNOUNCE,
+            json!({"intent": "owner rewrites the library", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let leaver = McpClient::stdio(&repo, &root, "leaver", "1.0").await;
+    leaver
+        .answer(
+            ANNOUNCE,
+            json!({"intent": "leaver edits docs", "scope": ["docs"]}),
+        )
+        .await;
+    leaver.close().await;
+    eventually("the leaver to depart", || async {
+        let board = board(&bridged).await;
+        match peers_named(&board, "leaver").first() {
+            Some(leaver) if leaver["attached"] == false => Ok(()),
+            _ => Err(board.to_string()),
+        }
+    })
+    .await;
+
+    // The server writes what it would hand over once changes have gathered for a moment.
+    let handed_over = git_dir(&root).join("majordomus/claims.json");
+    eventually("the claims to be written for the next server", || async {
+        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
+        if ["owner rewrites", "leaver edits", "bridged works"]
+            .iter()
+            .all(|intent| written.contains(intent))
+        {
+            Ok(())
+        } else {
+            Err(written)
+        }
+    })
+    .await;
+
+    signal(first.pid, ending);
+    wait_gone(first.pid).await;
+
+    let next_board = eventually("the next server's board", || async {
+        let board = board(&bridged).await;
+        let listed = |name: &str| peers_named(&board, name).len() == 1;
+        if listed("bridged") && listed("owner") && listed("leaver") {
+            Ok(board)
+        } else {
+            Err(board.to_string())
+        }
+    })
+    .await;
+    let next = wait_ready(&root).await;
+    assert_eq!(Some(next.pid), bridged.pid, "the bridge serves now");
+    assert_eq!(peers_named(&next_board, "bridged")[0]["attached"], true);
+    for (name, scope) in [("owner", "src/lib.rs"), ("leaver", "docs")] {
+        let peer = peers_named(&next_board, name)[0];
+        assert_eq!(peer["attached"], false, "{name} departed: {next_board:#}");
+        assert!(peer["left_seconds_ago"].is_u64(), "{next_board:#}");
+        assert_eq!(peer["claims"][0]["scope"], json!([scope]), "{next_board:#}");
+    }
+    assert_eq!(mode(&handed_over), 0o600);
+
+    let newcomer = McpClient::stdio(&repo, &root, "newcomer", "1.0").await;
+    let claim = json!({"intent": "newcomer fixes a bug", "scope": ["src/lib.rs"]});
+    let met = newcomer.answer(ANNOUNCE, claim.clone()).await;
+    let overlaps = met["overlaps"].as_array().unwrap();
+    assert_eq!(overlaps.len(), 1, "{met:#}");
+    assert_eq!(overlaps[0]["attached"], false);
+    assert_eq!(overlaps[0]["intent"], "owner rewrites the library");
+    assert_eq!(overlaps[0]["paths"][0]["theirs"], "src/lib.rs");
+
+    let again = bridged.answer(ANNOUNCE, bridged_claim).await;
+    assert_eq!(
+        again["overlaps"],
+        json!([]),
+        "the bridged worker never meets its own former claims"
+    );
+    let listed = board(&newcomer).await;
+    assert_eq!(peers_named(&listed, "bridged").len(), 1, "{listed:#}");
+
+    eventually(
+        "the departed claims to be released after their grace",
+        || async {
+            let listed = board(&newcomer).await;
+            if peers_named(&listed, "owner").is_empty() && peers_named(&listed, "leaver").is_empty()
+            {
+                Ok(())
+            } else {
+                Err(listed.to_string())
+            }
+        },
+    )
+    .await;
+    let alone = newcomer.answer(ANNOUNCE, claim).await;
+    assert_eq!(alone["overlaps"], json!([]), "released claims meet nothing");
+    drop(owner);
+    newcomer.close().await;
+    bridged.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn departed_claims_survive_a_killed_server() {
+    claims_outlive_the_serving_process(libc::SIGKILL).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn departed_claims_survive_a_server_ended_by_sigterm() {
+    claims_outlive_the_serving_process(libc::SIGTERM).await;
 }

@@ -476,6 +476,45 @@ async fn a_lone_mcp_ends_cleanly_on_sigint_sigterm_or_end_of_input() {
     }
 }
 
+/// Claude Code ends its stdio server when the session ends; the next session of the checkout
+/// starts a new one. What the first session claimed is on that new board, departed, and the
+/// next session's announce of the same path meets it, quietly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_ended_with_its_server_leaves_its_claims_to_the_next_one() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let mut first = QuietClient::start(&repo, &root, "first").await;
+    assert_eq!(wait_ready(&root).await.pid, first.pid, "it serves alone");
+    first
+        .answer(
+            ANNOUNCE,
+            json!({"intent": "rewrite the library", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    first.leave_like_claude_code().await;
+    assert!(!lease_path(&root).exists(), "its server went with it");
+
+    let next = QuietClient::start(&repo, &root, "next").await;
+    assert_eq!(wait_ready(&root).await.pid, next.pid, "a new server");
+    let board = next.board().await;
+    let departed = peers_named(&board, "first");
+    assert_eq!(departed.len(), 1, "{board:#}");
+    assert_eq!(departed[0]["attached"], false);
+    assert_eq!(departed[0]["claims"][0]["scope"], json!(["src/lib.rs"]));
+    let met = next
+        .answer(
+            ANNOUNCE,
+            json!({"intent": "fix a bug", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    assert_eq!(met["overlaps"].as_array().unwrap().len(), 1, "{met:#}");
+    assert_eq!(met["overlaps"][0]["attached"], false);
+    assert_eq!(met["overlaps"][0]["intent"], "rewrite the library");
+
+    let logs = [first.stderr.clone(), next.close().await];
+    assert_quiet(&logs);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_ids_are_qualified_by_checkout_in_a_repository_listing() {
     let repo = TempRepo::new();

@@ -30,9 +30,16 @@ impl ServerState {
             let mut board = self.episode_board();
             let refresh = board.held_by(caller).as_deref() == Some(external_id);
             let outcome = board.attach(caller, external_id, GENERIC, now);
-            if outcome.resumed {
-                // The work of the episode comes back with it: the claims its departed peer held.
-                self.board().adopt_episode(caller, external_id);
+            // The work of the episode comes back with it: the claims its departed peer held,
+            // on this board or on the previous server's, which handed them over. The
+            // hand-over records the episode each peer holds, so it hears of every attach.
+            if !refresh {
+                let mut peers = self.board();
+                for former in peers.adopt_episode(caller, external_id) {
+                    self.events.retired(&former, caller);
+                }
+                drop(peers);
+                self.claims_changed();
             }
             if let Some(previous) = &outcome.released_previous {
                 self.recorder.detached(previous, now);

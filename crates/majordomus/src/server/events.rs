@@ -275,6 +275,23 @@ impl EventBus {
         );
     }
 
+    /// A departed peer the previous server of this checkout handed over was put back on the
+    /// board; the caller holds the board's lock. Nothing is published (nobody can follow a
+    /// board that does not answer yet); its claims are known from now on, so an announce
+    /// meeting them begins an overlap and its removal ends it.
+    pub(crate) fn restored(&self, board: &PeerBoard, peer: &PeerId) {
+        let Some(view) = board.peer(peer, SystemTime::now()) else {
+            return;
+        };
+        let mut inner = self.inner();
+        for claim in &view.claims {
+            inner
+                .overlaps
+                .announce(peer, claim.name.as_deref(), &claim.scope);
+        }
+        inner.overlaps.departed(peer);
+    }
+
     /// A worker came back as `by`: its former slot `former` left the board, its claims
     /// taken over by `by`, which announces them again right after.
     pub(crate) fn retired(&self, former: &PeerId, by: &PeerId) {

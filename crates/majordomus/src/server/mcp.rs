@@ -164,7 +164,7 @@ const MAX_WORKER_IDENTITY: usize = 64;
 /// Whether a session's claimed worker identity is one a bridge could have made: short, and
 /// letters, digits, `-` and `_` only. Anything else is ignored, so what a client sends is
 /// never kept at any size it likes.
-fn is_worker_identity(identity: &str) -> bool {
+pub(super) fn is_worker_identity(identity: &str) -> bool {
     (1..=MAX_WORKER_IDENTITY).contains(&identity.len())
         && identity
             .bytes()

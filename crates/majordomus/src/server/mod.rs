@@ -4,6 +4,7 @@ pub mod dashboard;
 mod episodes;
 pub mod events;
 mod gather;
+mod handover;
 pub mod http;
 pub mod listen;
 pub mod mcp;
@@ -95,6 +96,8 @@ pub struct ServerState {
     pub(crate) parking: Arc<parking::Parking>,
     /// This board's own listing as last encoded, served again until the board changes.
     pub(crate) listing: ListingCache,
+    /// The claims handed to the next server of the checkout should this process end.
+    handover: handover::HandOver,
 }
 
 impl ServerState {
@@ -128,6 +131,7 @@ impl ServerState {
                 site.config.timings.idle_timeout(),
             )),
             listing: ListingCache::default(),
+            handover: Default::default(),
             site,
         });
         sessions::watch_quiet_sessions(&state);
@@ -313,17 +317,20 @@ impl ServerState {
     }
 
     /// Tells whoever follows the board that it changed: the lifetime watcher (someone may
-    /// have attached or left) and the federation (it republishes).
+    /// have attached or left), the federation (it republishes) and the hand-over (it writes
+    /// again).
     pub(crate) fn board_changed(&self) {
         self.peers_changed.notify_waiters();
         self.federation.board_changed();
+        self.handover.board_changed();
     }
 
     /// Claims were announced or released, and nobody attached or left: only the federation,
-    /// which publishes the claims, is told. The watch for an idle server counts attached
-    /// peers and is not woken for every announce.
+    /// which publishes the claims, and the hand-over, which keeps them, are told. The watch
+    /// for an idle server counts attached peers and is not woken for every announce.
     fn claims_changed(&self) {
         self.federation.board_changed();
+        self.handover.board_changed();
     }
 
     fn workers(&self) -> MutexGuard<'_, Workers> {

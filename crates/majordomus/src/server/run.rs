@@ -187,6 +187,14 @@ pub struct Running {
 /// URL into the lease, so nobody is ever pointed at an address that does not answer yet.
 pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Running> {
     let state = ServerState::new(site, lease);
+    // The previous server's claims are on the board before anyone can reach this one.
+    let restoring = state.clone();
+    if let Err(error) =
+        tokio::task::spawn_blocking(move || super::handover::restore(&restoring)).await
+    {
+        tracing::warn!(%error, "the claims the previous server handed over were not read");
+    }
+    super::handover::keep(&state);
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
     let router = super::http::router(state.clone());
@@ -334,6 +342,9 @@ impl Running {
                 federation_patience.as_millis()
             );
         }
+        // Before the lease is let go, which ends this server's right to write the file, and
+        // before the episodes are detached or closed, so each peer's is recorded with it.
+        super::handover::save(&state).await;
         let patience = match ending {
             Ending::Asked => {
                 state.close_all_episodes().await;
