@@ -657,6 +657,33 @@ async fn a_session_hears_a_summary_then_each_new_overlap_once() {
     gemini.assert_silent("a session with no claim has nothing new");
 }
 
+/// 1. A Codex patch touching more files than one request to the server holds is checked in
+///    as many requests as it takes: a claimed file at its very end is refused under `deny`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_patch_of_three_hundred_files_is_checked_to_its_last_file() {
+    let scene = Scene::new(Some("[hooks]\npolicy = \"deny\"\n")).await;
+    let mut patch = String::from("*** Begin Patch\n");
+    for n in 0..299 {
+        patch += &format!("*** Add File: docs/generated/page{n}.md\n+text\n");
+    }
+    patch += &format!("*** Update File: {CLAIMED_FILE}\n@@\n-old\n+new\n*** End Patch\n");
+    let mut input: Value = serde_json::from_str(&payload(
+        "codex",
+        "PreToolUse",
+        scene.root(),
+        FREE_FILE,
+        "codex-wide",
+    ))
+    .unwrap();
+    input["tool_input"]["command"] = json!(patch);
+    let answer = hook(&scene.repo, "codex", "PreToolUse", &input.to_string())
+        .await
+        .answer();
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{answer:#}");
+    names_the_codex_session(output["permissionDecisionReason"].as_str().unwrap(), &scene);
+}
+
 /// 4. Codex names its conversation only in each `tools/call`'s turn metadata: a Codex
 ///    connection through a bridge learns it there, and its hooks land on that one peer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
