@@ -684,6 +684,44 @@ async fn a_codex_patch_of_three_hundred_files_is_checked_to_its_last_file() {
     names_the_codex_session(output["permissionDecisionReason"].as_str().unwrap(), &scene);
 }
 
+/// 4. A `majordomus mcp` whose own client leaves ends within 5 s, though a session's hooks
+///    put a peer of their own on its board: hooks start no server, and keep none alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_client_left_ends_though_a_session_of_hooks_is_on_its_board() {
+    let repo = TempRepo::new();
+    let client = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
+    let lease = wait_ready(repo.root()).await;
+    assert_eq!(
+        client.pid,
+        Some(lease.pid),
+        "the client's own process serves"
+    );
+    let edit = payload(
+        "codex",
+        "PostToolUse",
+        repo.root(),
+        "src/lexer.rs",
+        "hooks-only",
+    );
+    hook(&repo, "codex", "PostToolUse", &edit)
+        .await
+        .assert_silent("an edit nobody else claims");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(
+        listing["peers"].as_array().map(Vec::len),
+        Some(2),
+        "the client and the peer of the hooks: {listing:#}"
+    );
+
+    tokio::time::timeout(std::time::Duration::from_secs(5), client.close())
+        .await
+        .expect("the server ends within 5 s of its last client");
+    assert!(
+        read_lease(repo.root()).is_none(),
+        "the lease was released on the way out"
+    );
+}
+
 /// 4. Codex names its conversation only in each `tools/call`'s turn metadata: a Codex
 ///    connection through a bridge learns it there, and its hooks land on that one peer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
