@@ -402,14 +402,22 @@ async fn subscriber_that_never_reads(lease: &LeaseFile) -> tokio::net::TcpStream
     stream
 }
 
-/// How many sockets process `pid` has open.
-fn sockets_of(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .expect("the server runs")
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            std::fs::read_link(entry.path())
-                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+/// How many of the connections from `clients` the server at `server` still holds open, as
+/// the kernel's table of TCP sockets says: one the server has closed is no longer
+/// established on its side (it waits, orphaned, to send what the client never read).
+fn held_open(server: std::net::SocketAddr, clients: &[std::net::SocketAddr]) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("the kernel's TCP table");
+    let port = |address: &std::net::SocketAddr| format!(":{:04X}", address.port());
+    table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() > 3 && fields[3] == "01")
+        .filter(|fields| fields[1].ends_with(&port(&server)))
+        .filter(|fields| {
+            clients
+                .iter()
+                .any(|client| fields[2].ends_with(&port(client)))
         })
         .count()
 }
@@ -429,7 +437,12 @@ async fn subscribers_that_never_read_are_closed_at_the_write_deadline_and_their_
     for _ in 0..STUCK {
         stuck.push(subscriber_that_never_reads(&lease).await);
     }
-    let open = sockets_of(serve.pid());
+    let server: std::net::SocketAddr = lease.url().trim_start_matches("http://").parse().unwrap();
+    let clients: Vec<std::net::SocketAddr> = stuck
+        .iter()
+        .map(|stream| stream.local_addr().unwrap())
+        .collect();
+    assert_eq!(held_open(server, &clients), STUCK);
     announce_large(&client, 600..1200).await;
     let loaded = vm_rss_kib(serve.pid());
     assert!(
@@ -442,14 +455,13 @@ async fn subscribers_that_never_read_are_closed_at_the_write_deadline_and_their_
     let margin = Duration::from_secs(10);
     let waiting = std::time::Instant::now();
     loop {
-        let now_open = sockets_of(serve.pid());
-        if now_open + STUCK <= open {
+        let open = held_open(server, &clients);
+        if open == 0 {
             break;
         }
         assert!(
             waiting.elapsed() < majordomus::server::listen::WRITE_DEADLINE + margin,
-            "{} of the {STUCK} streams that never read are still open",
-            now_open + STUCK - open
+            "{open} of the {STUCK} streams that never read are still open"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
