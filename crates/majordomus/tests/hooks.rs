@@ -688,14 +688,38 @@ async fn a_codex_patch_of_three_hundred_files_is_checked_to_its_last_file() {
 ///    put a peer of their own on its board: hooks start no server, and keep none alive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_whose_client_left_ends_though_a_session_of_hooks_is_on_its_board() {
+    use tokio::io::AsyncBufReadExt as _;
     let repo = TempRepo::new();
-    let client = McpClient::stdio(&repo, repo.root(), "claude-code", "2.1.0").await;
+    let (mut child, mut stdin, mut stdout) = mcp_on_pipes(&repo, "mcp-own-client");
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1.0"}
+        }
+    });
+    stdin
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(BOUND, stdout.read_line(&mut answer))
+        .await
+        .expect("initialize is answered in time")
+        .unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
     let lease = wait_ready(repo.root()).await;
     assert_eq!(
-        client.pid,
         Some(lease.pid),
+        child.id(),
         "the client's own process serves"
     );
+
     let edit = payload(
         "codex",
         "PostToolUse",
@@ -713,9 +737,13 @@ async fn a_server_whose_client_left_ends_though_a_session_of_hooks_is_on_its_boa
         "the client and the peer of the hooks: {listing:#}"
     );
 
-    tokio::time::timeout(std::time::Duration::from_secs(5), client.close())
+    // The client goes the way clients go: its end of the pipe closes.
+    drop(stdin);
+    let exited = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
         .await
-        .expect("the server ends within 5 s of its last client");
+        .expect("the server ends within 5 s of its last client")
+        .unwrap();
+    assert!(exited.success(), "{exited}");
     assert!(
         read_lease(repo.root()).is_none(),
         "the lease was released on the way out"
