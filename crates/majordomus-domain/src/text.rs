@@ -46,8 +46,9 @@ pub enum CharKind {
     /// order other than the one it is read and compared in.
     Bidi,
     /// Another format character (Unicode general category Cf: tag characters U+E0000–E007F,
-    /// zero-width joiners and spaces, the byte-order mark, the soft hyphen, …): invisible
-    /// where it is shown, yet read by a model, so it can smuggle text past a person.
+    /// zero-width joiners and spaces, the byte-order mark, the soft hyphen, …), or a code
+    /// point its block keeps for more of them: invisible where it is shown, yet read by a
+    /// model, so it can smuggle text past a person.
     Format,
 }
 
@@ -76,6 +77,9 @@ pub fn classify(c: char) -> Option<CharKind> {
         // without a look-up.
         c if c < '\u{ad}' => None,
         c if get_general_category(c) == GeneralCategory::Format => Some(CharKind::Format),
+        // Unassigned, and invisible once assigned: the rest of the tag block, and the one gap
+        // among the invisible operators.
+        '\u{E0000}'..='\u{E007F}' | '\u{2065}' => Some(CharKind::Format),
         _ => None,
     }
 }
@@ -86,41 +90,43 @@ pub fn classify(c: char) -> Option<CharKind> {
 /// Unicode mode JSON Schema validators compile patterns in), and to Rust's `regex`.
 macro_rules! astral_format_class {
     () => {
-        "\u{110BD}\u{110CD}\u{13430}-\u{1343F}\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0001}\u{E0020}-\u{E007F}"
+        "\u{110BD}\u{110CD}\u{13430}-\u{1343F}\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E007F}"
     };
 }
 
 /// The characters [`classify`] refuses, as a regular-expression class body: controls, line
-/// breaks, and the format characters of Unicode 16 (the bidirectional ones among them).
+/// breaks, and the format characters of Unicode 16 (the bidirectional ones among them) with
+/// the unassigned code points of their blocks.
 macro_rules! refused_class {
     () => {
         concat!(
-            r"\u0000-\u001F\u007F-\u009F\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB",
+            r"\x00-\x1F\x7F-\x9F\xAD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB",
             astral_format_class!()
         )
     };
 }
 
-/// The characters [`classify`] refuses and the white space `str::trim` strips, as a
-/// regular-expression class body: what a text needs at least one character outside of.
-macro_rules! refused_or_space_class {
+/// The white space `str::trim` strips that [`classify`] does not refuse, as a
+/// regular-expression class body: what a text may begin with before its first word.
+macro_rules! space_class {
     () => {
-        concat!(
-            r"\u0000-\u0020\u007F-\u00A0\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB",
-            astral_format_class!()
-        )
+        r" \u00A0\u1680\u2000-\u200A\u202F\u205F\u3000"
     };
 }
 
 /// The JSON Schema `pattern` of text [`check`] accepts (length aside): no refused character,
 /// and something besides white space. Written for ECMA-262 and Python alike, so that what a
 /// client reads in a schema and what a schema-driven fuzzer generates agree with the check.
+/// It names the refused characters twice, not three times (clients fetch every tool's schema
+/// at every start): leading white space, then a character neither refused nor white space,
+/// then anything not refused. `\s` differs between the engines only by characters refused
+/// anyway (ECMA-262 counts U+FEFF, Python U+001C–U+001F).
 pub const PLAIN_TEXT_PATTERN: &str = concat!(
-    "^[^",
-    refused_class!(),
+    "^[",
+    space_class!(),
     "]*[^",
-    refused_or_space_class!(),
-    "][^",
+    refused_class!(),
+    r"\s][^",
     refused_class!(),
     "]*$"
 );
@@ -414,11 +420,10 @@ mod tests {
             '\u{a0}',
             'é',
             '\u{2030}',
-            '\u{2065}',
+            '\u{2070}',
             '\u{202f}',
             '\u{ac}',
             '\u{ae}',
-            '\u{e0000}',
             '\u{e0080}',
             '\u{e0100}',
             '😀',
@@ -603,7 +608,7 @@ mod tests {
         for c in planes_with_format_characters() {
             let format = get_general_category(c) == GeneralCategory::Format;
             let refused = classify(c);
-            if format {
+            if format || matches!(c, '\u{E0000}'..='\u{E007F}' | '\u{2065}') {
                 assert!(
                     refused.is_some(),
                     "U+{:04X} is a format character",
