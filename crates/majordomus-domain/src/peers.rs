@@ -72,8 +72,8 @@ impl ClientInfo {
     }
 
     /// What the board keeps of what a client said about itself. A client cannot correct its
-    /// own name, so nothing is refused: line breaks, control and bidirectional formatting
-    /// characters become U+FFFD, each text is cut to its limit
+    /// own name, so nothing is refused: line breaks, control and format characters become
+    /// U+FFFD, each text is cut to its limit
     /// ([`limits::CLIENT_NAME_CHARS`], [`limits::CLIENT_VERSION_CHARS`],
     /// [`limits::CLIENT_TITLE_CHARS`]), a blank name reads as an uninitialized client and a
     /// blank title as none.
@@ -241,7 +241,7 @@ fn is_zero(n: &u32) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct AnnounceInput {
     /// One line in your own words: the task, question or intent. Plain text: line breaks,
-    /// control and bidirectional formatting characters are refused.
+    /// control and format characters (bidirectional or invisible) are refused.
     #[schemars(
         length(min = 1, max = limits::INTENT_CHARS),
         regex(pattern = text::PLAIN_TEXT_PATTERN)

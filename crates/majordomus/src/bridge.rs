@@ -376,9 +376,7 @@ impl Bridge {
         let retiring: Vec<JoinHandle<()>> = std::mem::take(&mut *self.retiring.lock_or_recover());
         let own = async {
             if let Some(running) = serving {
-                running
-                    .run(Lifetime::IdleFor(Duration::ZERO), &self.stops)
-                    .await;
+                running.run(Lifetime::WhileConnected, &self.stops).await;
             }
         };
         tokio::join!(own, futures::future::join_all(retiring));
@@ -397,9 +395,7 @@ impl Bridge {
         tracing::info!("this process's server lost its lease; its client moves to the new one");
         let stops = self.stops.clone();
         let finishing =
-            tokio::spawn(
-                async move { retired.run(Lifetime::IdleFor(Duration::ZERO), &stops).await },
-            );
+            tokio::spawn(async move { retired.run(Lifetime::WhileConnected, &stops).await });
         let mut retiring = self.retiring.lock_or_recover();
         retiring.retain(|finishing| !finishing.is_finished());
         retiring.push(finishing);

@@ -343,6 +343,67 @@ async fn a_server_that_lost_its_lease_says_so_and_keeps_its_sessions() {
     session.close().await;
 }
 
+/// The lines of the checkout's episode journal that the server of process `pid` wrote.
+fn journal_lines_of(root: &std::path::Path, pid: u32) -> Vec<Value> {
+    let journal = std::fs::read_to_string(git_dir(root).join("majordomus/episodes.jsonl"))
+        .unwrap_or_default();
+    journal
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("each journal line is JSON"))
+        .filter(|record| record["server"]["pid"] == pid)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_server_writes_nothing_more_to_the_journal() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    std::fs::write(
+        root.join("majordomus.toml"),
+        "[timings]\nbusy_grace_ms = 300\nprobe_timeout_ms = 200\n",
+    )
+    .unwrap();
+    let (mut old, old_lease) = ServeProcess::start(&repo, &root).await;
+    let session = McpClient::http(&old_lease, "claude-code", "1.0").await;
+    session
+        .answer(
+            "majordomus_session_attach",
+            json!({"external_id": "conv-deposed"}),
+        )
+        .await;
+    session
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "tidy the docs", "scope": ["docs"]}),
+        )
+        .await;
+    let before = journal_lines_of(&root, old.pid());
+    assert!(
+        before.len() >= 2,
+        "the server journals while it holds the lease: {before:#?}"
+    );
+
+    old.signal(libc::SIGSTOP);
+    let (_new, new_lease) = ServeProcess::start(&repo, &root).await;
+    assert_ne!(new_lease.pid, old.pid());
+    old.signal(libc::SIGCONT);
+    // The session leaves the server it came back to: its episode detaches there, which is
+    // the journal's business only while that server holds the lease.
+    session.close().await;
+    old.wait_exit().await;
+
+    let after = journal_lines_of(&root, old.pid());
+    assert_eq!(
+        after, before,
+        "nothing written by the deposed server after its deposition"
+    );
+    assert_eq!(
+        read_lease(&root).unwrap().pid,
+        new_lease.pid,
+        "the new server keeps the lease"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replaced_executable_makes_its_server_outdated() {
     let repo = TempRepo::new();

@@ -657,6 +657,99 @@ async fn a_session_hears_a_summary_then_each_new_overlap_once() {
     gemini.assert_silent("a session with no claim has nothing new");
 }
 
+/// 1. A Codex patch touching more files than one request to the server holds is checked in
+///    as many requests as it takes: a claimed file at its very end is refused under `deny`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_patch_of_three_hundred_files_is_checked_to_its_last_file() {
+    let scene = Scene::new(Some("[hooks]\npolicy = \"deny\"\n")).await;
+    let mut patch = String::from("*** Begin Patch\n");
+    for n in 0..299 {
+        patch += &format!("*** Add File: docs/generated/page{n}.md\n+text\n");
+    }
+    patch += &format!("*** Update File: {CLAIMED_FILE}\n@@\n-old\n+new\n*** End Patch\n");
+    let mut input: Value = serde_json::from_str(&payload(
+        "codex",
+        "PreToolUse",
+        scene.root(),
+        FREE_FILE,
+        "codex-wide",
+    ))
+    .unwrap();
+    input["tool_input"]["command"] = json!(patch);
+    let answer = hook(&scene.repo, "codex", "PreToolUse", &input.to_string())
+        .await
+        .answer();
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{answer:#}");
+    names_the_codex_session(output["permissionDecisionReason"].as_str().unwrap(), &scene);
+}
+
+/// 4. A `majordomus mcp` whose own client leaves ends within 5 s, though a session's hooks
+///    put a peer of their own on its board: hooks start no server, and keep none alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_client_left_ends_though_a_session_of_hooks_is_on_its_board() {
+    use tokio::io::AsyncBufReadExt as _;
+    let repo = TempRepo::new();
+    let (mut child, mut stdin, mut stdout) = mcp_on_pipes(&repo, "mcp-own-client");
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1.0"}
+        }
+    });
+    stdin
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(BOUND, stdout.read_line(&mut answer))
+        .await
+        .expect("initialize is answered in time")
+        .unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let lease = wait_ready(repo.root()).await;
+    assert_eq!(
+        Some(lease.pid),
+        child.id(),
+        "the client's own process serves"
+    );
+
+    let edit = payload(
+        "codex",
+        "PostToolUse",
+        repo.root(),
+        "src/lexer.rs",
+        "hooks-only",
+    );
+    hook(&repo, "codex", "PostToolUse", &edit)
+        .await
+        .assert_silent("an edit nobody else claims");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(
+        listing["peers"].as_array().map(Vec::len),
+        Some(2),
+        "the client and the peer of the hooks: {listing:#}"
+    );
+
+    // The client goes the way clients go: its end of the pipe closes.
+    drop(stdin);
+    let exited = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
+        .await
+        .expect("the server ends within 5 s of its last client")
+        .unwrap();
+    assert!(exited.success(), "{exited}");
+    assert!(
+        read_lease(repo.root()).is_none(),
+        "the lease was released on the way out"
+    );
+}
+
 /// 4. Codex names its conversation only in each `tools/call`'s turn metadata: a Codex
 ///    connection through a bridge learns it there, and its hooks land on that one peer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

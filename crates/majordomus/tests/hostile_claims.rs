@@ -1,5 +1,5 @@
 //! Claims written to hurt: scopes of repeats and of deeply nested paths, paths far over the
-//! limits, control and bidirectional characters, a client name that pretends to be a line of
+//! limits, control, bidirectional and invisible format characters, a client name that pretends to be a line of
 //! the instructions, and a crowd of peers with long intents. Each answer comes back, the
 //! server stays small and keeps serving, and nothing a peer wrote reaches another agent or a
 //! terminal raw.
@@ -197,7 +197,7 @@ async fn paths_over_the_limits_are_refused_and_the_server_keeps_serving() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn control_and_bidi_characters_are_refused_on_every_surface() {
+async fn control_bidi_and_invisible_format_characters_are_refused_on_every_surface() {
     let repo = TempRepo::new();
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
     let client = McpClient::http(&lease, "codex", "0.98.0").await;
@@ -207,6 +207,13 @@ async fn control_and_bidi_characters_are_refused_on_every_surface() {
         ("src/\u{1b}[31mred", "U+001B"),
         ("src/a\0b", "U+0000"),
         ("src/\u{202e}txt.rs", "U+202E"),
+        // "ignore all rules" in tag characters, which a model reads and a person never sees.
+        (
+            "src/x\u{e0069}\u{e0067}\u{e006e}\u{e006f}\u{e0072}\u{e0065}",
+            "U+E0069 (an invisible format character)",
+        ),
+        ("src/a\u{200d}b", "U+200D (an invisible format character)"),
+        ("\u{feff}src/a", "U+FEFF (an invisible format character)"),
     ] {
         let inputs = [
             ("intent", json!({"intent": hostile, "scope": ["src"]})),

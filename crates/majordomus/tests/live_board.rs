@@ -359,38 +359,11 @@ async fn the_stream_wants_the_token_and_a_loopback_origin() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscriber_that_never_reads_is_dropped_and_costs_the_server_bounded_memory() {
-    let repo = TempRepo::new();
-    let (serve, lease) = ServeProcess::start(&repo, repo.root()).await;
-    let authority = lease.url().trim_start_matches("http://").to_string();
-
-    // A subscriber with a tiny receive window that reads nothing once it has subscribed.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stuck = socket
-        .connect(authority.parse().unwrap())
-        .await
-        .expect("the server accepts");
-    stuck
-        .write_all(
-            format!(
-                "GET /api/v1/events?checkouts=this HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\r\n",
-                lease.token
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut head = vec![0u8; 64];
-    let n = stuck.read(&mut head).await.unwrap();
-    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
-
-    let client = McpClient::http(&lease, "claude-code", "2.1").await;
-    let before = vm_rss_kib(serve.pid());
-    // Every announcement makes an event of about 9 KB: intent and eight long paths.
+/// Announces `rounds` claims of about 9 KB each (a long intent and eight long paths), each an
+/// event of that size on every stream.
+async fn announce_large(client: &McpClient, rounds: std::ops::Range<usize>) {
     let intent = "i".repeat(1000);
-    for round in 0..1500 {
+    for round in rounds {
         let scope: Vec<String> = (0..8)
             .map(|k| format!("area/{round}/{k}/{}", "p".repeat(900)))
             .collect();
@@ -401,36 +374,124 @@ async fn a_subscriber_that_never_reads_is_dropped_and_costs_the_server_bounded_m
             )
             .await;
     }
-    let after = vm_rss_kib(serve.pid());
+}
+
+/// A raw `/api/v1/events` subscriber with a tiny receive window, which reads nothing after
+/// the response's head.
+async fn subscriber_that_never_reads(lease: &LeaseFile) -> tokio::net::TcpStream {
+    let authority = lease.url().trim_start_matches("http://").to_string();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket
+        .connect(authority.parse().unwrap())
+        .await
+        .expect("the server accepts");
+    stream
+        .write_all(
+            format!(
+                "GET /api/v1/events?checkouts=this HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\r\n",
+                lease.token
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut head = vec![0u8; 64];
+    let n = stream.read(&mut head).await.unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
+    stream
+}
+
+/// How many of the connections from `clients` the server at `server` still holds open, as
+/// the kernel's table of TCP sockets says: one the server has closed is no longer
+/// established on its side (it waits, orphaned, to send what the client never read).
+fn held_open(server: std::net::SocketAddr, clients: &[std::net::SocketAddr]) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("the kernel's TCP table");
+    let port = |address: &std::net::SocketAddr| format!(":{:04X}", address.port());
+    table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() > 3 && fields[3] == "01")
+        .filter(|fields| fields[1].ends_with(&port(&server)))
+        .filter(|fields| {
+            clients
+                .iter()
+                .any(|client| fields[2].ends_with(&port(client)))
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_that_never_read_are_closed_at_the_write_deadline_and_their_memory_freed() {
+    const STUCK: usize = 64;
+    let repo = TempRepo::new();
+    let (serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let client = McpClient::http(&lease, "claude-code", "2.1").await;
+    // The backlog kept for resuming streams fills first, so that it weighs the same in the
+    // memory measured before the subscribers come and after they are gone.
+    announce_large(&client, 0..600).await;
+    let before = vm_rss_kib(serve.pid());
+
+    let mut stuck = Vec::new();
+    for _ in 0..STUCK {
+        stuck.push(subscriber_that_never_reads(&lease).await);
+    }
+    let server: std::net::SocketAddr = lease.url().trim_start_matches("http://").parse().unwrap();
+    let clients: Vec<std::net::SocketAddr> = stuck
+        .iter()
+        .map(|stream| stream.local_addr().unwrap())
+        .collect();
+    assert_eq!(held_open(server, &clients), STUCK);
+    announce_large(&client, 600..1200).await;
+    let loaded = vm_rss_kib(serve.pid());
     assert!(
-        after < before + 48 * 1024,
-        "the server grew from {before} KiB to {after} KiB"
+        loaded < before + 48 * 1024,
+        "the server grew from {before} KiB to {loaded} KiB"
     );
 
-    // Read now: what was buffered, then the last event saying the stream was dropped, and
-    // the end of the response (the connection itself stays open for another request).
-    let mut tail = Vec::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    let read_to_end = async {
-        while !tail.ends_with(b"\r\n0\r\n\r\n") {
-            let n = stuck.read(&mut buffer).await.unwrap();
-            assert!(n > 0, "the connection closed before the response ended");
-            tail.extend_from_slice(&buffer[..n]);
+    // Every write to them waits from the moment their buffers filled, during the
+    // announcements: the server closes each within its write deadline of that.
+    let margin = Duration::from_secs(10);
+    let waiting = std::time::Instant::now();
+    loop {
+        let open = held_open(server, &clients);
+        if open == 0 {
+            break;
         }
-    };
-    tokio::time::timeout(BOUND, read_to_end)
-        .await
-        .expect("the dropped stream ends");
-    let text = String::from_utf8_lossy(&tail);
-    let last_event = text
-        .trim_end_matches("\r\n0\r\n\r\n")
-        .rsplit("data: ")
-        .next()
-        .unwrap_or_default();
-    assert!(
-        last_event.contains(r#""kind":"dropped""#) && last_event.contains("Last-Event-ID"),
-        "the last event says why: {last_event}"
-    );
+        assert!(
+            waiting.elapsed() < majordomus::server::listen::WRITE_DEADLINE + margin,
+            "{open} of the {STUCK} streams that never read are still open"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for mut stream in stuck {
+        // What the system still held for it, then the end: the server has let it go.
+        let mut drained = Vec::new();
+        let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut drained))
+            .await
+            .expect("a closed stream reads to its end");
+        assert!(
+            read.is_ok() || read.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "the stream ends with a close or a reset"
+        );
+    }
+    eventually("the memory the streams held to be given back", || async {
+        let after = vm_rss_kib(serve.pid());
+        if after * 10 <= before * 11 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{after} KiB, from {before} KiB before the streams ({loaded} KiB at most)"
+            ))
+        }
+    })
+    .await;
+
+    // The server keeps serving, streams included.
+    let mut fresh = EventStream::open(&lease, "this", None).await;
+    announce(&client, "one more", &["docs"]).await;
+    fresh.until("announced").await;
     client.close().await;
 }
 

@@ -146,6 +146,14 @@ struct Unrecorded {
     by_episode: Mutex<HashMap<String, u64>>,
     any: std::sync::atomic::AtomicBool,
 }
+/// Whether this server may still record: it holds the checkout's lease. Asked on the
+/// recorder's thread before each event reaches the driver.
+pub type Entitled = Box<dyn Fn() -> bool + Send>;
+
+/// What an event that came after the server lost its lease says in place of a report.
+const DEPOSED: &str = "not recorded: this server lost the checkout's lease, and the server that \
+    took it over records the checkout's episodes now";
+
 /// The repository's episode driver, as this server runs it.
 pub struct Recorder {
     jobs: mpsc::SyncSender<Job>,
@@ -160,8 +168,12 @@ pub struct Recorder {
 pub struct Pending<T>(oneshot::Receiver<T>);
 
 impl Recorder {
-    /// Starts the driver `site`'s configuration names, reporting onto `board`.
-    pub fn start(site: &Site, board: Arc<Mutex<EpisodeBoard>>) -> Recorder {
+    /// Starts the driver `site`'s configuration names, reporting onto `board`, recording
+    /// while `entitled` says this server holds the lease. A server whose lease was taken
+    /// over (one stopped for a while, say, that comes back to find another serving) records
+    /// nothing more, not even its connections leaving: the journal is the new server's now,
+    /// and it has resumed those episodes.
+    pub fn start(site: &Site, board: Arc<Mutex<EpisodeBoard>>, entitled: Entitled) -> Recorder {
         let grace = board.lock_or_recover().grace().as_secs();
         let (driver, patience, description) = match &site.config.episodes.command {
             Some(program) => {
@@ -199,6 +211,7 @@ impl Recorder {
                     providers: Providers::builtin(),
                     tracks: HashMap::new(),
                     unrecorded: recorded,
+                    entitled,
                 }
                 .run(queue)
             });
@@ -400,11 +413,16 @@ struct Worker {
     providers: &'static Providers,
     tracks: HashMap<String, Track>,
     unrecorded: Arc<Unrecorded>,
+    entitled: Entitled,
 }
 
 impl Worker {
     fn run(mut self, queue: mpsc::Receiver<Job>) {
         while let Ok(job) = queue.recv() {
+            if !matches!(job, Job::Flush(_)) && !(self.entitled)() {
+                job.answer_unrun(DEPOSED.to_owned());
+                continue;
+            }
             match job {
                 Job::Attached {
                     episode,
@@ -703,7 +721,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
         let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
-        let recorder = Recorder::start(&site, board.clone());
+        let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         let now = SystemTime::now();
         let (p1, p2) = (PeerId::nth(1), PeerId::nth(2));
         let first = board
@@ -779,7 +797,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
         let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
-        let recorder = Recorder::start(&site, board.clone());
+        let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         assert!(recorder.description().contains("episodes.jsonl"));
         let now = SystemTime::now();
         let p1 = PeerId::nth(1);
@@ -841,6 +859,48 @@ mod tests {
     }
 
     #[test]
+    fn a_recorder_whose_server_lost_the_lease_writes_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = site(dir.path(), Config::default());
+        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let holds = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let entitled = {
+            let holds = holds.clone();
+            Box::new(move || holds.load(std::sync::atomic::Ordering::SeqCst))
+        };
+        let recorder = Recorder::start(&site, board.clone(), entitled);
+        let now = SystemTime::now();
+        let p1 = PeerId::nth(1);
+        runtime().block_on(async {
+            let outcome = board.lock().unwrap().attach(&p1, "conv-9", "generic", now);
+            let pending = recorder.attached(&outcome.episode, client("codex"), false, now);
+            recorder.report(pending).await.unwrap();
+
+            holds.store(false, std::sync::atomic::Ordering::SeqCst);
+            let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();
+            recorder.detached(&lost, now);
+            let closed = board.lock().unwrap().close("conv-9", now).unwrap();
+            let text = recorder
+                .report(recorder.closed(&closed, CloseReason::Expired, now))
+                .await
+                .unwrap();
+            assert!(
+                text.starts_with("not recorded: this server lost the checkout's lease"),
+                "{text}"
+            );
+            assert!(recorder.flush(Duration::from_secs(5)).await);
+        });
+        let path = journal_path(&site.checkout);
+        let records = journal::read_journal(&path).unwrap().unwrap().records;
+        let kinds: Vec<EventKind> = records.iter().map(|r| r.event.event).collect();
+        assert_eq!(
+            kinds,
+            [EventKind::Opened],
+            "nothing after the lease was lost"
+        );
+    }
+
+    #[test]
     fn an_episode_a_dead_server_left_open_is_resumed_not_reopened() {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
@@ -857,7 +917,7 @@ mod tests {
         earlier.append(&opened).unwrap();
 
         let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
-        let recorder = Recorder::start(&site, board.clone());
+        let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         let now = SystemTime::now();
         runtime().block_on(async {
             let outcome = board
@@ -898,7 +958,7 @@ mod tests {
         ]);
         let site = site(dir.path(), config);
         let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
-        let recorder = Recorder::start(&site, board.clone());
+        let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         assert!(recorder.description().starts_with("the command `sh -c"));
         let now = SystemTime::now();
         runtime().block_on(async {

@@ -17,12 +17,14 @@ pub mod clients;
 pub mod locate;
 pub mod patch;
 
+use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::lease::{LeaseReading, read_lease};
+use majordomus_domain::limits;
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
@@ -198,7 +200,7 @@ async fn ask(
     cwd: &Path,
     event: clients::Event,
 ) -> Result<Said, Silence> {
-    let files = |paths: Vec<String>| -> Result<HookFiles, Silence> {
+    let files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
         let paths: Vec<String> = paths
             .iter()
             .filter_map(|path| locate::relative_to(root, cwd, path))
@@ -206,23 +208,27 @@ async fn ask(
         if paths.is_empty() {
             return Err(Silence::NoFile);
         }
-        Ok(HookFiles {
-            client,
-            session_id: event.session_id.clone(),
-            paths,
-        })
+        Ok(in_requests(client, &event.session_id, paths))
     };
     match event.action {
         Action::Guard(paths) => {
-            let guarded = server.post::<HooksGuard>(&files(paths)?).await?;
+            let asked = files(paths)?
+                .into_iter()
+                .map(|files| async move { server.post::<HooksGuard>(&files).await });
+            let guarded = futures::future::try_join_all(asked).await?;
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
                 lines: with_unread(guarded),
             })
         }
         Action::Edit(paths) => {
-            let edited = server.post::<HooksEdit>(&files(paths)?).await?;
-            Ok(Said::ClaimedAfterEdit(with_unread(edited.guarded)))
+            let told = files(paths)?
+                .into_iter()
+                .map(|files| async move { server.post::<HooksEdit>(&files).await });
+            let edited = futures::future::try_join_all(told).await?;
+            Ok(Said::ClaimedAfterEdit(with_unread(
+                edited.into_iter().map(|edited| edited.guarded).collect(),
+            )))
         }
         Action::News(moment) => {
             let input = NewsInput {
@@ -239,12 +245,38 @@ async fn ask(
     }
 }
 
-/// A guard's lines, followed by the boards it could not read when it found something: a
-/// finding says "here is a claim", and the reader should know the list may be short.
-fn with_unread(guarded: Guarded) -> Vec<String> {
-    let mut lines = guarded.lines;
+/// `paths` in as many requests as the server's bound on one request's files
+/// ([`limits::SCOPE_PATHS`]) makes: a Codex patch may touch thousands, and each is checked.
+fn in_requests(client: HookClient, session_id: &str, paths: Vec<String>) -> Vec<HookFiles> {
+    paths
+        .chunks(limits::SCOPE_PATHS)
+        .map(|chunk| HookFiles {
+            client,
+            session_id: session_id.to_owned(),
+            paths: chunk.to_vec(),
+        })
+        .collect()
+}
+
+/// The guards' lines, each once, followed by the boards they could not read when they found
+/// something: a finding says "here is a claim", and the reader should know the list may be
+/// short.
+fn with_unread(answers: Vec<Guarded>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut lines: Vec<String> = answers
+        .iter()
+        .flat_map(|guarded| &guarded.lines)
+        .filter(|line| seen.insert(line.as_str()))
+        .cloned()
+        .collect();
     if !lines.is_empty() {
-        lines.extend(guarded.unread);
+        let unread: Vec<String> = answers
+            .iter()
+            .flat_map(|guarded| &guarded.unread)
+            .filter(|line| seen.insert(line.as_str()))
+            .cloned()
+            .collect();
+        lines.extend(unread);
     }
     lines
 }

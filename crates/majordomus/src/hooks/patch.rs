@@ -18,7 +18,15 @@
 //! A file header is a line that begins with `*** ` and names an operation; every line of a
 //! file's body begins with `+`, `-`, a space or `@@`, so a header can never hide in a body.
 
+use std::collections::HashSet;
+
 use majordomus_domain::limits;
+
+/// The most files of one patch the hook checks: sixteen of the server's requests of
+/// [`limits::SCOPE_PATHS`] files, asked at once, which answer within a hook's budget. A patch
+/// touching more (the whole tree reformatted, say) is checked for its first files, in the
+/// patch's order, as an input over the hook's byte limit is not checked at all.
+pub const PATCH_FILES: usize = 16 * limits::SCOPE_PATHS;
 
 /// The headers that name a file, and what each does to it.
 const FILE_HEADERS: [&str; 4] = [
@@ -29,7 +37,7 @@ const FILE_HEADERS: [&str; 4] = [
 ];
 
 /// Every file the patch adds, updates, deletes, or moves a file to, as the patch writes it,
-/// in order, each once; at most [`limits::SCOPE_PATHS`] of them.
+/// in order, each once; at most [`PATCH_FILES`] of them.
 ///
 /// ```
 /// let patch = "*** Begin Patch\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-x\n+y\n*** End Patch\n";
@@ -37,6 +45,7 @@ const FILE_HEADERS: [&str; 4] = [
 /// ```
 pub fn touched_files(patch: &str) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
+    let mut known: HashSet<&str> = HashSet::new();
     for line in patch.lines() {
         let line = line.trim_end();
         let Some(path) = FILE_HEADERS
@@ -47,9 +56,9 @@ pub fn touched_files(patch: &str) -> Vec<String> {
         else {
             continue;
         };
-        if !files.iter().any(|known| known == path) {
+        if known.insert(path) {
             files.push(path.to_owned());
-            if files.len() == limits::SCOPE_PATHS {
+            if files.len() == PATCH_FILES {
                 break;
             }
         }
@@ -99,10 +108,11 @@ mod tests {
     #[test]
     fn a_patch_of_thousands_of_files_names_the_first_ones_up_to_the_bound() {
         let patch: String = (0..10_000)
-            .map(|n| format!("*** Add File: f{n}.txt\n+x\n"))
+            .map(|n| format!("*** Add File: f{n}.txt\n+x\n*** Update File: f0.txt\n"))
             .collect();
         let files = touched_files(&patch);
-        assert_eq!(files.len(), limits::SCOPE_PATHS);
+        assert_eq!(files.len(), PATCH_FILES);
         assert_eq!(files[0], "f0.txt");
+        assert_eq!(files[PATCH_FILES - 1], format!("f{}.txt", PATCH_FILES - 1));
     }
 }

@@ -467,10 +467,11 @@ fn park_idle_sessions(state: &Arc<ServerState>, sessions: &Arc<LocalSessionManag
     });
 }
 
-/// Hands the memory the parked sessions freed back to the system. glibc's allocator keeps
-/// freed memory in its arenas for reuse, so without this the server's resident size would
-/// stay where the busiest moment left it although the sessions are gone.
-fn give_freed_memory_back() {
+/// Hands the memory the parked sessions (or a closed connection) freed back to the system.
+/// glibc's allocator keeps freed memory in its arenas for reuse, so without this the
+/// server's resident size would stay where the busiest moment left it although the sessions
+/// are gone.
+pub(super) fn give_freed_memory_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free memory of the allocator's arenas to the system;
     // it touches no allocation in use.

@@ -4,7 +4,9 @@
 //! A server that stops answering the identity probe (`GET /`) is taken for a dead one, and
 //! its lease is taken over. Idle or half-written connections must therefore never use up the
 //! process's file descriptors or its attention: a connection gets a few seconds to send a
-//! request's headers and a minute of quiet between requests. Up to [`MAX_CONNECTIONS`] (or
+//! request's headers and a minute of quiet between requests, and a reader that stops reading
+//! (an event stream's subscriber, say, whose socket buffer filled) gets [`WRITE_DEADLINE`]
+//! before its connection is closed and what it held is freed. Up to [`MAX_CONNECTIONS`] (or
 //! half the open-file limit) connections are served in full; half as many again are served on
 //! probation — one request, which must come at once — so the probe is answered while the full
 //! places are taken. When the probation places are taken too, a newcomer displaces the oldest
@@ -46,6 +48,13 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// closing; short enough that an idle connection does not hold its place for long.
 pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(60);
 
+/// How long a write may wait for the other end to read. A client that reads what it asked
+/// for takes milliseconds on loopback; one that stops reading (frozen, or never meaning to
+/// read) would otherwise hold its connection, its answer's buffers and, for an event
+/// stream, its subscription for ever. A stream closed this way is resumed with
+/// `Last-Event-ID` by a client that comes back.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+
 /// How long a connection on probation has to deliver its request head. A real client writes
 /// its request as soon as it has connected, so by the time a busy server accepts the
 /// connection the head is already waiting; only a connection that never meant to send one
@@ -81,6 +90,7 @@ pub async fn serve(
         head: header_timeout,
         idle: KEEP_ALIVE_IDLE,
         probation_head: PROBATION_HEAD_TIMEOUT.min(header_timeout),
+        write: WRITE_DEADLINE,
     };
     serve_with(listener, router, limits, shutdown).await;
 }
@@ -98,6 +108,8 @@ struct Limits {
     idle: Duration,
     /// How long a connection on probation has to send its request head.
     probation_head: Duration,
+    /// How long a write may wait for the other end to read.
+    write: Duration,
 }
 
 async fn serve_with(
@@ -209,6 +221,7 @@ impl Limits {
         Deadlines {
             head: self.head,
             idle: self.idle,
+            write: self.write,
         }
     }
 
@@ -216,6 +229,7 @@ impl Limits {
         Deadlines {
             head: self.probation_head,
             idle: self.probation_head,
+            write: self.write,
         }
     }
 }
@@ -323,6 +337,30 @@ async fn serve_connection(
         .header_read_timeout(None)
         .max_buf_size(READ_BUFFER_LIMIT)
         .serve_connection(io, service);
+    if watch(connection, &clock, shutdown).await == Closed::Unread {
+        // What the connection held is freed now; without this the allocator would keep it.
+        super::http::give_freed_memory_back();
+    }
+}
+
+/// Why a connection's watch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closed {
+    /// It ended, by its own course or the server's stop.
+    Ended,
+    /// It missed the deadline of its phase, or gave its probation place to a newer one.
+    Deadline,
+    /// Its reader did not read within [`WRITE_DEADLINE`].
+    Unread,
+}
+
+/// Drives `connection` until it ends or its clock says to close it; dropping it on return
+/// closes the socket and frees its buffers and its answer in progress.
+async fn watch(
+    connection: http1::Connection<TokioIo<Watched>, Tracked>,
+    clock: &ConnectionClock,
+    shutdown: CancellationToken,
+) -> Closed {
     tokio::pin!(connection);
     let mut stopping = false;
     loop {
@@ -332,18 +370,23 @@ async fn serve_connection(
                 if let Err(error) = ended {
                     tracing::debug!(%error, "a connection ended with an error");
                 }
-                break;
+                return Closed::Ended;
             }
             () = clock.changed.notified() => {
                 if clock.displaced() && clock.awaits_head() {
                     tracing::debug!("gave a connection's probation place to a newer one");
-                    break;
+                    return Closed::Deadline;
                 }
             }
             () = sleep_until(deadline) => {
-                if clock.deadline().is_some_and(|deadline| deadline <= Instant::now()) {
+                let now = Instant::now();
+                if clock.write_deadline().is_some_and(|deadline| deadline <= now) {
+                    tracing::debug!("closed a connection whose reader stopped reading");
+                    return Closed::Unread;
+                }
+                if clock.deadline().is_some_and(|deadline| deadline <= now) {
                     tracing::debug!("closed a connection that missed its deadline");
-                    break;
+                    return Closed::Deadline;
                 }
             }
             () = shutdown.cancelled(), if !stopping => {
@@ -370,13 +413,15 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// The two deadlines a connection is held to.
+/// The deadlines a connection is held to.
 #[derive(Clone, Copy, Debug)]
 struct Deadlines {
     /// From the connection's start, or the first byte of its next request, to a whole head.
     head: Duration,
     /// From the end of one answer to the first byte of the next request.
     idle: Duration,
+    /// From a write that found the socket's buffer full to the next that went through.
+    write: Duration,
 }
 
 /// What a connection is doing, as far as its deadlines care.
@@ -438,6 +483,9 @@ impl Phase {
 struct ConnectionClock {
     deadlines: Deadlines,
     state: Mutex<ClockState>,
+    /// Whether a write is waiting for the other end to read: its socket's own flag, so a
+    /// write that goes through takes no lock.
+    write_waits: AtomicBool,
     /// Set when a newcomer took this connection's probation place.
     displaced: AtomicBool,
     changed: Notify,
@@ -451,8 +499,10 @@ impl ConnectionClock {
             deadlines,
             state: Mutex::new(ClockState {
                 phase: Phase::AwaitingHead { since: opened },
+                write_waits_since: None,
                 watched: None,
             }),
+            write_waits: AtomicBool::new(false),
             displaced: AtomicBool::new(false),
             changed: Notify::new(),
             ended: CancellationToken::new(),
@@ -482,32 +532,79 @@ impl ConnectionClock {
             return;
         }
         state.phase = next;
-        let sooner = next
-            .deadline(self.deadlines)
-            .is_some_and(|deadline| state.watched.is_none_or(|watched| deadline < watched));
         let displaced_awaits_head = self.displaced() && matches!(next, Phase::AwaitingHead { .. });
-        if sooner || displaced_awaits_head {
+        if state.sooner(self.deadlines) || displaced_awaits_head {
             self.changed.notify_one();
+        }
+    }
+
+    /// A write found the socket's buffer full: the write deadline runs from `now`, unless it
+    /// runs already. Called by the connection's own task only, as is [`Self::write_went`].
+    fn write_waits(&self, now: Instant) {
+        if self.write_waits.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut state = self.state.lock_or_recover();
+        state.write_waits_since = Some(now);
+        if state.sooner(self.deadlines) {
+            self.changed.notify_one();
+        }
+    }
+
+    /// A write went through: the other end reads.
+    fn write_went(&self) {
+        if self.write_waits.swap(false, Ordering::Relaxed) {
+            self.state.lock_or_recover().write_waits_since = None;
         }
     }
 
     /// The deadline now, which the watchdog is about to sleep on (`None`: until woken).
     fn watch_deadline(&self) -> Option<Instant> {
         let mut state = self.state.lock_or_recover();
-        state.watched = state.phase.deadline(self.deadlines);
+        state.watched = state.deadline(self.deadlines);
         state.watched
     }
 
     fn deadline(&self) -> Option<Instant> {
         self.state.lock_or_recover().phase.deadline(self.deadlines)
     }
+
+    /// When the write waiting for the other end to read runs out of time, if one waits.
+    fn write_deadline(&self) -> Option<Instant> {
+        self.state.lock_or_recover().write_deadline(self.deadlines)
+    }
 }
 
 /// A connection's phase and the deadline its watchdog sleeps on.
 struct ClockState {
     phase: Phase,
+    /// Since when a write has waited for the other end to read, if one waits.
+    write_waits_since: Option<Instant>,
     /// What the watchdog last slept on; `None` while it sleeps until woken.
     watched: Option<Instant>,
+}
+
+impl ClockState {
+    fn write_deadline(&self, deadlines: Deadlines) -> Option<Instant> {
+        self.write_waits_since.map(|since| since + deadlines.write)
+    }
+
+    /// The sooner of the phase's deadline and the write's.
+    fn deadline(&self, deadlines: Deadlines) -> Option<Instant> {
+        match (
+            self.phase.deadline(deadlines),
+            self.write_deadline(deadlines),
+        ) {
+            (Some(phase), Some(write)) => Some(phase.min(write)),
+            (phase, write) => phase.or(write),
+        }
+    }
+
+    /// Whether the deadline now comes before the one the watchdog sleeps on.
+    fn sooner(&self, deadlines: Deadlines) -> bool {
+        self.deadline(deadlines)
+            .is_some_and(|deadline| self.watched.is_none_or(|watched| deadline < watched))
+    }
 }
 
 /// Held from the moment a request's head is read until its answer has been written.
@@ -519,7 +616,8 @@ impl Drop for RequestInFlight {
     }
 }
 
-/// A connection's socket, telling its clock when bytes arrive.
+/// A connection's socket, telling its clock when bytes arrive and when a write waits for the
+/// other end to read.
 struct Watched {
     stream: TcpStream,
     clock: Arc<ConnectionClock>,
@@ -541,13 +639,25 @@ impl AsyncRead for Watched {
     }
 }
 
+impl Watched {
+    /// Tells the clock whether a write went through or waits.
+    fn written(&self, polled: &Poll<io::Result<usize>>) {
+        match polled {
+            Poll::Pending => self.clock.write_waits(Instant::now()),
+            Poll::Ready(_) => self.clock.write_went(),
+        }
+    }
+}
+
 impl AsyncWrite for Watched {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.written(&polled);
+        polled
     }
 
     fn poll_write_vectored(
@@ -555,7 +665,9 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.written(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -679,6 +791,7 @@ mod tests {
     const DEADLINES: Deadlines = Deadlines {
         head: Duration::from_secs(5),
         idle: Duration::from_secs(60),
+        write: Duration::from_secs(10),
     };
 
     #[test]
@@ -750,6 +863,35 @@ mod tests {
     }
 
     #[test]
+    fn a_write_waiting_for_its_reader_brings_the_write_deadline() {
+        use futures::FutureExt;
+        let woken = |clock: &ConnectionClock| clock.changed.notified().now_or_never().is_some();
+        let opened = Instant::now();
+        let clock = ConnectionClock::new(DEADLINES, opened);
+        clock.update(Phase::request_began);
+        assert_eq!(clock.watch_deadline(), None, "an answer on its way");
+
+        let stuck = opened + Duration::from_secs(1);
+        clock.write_waits(stuck);
+        assert!(woken(&clock), "a write deadline after none");
+        assert_eq!(clock.watch_deadline(), Some(stuck + DEADLINES.write));
+        clock.write_waits(stuck + Duration::from_secs(5));
+        assert!(!woken(&clock), "a write still waiting keeps its deadline");
+        assert_eq!(clock.write_deadline(), Some(stuck + DEADLINES.write));
+
+        clock.write_went();
+        assert_eq!(clock.write_deadline(), None, "the reader reads again");
+        assert_eq!(clock.watch_deadline(), None);
+        clock.update(|phase| phase.request_ended(stuck));
+        clock.write_waits(stuck);
+        assert_eq!(
+            clock.watch_deadline(),
+            Some(stuck + DEADLINES.write),
+            "the sooner of the idle and the write deadline"
+        );
+    }
+
+    #[test]
     fn overlapping_requests_end_the_serving_phase_only_when_both_have() {
         let now = Instant::now();
         let two = Phase::AwaitingHead { since: now }
@@ -812,6 +954,7 @@ mod tests {
             head: Duration::from_secs(2),
             idle: Duration::from_millis(300),
             probation_head,
+            write: WRITE_DEADLINE,
         };
         let router = Router::new().route("/", get(|| async { "probe" })).route(
             "/slow",
@@ -823,6 +966,62 @@ mod tests {
         );
         tokio::spawn(serve_with(listener, router, limits, shutdown.clone()));
         (address, shutdown)
+    }
+
+    /// A listener whose `GET /endless` answers bytes for as long as they are read, each
+    /// write allowed `write` to go through.
+    async fn endless_server(write: Duration) -> (std::net::SocketAddr, CancellationToken) {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let limits = Limits {
+            full: 4,
+            probation: 1,
+            head: Duration::from_secs(2),
+            idle: Duration::from_secs(60),
+            probation_head: Duration::from_secs(2),
+            write,
+        };
+        let router = Router::new().route(
+            "/endless",
+            get(|| async {
+                let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+                Body::from_stream(futures::stream::repeat_with(move || {
+                    Ok::<_, Infallible>(chunk.clone())
+                }))
+            }),
+        );
+        tokio::spawn(serve_with(listener, router, limits, shutdown.clone()));
+        (address, shutdown)
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_stops_reading_is_closed_at_the_write_deadline() {
+        let deadline = Duration::from_secs(1);
+        let (address, shutdown) = endless_server(deadline).await;
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket.connect(address).await.unwrap();
+        stream
+            .write_all(b"GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        // Not a byte read for four times the deadline: the server's writes wait, then it
+        // closes the connection, and what was buffered is all there is to read.
+        tokio::time::sleep(4 * deadline).await;
+        let answer = read_to_close(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{}", &answer[..40]);
+
+        // A reader that reads is never closed: it reads on for longer than the deadline.
+        let mut reading = request(address, "/endless").await;
+        let mut buffer = vec![0; 64 * 1024];
+        let started = Instant::now();
+        while started.elapsed() < 2 * deadline {
+            let read = reading.read(&mut buffer).await.unwrap();
+            assert!(read > 0, "the connection of a reader stays open");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
     }
 
     async fn plain_server(probation_head: Duration) -> (std::net::SocketAddr, CancellationToken) {

@@ -15,7 +15,7 @@ mod sessions;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
@@ -105,34 +105,41 @@ impl ServerState {
         let root = site.checkout.root.display().to_string();
         let grace = site.config.timings.reattach_grace();
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
-        let recorder = Recorder::start(&site, episodes.clone());
         let shutdown = CancellationToken::new();
         let federation = Federation::new(&site.config.federation, shutdown.child_token());
-        let state = Arc::new(ServerState {
-            board: Mutex::new(PeerBoard::new(root)),
-            episodes,
-            recorder,
-            lease_view: lease.lease().redacted(),
-            token: lease.lease().token.clone(),
-            workers: Mutex::new(Default::default()),
-            lease: Mutex::new(Some(lease)),
-            url: OnceLock::new(),
-            leaseholder: AtomicBool::new(true),
-            shutdown,
-            tasks: TaskTracker::new(),
-            stepped_down: CancellationToken::new(),
-            peers_changed: tokio::sync::Notify::new(),
-            events: events::EventBus::new(&site),
-            dashboard: dashboard::Access::default(),
-            sessions: Mutex::new(Default::default()),
-            federation,
-            parking: Arc::new(parking::Parking::new(
-                site.config.timings.session_park(),
-                site.config.timings.idle_timeout(),
-            )),
-            listing: ListingCache::default(),
-            handover: Default::default(),
-            site,
+        let state = Arc::new_cyclic(|this: &Weak<ServerState>| {
+            let this = this.clone();
+            let entitled = Box::new(move || {
+                this.upgrade()
+                    .is_some_and(|state| state.recheck_lease_blocking())
+            });
+            let recorder = Recorder::start(&site, episodes.clone(), entitled);
+            ServerState {
+                board: Mutex::new(PeerBoard::new(root)),
+                episodes,
+                recorder,
+                lease_view: lease.lease().redacted(),
+                token: lease.lease().token.clone(),
+                workers: Mutex::new(Default::default()),
+                lease: Mutex::new(Some(lease)),
+                url: OnceLock::new(),
+                leaseholder: AtomicBool::new(true),
+                shutdown,
+                tasks: TaskTracker::new(),
+                stepped_down: CancellationToken::new(),
+                peers_changed: tokio::sync::Notify::new(),
+                events: events::EventBus::new(&site),
+                dashboard: dashboard::Access::default(),
+                sessions: Mutex::new(Default::default()),
+                federation,
+                parking: Arc::new(parking::Parking::new(
+                    site.config.timings.session_park(),
+                    site.config.timings.idle_timeout(),
+                )),
+                listing: ListingCache::default(),
+                handover: Default::default(),
+                site,
+            }
         });
         sessions::watch_quiet_sessions(&state);
         state

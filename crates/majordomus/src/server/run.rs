@@ -245,14 +245,20 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
     });
 }
 
-/// When a server stops on its own. Either way, a server that lost its lease stops once
-/// nobody is attached to it any more: its clients have moved to the server that took over.
+/// When a server stops on its own. Whatever the lifetime, a server that lost its lease stops
+/// once no connection is attached to it any more: its clients have moved to the server that
+/// took over, and its hooks' sessions ask that server now.
 #[derive(Clone, Copy, Debug)]
 pub enum Lifetime {
     /// Only when asked to.
     UntilStopped,
-    /// Once no peer has been attached for this long.
+    /// Once no peer, a session's hooks included, has been attached for this long.
     IdleFor(Duration),
+    /// Once no connection is attached: the server of a `majordomus mcp` whose own client has
+    /// gone serves on only for the clients bridged to it. A peer made for a session's hooks
+    /// keeps it no longer, for hooks never start a server and have no connection to serve:
+    /// their next event finds the next server, or none, and is answered or fails open.
+    WhileConnected,
 }
 
 /// What ends a process's servers from outside, as the process's entry point heard it.
@@ -310,7 +316,7 @@ impl Running {
             _ = stops.asked.cancelled() => Ending::Asked,
             _ = stops.leaving.cancelled() => Ending::Leaving,
             _ = idle(&state, lifetime) => {
-                tracing::info!("no peer attached any more; stopping");
+                tracing::info!("no connection attached any more; stopping");
                 Ending::Idle
             }
         };
@@ -360,6 +366,9 @@ impl Running {
                 HAND_OVER_PATIENCE
             }
             Ending::Idle => {
+                // Sessions seen only through their hooks may still be on the board: their
+                // episodes wait, detached, for the next server, as a leaving process's do.
+                state.detach_every_episode();
                 if !state.recorder.flush(state.recorder.patience()).await {
                     tracing::warn!("not every episode record was written before the stop");
                 }
@@ -382,17 +391,19 @@ impl Running {
     }
 }
 
-/// Resolves once nobody is attached and the lifetime's idle span has passed, or at once when
-/// nobody is attached to a server that lost its lease.
+/// Resolves once the lifetime ends: nobody attached for the lifetime's idle span, or no
+/// connection attached to a server that serves only while connected; at once when no
+/// connection is attached to a server that lost its lease.
 async fn idle(state: &ServerState, lifetime: Lifetime) {
     loop {
         let changed = state.peers_changed.notified();
-        let nobody = state.attached_peers() == 0;
-        if nobody && !state.is_leaseholder() {
+        let unconnected = state.connected_peers() == 0;
+        if unconnected && (!state.is_leaseholder() || matches!(lifetime, Lifetime::WhileConnected))
+        {
             return;
         }
         let span = match lifetime {
-            Lifetime::IdleFor(span) if nobody => Some(span),
+            Lifetime::IdleFor(span) if state.attached_peers() == 0 => Some(span),
             _ => None,
         };
         tokio::select! {

@@ -282,6 +282,23 @@ impl ServerState {
             .collect()
     }
 
+    /// How many attached peers are connections (MCP sessions, stdio or bridged or over
+    /// HTTP), not peers made for a session's hooks: what keeps a server that serves while
+    /// connected alive.
+    pub(crate) fn connected_peers(&self) -> usize {
+        let now = SystemTime::now();
+        let sessions = self.sessions();
+        let board = self.board();
+        let hooks_only = sessions
+            .sessions
+            .values()
+            .filter(|session| session.made_for_hooks)
+            .filter_map(|session| session.peer.as_ref())
+            .filter(|peer| is_attached(&board, peer, now))
+            .count();
+        board.attached_count().saturating_sub(hooks_only)
+    }
+
     /// Takes the peers made for sessions whose hooks have been quiet for `[hooks]
     /// session_idle_secs` off the board; their claims stay, as any departed peer's do, and
     /// their episodes wait for their client.
