@@ -3,8 +3,8 @@
 //! checkout's server is found and won ([`lease`]), whether a lease's owner still runs
 //! ([`process`]), where a checkout's server stands ([`standing`]), the repository's
 //! `majordomus.toml` ([`config`]), what each worktree changed ([`changes`]) and the merge
-//! conflicts between them ([`conflicts`]), and where a claimed path leads on disk
-//! ([`resolve`]).
+//! conflicts between them ([`conflicts`]) with the private object directories their git
+//! objects go to ([`scratch`]), and where a claimed path leads on disk ([`resolve`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
@@ -17,6 +17,7 @@ pub mod lease;
 pub mod notice;
 pub mod process;
 pub mod resolve;
+pub mod scratch;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};
