@@ -275,7 +275,7 @@ async fn predict_over_rest(lease: &LeaseFile) -> Value {
 }
 
 /// How many predictions the test below makes after the first, each after an edit.
-const PREDICTIONS: usize = 40;
+const PREDICTIONS: usize = 31;
 
 /// How many worktrees it predicts over, the primary included.
 const WORKTREES: usize = 31;
@@ -295,7 +295,7 @@ async fn predictions_add_nothing_to_the_object_store_and_leave_nothing_behind() 
     for (n, worktree) in worktrees.iter().enumerate() {
         let line = if n == 2 { 4 } else { 4 * n };
         edit(worktree, "src/parser.rs", line, &format!("edited in {n}"));
-        fs::write(worktree.join("notes.md"), format!("notes of {n}\n")).unwrap();
+        fs::write(worktree.join(format!("notes-{n}.md")), "notes\n").unwrap();
     }
     let (objects_before, files_before) = (object_count(repo.root()), object_files(repo.root()));
     let refs_before = git(repo.root(), &["for-each-ref"]);
@@ -325,7 +325,11 @@ async fn predictions_add_nothing_to_the_object_store_and_leave_nothing_behind() 
             line,
             &format!("edited in {n}, round {round}"),
         );
-        fs::write(worktree.join("notes.md"), format!("round {round}\n")).unwrap();
+        fs::write(
+            worktree.join(format!("notes-{n}.md")),
+            format!("round {round}\n"),
+        )
+        .unwrap();
         let answer = predict_over_rest(&lease).await;
         assert_eq!(answer["pairs"], 256, "{answer:#}");
         let view = find(&answer["worktrees"], "worktree", &display(worktree));
