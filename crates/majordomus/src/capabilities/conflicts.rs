@@ -110,9 +110,9 @@ impl Operation for ConflictsPredict {
             and untracked) is taken as a snapshot commit and the pairs are merged with `git \
             merge-tree`. Nothing in any worktree — index, files, refs — is touched, and the \
             repository's object store does not grow: the snapshots and merges are written to \
-            a private object directory that is removed after use. Untracked files over 1 MiB \
-            are not hashed; each worktree's `not_hashed` names them. Needs git 2.38 or later; \
-            with an older git the answer says so.",
+            the process's own object directories, removed once not needed. Untracked files \
+            over 1 MiB are not hashed; each worktree's `not_hashed` names them. Needs git \
+            2.38 or later; with an older git the answer says so.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_conflicts"),
             http: Some((HttpMethod::Get, "/api/v1/conflicts")),
