@@ -397,7 +397,7 @@ async fn predictions_add_nothing_to_the_object_store_and_leave_nothing_behind() 
     killed.kill9().await;
     assert_eq!(
         scratch_areas(repo.root()),
-        [left.clone()],
+        std::slice::from_ref(&left),
         "kill -9 leaves it"
     );
     let (_next, _) = ServeProcess::start(&repo, repo.root()).await;
