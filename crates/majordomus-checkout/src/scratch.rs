@@ -78,10 +78,14 @@ impl ScratchArea {
         &self.path
     }
 
-    /// A new, empty object directory in the area.
+    /// A new, empty object directory in the area; the area is made again if something
+    /// removed it meanwhile, so one stray removal does not end this process's predictions.
     pub fn object_dir(self: &Arc<Self>) -> io::Result<ObjectDir> {
         let path = self.fresh_path("objects");
-        DirBuilder::new().mode(0o700).create(&path)?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)?;
         Ok(ObjectDir {
             path,
             _area: self.clone(),
@@ -209,6 +213,14 @@ mod tests {
         let kept = dir.path().to_path_buf();
         drop(dir);
         assert!(!kept.exists(), "an object directory goes with its handle");
+        fs::remove_dir_all(area.path()).unwrap();
+        let again = area.object_dir().unwrap();
+        assert_eq!(
+            mode(area.path()),
+            0o700,
+            "an area removed meanwhile is made again"
+        );
+        drop(again);
 
         // a process that cannot be running: pid beyond the kernel's maximum
         let dead = common.path().join(SCRATCH_DIR).join("4194305-1-0");
