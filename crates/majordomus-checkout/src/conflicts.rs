@@ -3,25 +3,31 @@
 //! without touching anything.
 //!
 //! A snapshot is written with a private copy of the worktree's index (`GIT_INDEX_FILE`), so
-//! `git add -A` there changes neither the worktree's index nor its files nor any ref; it only
-//! adds objects to the repository's store, as any `git add` would. The snapshot commit has a
-//! fixed author, committer and date, so one tree on one HEAD is always the same commit id,
-//! and merges are cached by the pair of commits.
+//! hashing the worktree's work there changes neither the worktree's index nor its files nor
+//! any ref; its objects, and those a merge writes, go to object directories of this
+//! process's own ([`crate::scratch`]), so the repository's object store never grows with a
+//! prediction. Untracked files over [`MAX_HASHED_UNTRACKED_BYTES`] are not hashed, and
+//! named. The snapshot commit has a fixed author, committer and date, so one tree on one HEAD
+//! is always the same commit id, and merges are cached by the pair of commits.
 //!
 //! `git merge-tree --write-tree` needs git 2.38 or later; [`GitVersion`] says which git runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use majordomus_domain::sync::LockExt;
 
 use crate::changes::{ChangeKind, Changes};
 use crate::git::{CheckoutError, git_command, git_failed};
+use crate::scratch::{self, ObjectDir, ScratchArea};
 
 /// The first git whose `merge-tree` can merge without a worktree (`--write-tree`).
 pub const MERGE_TREE_SINCE: GitVersion = GitVersion {
@@ -85,34 +91,106 @@ impl GitVersion {
     }
 }
 
+/// Untracked files larger than this are not hashed into a snapshot, so they are left out of
+/// the prediction (the answer names them). An untracked file that large is a build product, a
+/// data set or an archive rather than work anyone merges by hand, and hashing it would copy it
+/// whole, compressed, into an object directory on every change of its worktree.
+pub const MAX_HASHED_UNTRACKED_BYTES: u64 = 1024 * 1024;
+
+/// How many untracked files left out of one snapshot are named; the rest are counted.
+pub const MAX_NOT_HASHED_NAMED: usize = 16;
+
+/// A worktree taken as a commit: its HEAD when nothing is uncommitted, otherwise a snapshot
+/// commit whose own objects live in a private object directory, kept while this value (or a
+/// clone of it) is.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The commit that stands for the worktree.
+    pub commit: String,
+    /// Where the objects HEAD does not have are; `None` for HEAD itself.
+    objects: Option<Arc<ObjectDir>>,
+    /// Untracked files over [`MAX_HASHED_UNTRACKED_BYTES`] left out of it, at most
+    /// [`MAX_NOT_HASHED_NAMED`], repository-relative.
+    pub not_hashed: Vec<String>,
+    /// How many more were left out beyond those named.
+    pub more_not_hashed: usize,
+}
+
+impl Snapshot {
+    /// A worktree with nothing uncommitted: its HEAD.
+    fn head(head: &str) -> Snapshot {
+        Snapshot {
+            commit: head.to_owned(),
+            objects: None,
+            not_hashed: Vec::new(),
+            more_not_hashed: 0,
+        }
+    }
+}
+
 /// Writes a commit holding the worktree at `root` as it is now, uncommitted and untracked
-/// (not ignored) work included, on top of its HEAD. `head` is HEAD's commit.
-pub fn snapshot(root: &Path, head: &str) -> Result<String, CheckoutError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let index = git_path(root, "index")?;
-    let private = git_path(root, "majordomus")?.join(format!(
-        "snapshot-index-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+/// (not ignored) work included, on top of its HEAD (`head`, a commit). Everything is written
+/// into a new object directory of `area`, through a copy of the worktree's index there, so
+/// neither the worktree's index, files and refs nor the repository's object store change.
+/// Untracked files over [`MAX_HASHED_UNTRACKED_BYTES`] are left out, and named.
+pub fn snapshot(
+    area: &Arc<ScratchArea>,
+    root: &Path,
+    head: &str,
+) -> Result<Snapshot, CheckoutError> {
     let io_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CheckoutError::Io { path, source }
     };
-    if let Some(dir) = private.parent() {
-        fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let objects = area.object_dir().map_err(io_error(area.path()))?;
+    let index = area.fresh_path("index");
+    /// Removes the index copy however the snapshot ends.
+    struct Removed<'a>(&'a Path);
+    impl Drop for Removed<'_> {
+        fn drop(&mut self) {
+            let _ = fs::remove_file(self.0);
+        }
     }
-    match fs::copy(&index, &private) {
+    let _removed = Removed(&index);
+    match fs::copy(git_path(root, "index")?, &index) {
         Ok(_) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(error) => return Err(io_error(&index)(error)),
     }
-    let tree = (|| {
-        run_with_index(root, &private, &["add", "-A"])?;
-        run_with_index(root, &private, &["write-tree"])
-    })();
-    let _ = fs::remove_file(&private);
-    let tree = tree?;
+    let git = |args: &[&str]| {
+        let mut command = git_command(root, args);
+        command.env("GIT_INDEX_FILE", &index);
+        area.direct(&mut command, &objects, &[]);
+        command
+    };
+    run(root, &["add", "-u"], git(&["add", "-u"]), None)?;
+    let listing = ["ls-files", "-z", "--others", "--exclude-standard"];
+    let untracked = run(root, &listing, git(&listing), None)?;
+    let mut hashed: Vec<u8> = Vec::new();
+    let mut snapshot = Snapshot::head(head);
+    // a name ending in `/` is a repository nested in the worktree: not the worktree's content
+    let paths = untracked.split(|&b| b == 0);
+    for path in paths.filter(|p| !p.is_empty() && !p.ends_with(b"/")) {
+        let size = fs::symlink_metadata(root.join(OsStr::from_bytes(path)))
+            .ok()
+            .filter(|metadata| metadata.is_file())
+            .map_or(0, |metadata| metadata.len());
+        if size <= MAX_HASHED_UNTRACKED_BYTES {
+            hashed.extend_from_slice(path);
+            hashed.push(0);
+        } else if snapshot.not_hashed.len() < MAX_NOT_HASHED_NAMED {
+            let name = String::from_utf8_lossy(path).into_owned();
+            snapshot.not_hashed.push(name);
+        } else {
+            snapshot.more_not_hashed += 1;
+        }
+    }
+    if !hashed.is_empty() {
+        // each path given as it is: no pathspec is matched against every file
+        let adding = ["update-index", "--add", "--remove", "-z", "--stdin"];
+        run(root, &adding, git(&adding), Some(hashed))?;
+    }
+    let tree = text(run(root, &["write-tree"], git(&["write-tree"]), None)?);
     let args = [
         "commit-tree",
         tree.as_str(),
@@ -121,7 +199,7 @@ pub fn snapshot(root: &Path, head: &str) -> Result<String, CheckoutError> {
         "-m",
         "majordomus snapshot",
     ];
-    let mut command = git_command(root, &args);
+    let mut command = git(&args);
     command
         .env("GIT_AUTHOR_NAME", "majordomus")
         .env("GIT_AUTHOR_EMAIL", "majordomus@localhost")
@@ -129,11 +207,44 @@ pub fn snapshot(root: &Path, head: &str) -> Result<String, CheckoutError> {
         .env("GIT_COMMITTER_NAME", "majordomus")
         .env("GIT_COMMITTER_EMAIL", "majordomus@localhost")
         .env("GIT_COMMITTER_DATE", "@0 +0000");
-    let output = command.output().map_err(CheckoutError::GitUnavailable)?;
-    if !output.status.success() {
-        return Err(git_failed(root, &args, &output));
+    snapshot.commit = text(run(root, &args, command, None)?);
+    snapshot.objects = Some(Arc::new(objects));
+    Ok(snapshot)
+}
+
+/// Runs `command` (git `args` in `dir`) to its end, with `input` on its stdin, and returns
+/// its stdout; a refusal is git's own words.
+fn run(
+    dir: &Path,
+    args: &[&str],
+    mut command: Command,
+    input: Option<Vec<u8>>,
+) -> Result<Vec<u8>, CheckoutError> {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if input.is_some() {
+        command.stdin(Stdio::piped());
     }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    let mut child = command.spawn().map_err(CheckoutError::GitUnavailable)?;
+    // written from another thread, so that git's output never fills while it is fed
+    let writer = input.zip(child.stdin.take()).map(|(input, mut stdin)| {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let output = child
+        .wait_with_output()
+        .map_err(CheckoutError::GitUnavailable)?;
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    if !output.status.success() {
+        return Err(git_failed(dir, args, &output));
+    }
+    Ok(output.stdout)
+}
+
+fn text(stdout: Vec<u8>) -> String {
+    String::from_utf8_lossy(&stdout).trim().to_owned()
 }
 
 /// Where git keeps `name` for the worktree at `root` (`git rev-parse --git-path`).
@@ -153,32 +264,35 @@ fn git_path(root: &Path, name: &str) -> Result<PathBuf, CheckoutError> {
     })
 }
 
-fn run_with_index(root: &Path, index: &Path, args: &[&str]) -> Result<String, CheckoutError> {
-    let output = git_command(root, args)
-        .env("GIT_INDEX_FILE", index)
-        .output()
-        .map_err(CheckoutError::GitUnavailable)?;
-    if !output.status.success() {
-        return Err(git_failed(root, args, &output));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
-/// The paths that conflict when the commits `ours` and `theirs` are merged, in git's order:
-/// empty when they merge cleanly.
-pub fn merge_conflicts(dir: &Path, ours: &str, theirs: &str) -> Result<Vec<String>, CheckoutError> {
+/// The paths that conflict when the snapshots `ours` and `theirs` are merged, in git's
+/// order: empty when they merge cleanly. The merge's result is written into an object
+/// directory of `area` that is gone when this returns.
+pub fn merge_conflicts(
+    area: &Arc<ScratchArea>,
+    dir: &Path,
+    ours: &Snapshot,
+    theirs: &Snapshot,
+) -> Result<Vec<String>, CheckoutError> {
     let args = [
         "merge-tree",
         "--write-tree",
         "-z",
         "--name-only",
         "--no-messages",
-        ours,
-        theirs,
+        ours.commit.as_str(),
+        theirs.commit.as_str(),
     ];
-    let output = git_command(dir, &args)
-        .output()
-        .map_err(CheckoutError::GitUnavailable)?;
+    let written = area.object_dir().map_err(|source| CheckoutError::Io {
+        path: area.path().to_path_buf(),
+        source,
+    })?;
+    let reads: Vec<&ObjectDir> = [ours, theirs]
+        .iter()
+        .filter_map(|snapshot| snapshot.objects.as_deref())
+        .collect();
+    let mut command = git_command(dir, &args);
+    area.direct(&mut command, &written, &reads);
+    let output = command.output().map_err(CheckoutError::GitUnavailable)?;
     match output.status.code() {
         Some(0) => Ok(Vec::new()),
         Some(1) => {
@@ -207,10 +321,16 @@ pub struct PairConflicts {
 }
 
 /// Snapshots and merge results kept between predictions, so a prediction over unchanged
-/// worktrees costs a few `stat` calls per changed path.
-#[derive(Debug, Default)]
+/// worktrees costs a few `stat` calls per changed path. The snapshots' objects live in this
+/// process's scratch area of the repository (see [`crate::scratch`]), each for as long as
+/// its snapshot is kept or in use; merge results leave nothing behind.
+#[derive(Debug)]
 pub struct ConflictPredictor {
-    snapshots: Mutex<HashMap<PathBuf, (Fingerprint, String)>>,
+    /// The repository's common git dir; `None` outside git, where nothing is predicted.
+    common_dir: Option<PathBuf>,
+    /// This predictor's scratch area, opened at its first snapshot or merge.
+    area: Mutex<Option<Arc<ScratchArea>>>,
+    snapshots: Mutex<HashMap<PathBuf, (Fingerprint, Snapshot)>>,
     merges: Mutex<HashMap<(String, String), PairConflicts>>,
 }
 
@@ -273,14 +393,49 @@ fn git_index_stamp(root: &Path) -> Option<Stamp> {
 }
 
 impl ConflictPredictor {
-    pub fn new() -> ConflictPredictor {
-        ConflictPredictor::default()
+    /// A predictor for the repository whose common git dir is `common_dir`.
+    pub fn new(common_dir: Option<PathBuf>) -> ConflictPredictor {
+        ConflictPredictor {
+            common_dir,
+            area: Mutex::new(None),
+            snapshots: Mutex::new(HashMap::new()),
+            merges: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Removes the scratch areas that processes which no longer run left in the repository
+    /// (what a server does as it starts).
+    pub fn sweep_stale(&self) {
+        if let Some(common_dir) = &self.common_dir {
+            scratch::sweep_stale(common_dir);
+        }
+    }
+
+    /// This predictor's scratch area, opened when first needed.
+    fn area(&self) -> Result<Arc<ScratchArea>, CheckoutError> {
+        let Some(common_dir) = &self.common_dir else {
+            return Err(CheckoutError::Git {
+                command: "rev-parse --git-common-dir".into(),
+                dir: PathBuf::from("."),
+                stderr: "not in a git repository".into(),
+            });
+        };
+        let mut area = self.area.lock_or_recover();
+        if let Some(open) = area.as_ref() {
+            return Ok(open.clone());
+        }
+        let open = ScratchArea::open(common_dir).map_err(|source| CheckoutError::Io {
+            path: common_dir.clone(),
+            source,
+        })?;
+        *area = Some(open.clone());
+        Ok(open)
     }
 
     /// The snapshot of the worktree at `root` whose changes are `changes`: the kept one when
     /// nothing it depends on moved, a new one otherwise. A worktree with no uncommitted work
     /// is its HEAD.
-    pub fn snapshot(&self, root: &Path, changes: &Changes) -> Result<String, CheckoutError> {
+    pub fn snapshot(&self, root: &Path, changes: &Changes) -> Result<Snapshot, CheckoutError> {
         let Some(head) = changes.head.as_deref() else {
             return Err(CheckoutError::Git {
                 command: "rev-parse HEAD".into(),
@@ -289,38 +444,42 @@ impl ConflictPredictor {
             });
         };
         if !changes.has_uncommitted() {
-            return Ok(head.to_owned());
+            return Ok(Snapshot::head(head));
         }
         let fingerprint = Fingerprint::of(root, head, changes);
-        if let Some((kept, commit)) = self.snapshots.lock_or_recover().get(root)
+        if let Some((kept, snapshot)) = self.snapshots.lock_or_recover().get(root)
             && *kept == fingerprint
         {
-            return Ok(commit.clone());
+            return Ok(snapshot.clone());
         }
-        let commit = snapshot(root, head)?;
-        self.snapshots
+        let made = snapshot(&self.area()?, root, head)?;
+        // the snapshot replaced goes once no prediction still merges with it
+        let replaced = self
+            .snapshots
             .lock_or_recover()
-            .insert(root.to_path_buf(), (fingerprint, commit.clone()));
-        Ok(commit)
+            .insert(root.to_path_buf(), (fingerprint, made.clone()));
+        drop(replaced);
+        Ok(made)
     }
 
-    /// The conflicts of merging `ours` and `theirs` (snapshot commits), from the cache when
-    /// this pair was merged before.
+    /// The conflicts of merging the snapshots `ours` and `theirs`, from the cache when this
+    /// pair of commits was merged before.
     pub fn conflicts(
         &self,
         dir: &Path,
-        ours: &str,
-        theirs: &str,
+        ours: &Snapshot,
+        theirs: &Snapshot,
     ) -> Result<PairConflicts, CheckoutError> {
-        let key = if ours <= theirs {
-            (ours.to_owned(), theirs.to_owned())
+        let (first, second) = if ours.commit <= theirs.commit {
+            (ours, theirs)
         } else {
-            (theirs.to_owned(), ours.to_owned())
+            (theirs, ours)
         };
+        let key = (first.commit.clone(), second.commit.clone());
         if let Some(found) = self.merges.lock_or_recover().get(&key) {
             return Ok(found.clone());
         }
-        let mut paths = merge_conflicts(dir, &key.0, &key.1)?;
+        let mut paths = merge_conflicts(&self.area()?, dir, first, second)?;
         let omitted = paths.len().saturating_sub(MAX_CONFLICT_PATHS);
         paths.truncate(MAX_CONFLICT_PATHS);
         let found = PairConflicts { paths, omitted };
@@ -332,11 +491,22 @@ impl ConflictPredictor {
         Ok(found)
     }
 
-    /// Forgets the snapshots of worktrees not in `roots`.
+    /// Forgets the snapshots of worktrees not in `roots`, and with them their objects.
     pub fn retain(&self, roots: &[PathBuf]) {
-        self.snapshots
-            .lock_or_recover()
-            .retain(|root, _| roots.contains(root));
+        let roots: HashSet<&PathBuf> = roots.iter().collect();
+        let forgotten: Vec<(Fingerprint, Snapshot)> = {
+            let mut snapshots = self.snapshots.lock_or_recover();
+            let gone: Vec<PathBuf> = snapshots
+                .keys()
+                .filter(|root| !roots.contains(root))
+                .cloned()
+                .collect();
+            gone.iter()
+                .filter_map(|root| snapshots.remove(root))
+                .collect()
+        };
+        // their directories are removed here, outside the lock
+        drop(forgotten);
     }
 }
 
@@ -409,25 +579,35 @@ mod tests {
         edit(&beta, "src/parser.rs", 3, "beta's line");
         edit(&gamma, "src/parser.rs", 30, "gamma's line");
         fs::write(gamma.join("new.rs"), "untracked\n").unwrap();
+        let huge = fs::File::create(gamma.join("huge.bin")).unwrap();
+        huge.set_len(MAX_HASHED_UNTRACKED_BYTES + 1).unwrap();
 
         let before: Vec<String> = [&alpha, &beta, &gamma]
             .iter()
             .map(|w| git(w, &["status", "--porcelain"]))
             .collect();
         let refs_before = git(&root, &["for-each-ref"]);
+        let objects_before = git(&root, &["count-objects", "-v"]);
 
-        let predictor = ConflictPredictor::new();
+        let common = root.join(".git");
+        let predictor = ConflictPredictor::new(Some(common.clone()));
         let snap = |root: &Path| {
             let changes = read_changes(root, Some("main")).unwrap();
             predictor.snapshot(root, &changes).unwrap()
         };
         let (a, b, c) = (snap(&alpha), snap(&beta), snap(&gamma));
         assert_eq!(
-            a,
+            a.commit,
             git(&alpha, &["rev-parse", "HEAD"]).trim(),
             "committed work is HEAD"
         );
-        assert_eq!(snap(&beta), b, "an unchanged worktree keeps its snapshot");
+        assert_eq!(
+            snap(&beta).commit,
+            b.commit,
+            "an unchanged worktree keeps its snapshot"
+        );
+        assert_eq!(c.not_hashed, ["huge.bin"], "too large to hash: named");
+        assert!(b.not_hashed.is_empty());
 
         let ab = predictor.conflicts(&root, &a, &b).unwrap();
         assert_eq!(ab.paths, ["src/parser.rs"]);
@@ -444,12 +624,38 @@ mod tests {
             .collect();
         assert_eq!(before, after);
         assert_eq!(refs_before, git(&root, &["for-each-ref"]));
+        assert_eq!(
+            objects_before,
+            git(&root, &["count-objects", "-v"]),
+            "the repository's object store did not grow"
+        );
+        // the snapshot is readable through its own objects, and holds the small untracked
+        // file but not the huge one
+        let objects = c.objects.as_ref().unwrap().path().display().to_string();
+        let tree = Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(["ls-tree", "-r", "--name-only", &c.commit])
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &objects)
+            .output()
+            .unwrap();
+        let tree = String::from_utf8_lossy(&tree.stdout);
+        assert!(
+            tree.contains("new.rs") && !tree.contains("huge.bin"),
+            "{tree}"
+        );
 
         // beta's edit moves to another line: a new snapshot, and no conflict
         edit(&beta, "src/parser.rs", 3, "line 3");
         edit(&beta, "src/parser.rs", 20, "beta's other line");
         let moved = snap(&beta);
-        assert_ne!(moved, b);
+        assert_ne!(moved.commit, b.commit);
+        let replaced = b.objects.as_ref().unwrap().path().to_path_buf();
+        drop(b);
+        assert!(
+            !replaced.exists(),
+            "a replaced snapshot's objects go with it"
+        );
         assert!(
             predictor
                 .conflicts(&root, &a, &moved)
@@ -458,5 +664,9 @@ mod tests {
                 .is_empty()
         );
         assert!(GitVersion::of_git(&root).unwrap().can_merge_tree());
+        let area = predictor.area().unwrap().path().to_path_buf();
+        drop((a, c, moved, ab, predictor));
+        assert!(!area.exists(), "the scratch area goes with the predictor");
+        assert_eq!(objects_before, git(&root, &["count-objects", "-v"]));
     }
 }

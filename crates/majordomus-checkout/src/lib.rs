@@ -3,9 +3,9 @@
 //! checkout's server is found and won ([`lease`]), whether a lease's owner still runs
 //! ([`process`]), where a checkout's server stands ([`standing`]), the repository's
 //! `majordomus.toml` and the user's own configuration ([`config`]), what the person allowed
-//! a repository to suggest ([`allowances`]), what each worktree changed ([`changes`]) and the merge
-//! conflicts between them ([`conflicts`]), and where a claimed path leads on disk
-//! ([`resolve`]).
+//! a repository to suggest ([`allowances`]), what each worktree changed ([`changes`]) and the
+//! merge conflicts between them ([`conflicts`]) with the private object directories their git
+//! objects go to ([`scratch`]), and where a claimed path leads on disk ([`resolve`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
@@ -19,6 +19,7 @@ pub mod lease;
 pub mod notice;
 pub mod process;
 pub mod resolve;
+pub mod scratch;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};

@@ -28,6 +28,19 @@ pub struct PredictedConflict {
     pub more_paths: usize,
 }
 
+/// Untracked files of one worktree that a prediction left out, being too large to hash: a
+/// conflict on them is not predicted.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct NotHashed {
+    /// The worktree they are in.
+    pub worktree: String,
+    /// The files, repository-relative.
+    pub paths: Vec<String>,
+    /// Files left out beyond those named.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_paths: usize,
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -44,6 +57,11 @@ pub struct ConflictSummary {
     /// absent when every pair was merged. `conflicts.predict` tells more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Untracked files too large to hash (over 1 MiB), left out of the prediction, for each
+    /// worktree that has some: at most 8 named each, the rest counted. Absent in the ordinary
+    /// case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_hashed: Vec<NotHashed>,
     /// How many seconds ago the worktrees were read for this prediction: it is made in the
     /// background, at most about once a second, so a listing never waits for it long.
     #[serde(default)]

@@ -296,6 +296,8 @@ pub fn main() -> ExitCode {
     // Everything worth finishing has finished; a read of stdin may still be blocked in its
     // thread, and must not keep the process alive a moment longer.
     runtime.shutdown_background();
+    // the values that own them may never be dropped now that the runtime is gone
+    majordomus_checkout::scratch::remove_process_areas();
     code
 }
 

@@ -55,6 +55,7 @@ impl Site {
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .expect("an HTTP client builds without TLS");
+        let conflicts = ConflictPredictor::new(checkout.common_dir.clone());
         Site {
             checkout,
             config,
@@ -62,7 +63,7 @@ impl Site {
             branch: BranchWatch::default(),
             http,
             changes: ChangesCache::new(CHANGES_INTERVAL),
-            conflicts: ConflictPredictor::new(),
+            conflicts,
             readings: RepositoryReadings::default(),
             git_version: std::sync::OnceLock::new(),
         }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use majordomus_checkout::conflicts::{MAX_HASHED_UNTRACKED_BYTES, Snapshot};
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::checkouts::Checkouts;
 use schemars::JsonSchema;
@@ -49,9 +50,21 @@ pub struct PredictedWorktree {
     /// uncommitted work); absent when it has no changes or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// Untracked files over 1 MiB, not hashed into its snapshot and so left out of the
+    /// prediction (a conflict on them is not predicted): at most 16 named, repository-relative.
+    /// Absent in the ordinary case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_hashed: Vec<String>,
+    /// How many more untracked files were left out beyond those named.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_not_hashed: usize,
     /// Why it could not be read; absent when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The answer of `conflicts.predict`.
@@ -74,6 +87,9 @@ pub struct ConflictPrediction {
     pub complete: bool,
 }
 
+// The answers' descriptions name the bound in words.
+const _: () = assert!(MAX_HASHED_UNTRACKED_BYTES == 1024 * 1024);
+
 /// The most pairs of worktrees one prediction merges. Pairs grow with the square of the
 /// worktrees with changes; this many (23 worktrees' worth) bounds a call's git work, and the
 /// answer says when pairs were left unmerged.
@@ -92,8 +108,11 @@ impl Operation for ConflictsPredict {
         description: "For every pair of worktrees with changes, whether merging them now would \
             conflict, and on which files: each worktree's work (committed, staged, unstaged \
             and untracked) is taken as a snapshot commit and the pairs are merged with `git \
-            merge-tree`, in memory. Nothing in any worktree — index, files, refs — is touched. \
-            Needs git 2.38 or later; with an older git the answer says so.",
+            merge-tree`. Nothing in any worktree — index, files, refs — is touched, and the \
+            repository's object store does not grow: the snapshots and merges are written to \
+            the process's own object directories, removed once not needed. Untracked files \
+            over 1 MiB are not hashed; each worktree's `not_hashed` names them. Needs git \
+            2.38 or later; with an older git the answer says so.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_conflicts"),
             http: Some((HttpMethod::Get, "/api/v1/conflicts")),
@@ -128,6 +147,17 @@ impl Operation for ConflictsPredict {
         }
         for conflict in &output.conflicts {
             text.push_str(&format!("\n  conflict: {}", render::conflict(conflict)));
+        }
+        for worktree in output.worktrees.iter().filter(|w| !w.not_hashed.is_empty()) {
+            text.push_str(&format!(
+                "\n  not hashed (untracked, over 1 MiB; left out): {}: {}{}",
+                for_terminal(&worktree.worktree),
+                for_terminal(&worktree.not_hashed.join(", ")),
+                match worktree.more_not_hashed {
+                    0 => String::new(),
+                    more => format!(" and {more} more"),
+                }
+            ));
         }
         for worktree in output.worktrees.iter().filter(|w| w.reason.is_some()) {
             text.push_str(&format!(
@@ -187,7 +217,7 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
         }
     }
     let default_branch = site.config.changes.default_branch.as_deref();
-    let mut snapshots: Vec<(usize, String)> = Vec::new();
+    let mut snapshots: Vec<(usize, Snapshot)> = Vec::new();
     for checkout in checkouts {
         let mut view = PredictedWorktree {
             worktree: checkout.root.display().to_string(),
@@ -196,6 +226,8 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
             changed: 0,
             uncommitted: false,
             snapshot: None,
+            not_hashed: Vec::new(),
+            more_not_hashed: 0,
             reason: None,
         };
         match site.changes.changes(&checkout.root, default_branch) {
@@ -204,9 +236,11 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
                 view.uncommitted = changes.has_uncommitted();
                 if answer.reason.is_none() && !changes.is_empty() {
                     match site.conflicts.snapshot(&checkout.root, &changes) {
-                        Ok(commit) => {
-                            snapshots.push((answer.worktrees.len(), commit.clone()));
-                            view.snapshot = Some(commit);
+                        Ok(snapshot) => {
+                            view.snapshot = Some(snapshot.commit.clone());
+                            view.not_hashed = snapshot.not_hashed.clone();
+                            view.more_not_hashed = snapshot.more_not_hashed;
+                            snapshots.push((answer.worktrees.len(), snapshot));
                         }
                         Err(error) => view.reason = Some(error.to_string()),
                     }
@@ -234,9 +268,9 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
         .enumerate()
         .flat_map(|(at, ours)| snapshots[at + 1..].iter().map(move |theirs| (ours, theirs)))
         .take(MAX_MERGED_PAIRS);
-    for ((ours, our_commit), (theirs, their_commit)) in pairs {
+    for ((ours, our_snapshot), (theirs, their_snapshot)) in pairs {
         answer.pairs += 1;
-        match site.conflicts.conflicts(here, our_commit, their_commit) {
+        match site.conflicts.conflicts(here, our_snapshot, their_snapshot) {
             Ok(found) if found.paths.is_empty() => {}
             Ok(found) => answer.conflicts.push(PredictedConflict {
                 ours: side(&answer.worktrees[*ours]),

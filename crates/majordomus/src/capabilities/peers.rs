@@ -15,7 +15,7 @@ use majordomus_domain::changes::{
     WorktreeChanges, change_overlaps_among, changes_meeting,
 };
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
-use majordomus_domain::conflicts::ConflictSummary;
+use majordomus_domain::conflicts::{ConflictSummary, NotHashed};
 use majordomus_domain::limits;
 use majordomus_domain::listing::{claims_meeting, overlaps_among, silent};
 use majordomus_domain::paths::{ClaimPath, without_repeats};
@@ -179,10 +179,28 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
             conflict
         })
         .collect();
+    let not_hashed = prediction
+        .worktrees
+        .into_iter()
+        .filter(|worktree| !worktree.not_hashed.is_empty())
+        .map(|mut worktree| {
+            let beyond = worktree
+                .not_hashed
+                .len()
+                .saturating_sub(limits::OVERLAP_PATH_PAIRS);
+            worktree.not_hashed.truncate(limits::OVERLAP_PATH_PAIRS);
+            NotHashed {
+                worktree: worktree.worktree,
+                paths: worktree.not_hashed,
+                more_paths: worktree.more_not_hashed + beyond,
+            }
+        })
+        .collect();
     ConflictSummary {
         pairs: prediction.pairs,
         conflicts,
         reason,
+        not_hashed,
         predicted_seconds_ago: 0,
     }
 }
@@ -399,6 +417,17 @@ impl Operation for PeersList {
                 text.push_str(&format!(
                     "\n  no full conflict prediction: {}",
                     for_terminal(reason)
+                ));
+            }
+            for left_out in &conflicts.not_hashed {
+                text.push_str(&format!(
+                    "\n  not hashed for the prediction (untracked, over 1 MiB) in {}: {}{}",
+                    for_terminal(&left_out.worktree),
+                    for_terminal(&left_out.paths.join(", ")),
+                    match left_out.more_paths {
+                        0 => String::new(),
+                        more => format!(" and {more} more"),
+                    }
                 ));
             }
         }
@@ -931,6 +960,7 @@ fn conflicts_read(reading: Option<&RepositoryReading>) -> ConflictSummary {
                  have it"
                     .into(),
             ),
+            not_hashed: Vec::new(),
             predicted_seconds_ago: 0,
         },
     }
@@ -969,6 +999,7 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
             pairs: 0,
             conflicts: Vec::new(),
             reason: Some(error.message),
+            not_hashed: Vec::new(),
             predicted_seconds_ago: 0,
         },
     };
@@ -1264,6 +1295,8 @@ mod tests {
             changed: 3,
             uncommitted: true,
             snapshot: None,
+            not_hashed: Vec::new(),
+            more_not_hashed: 0,
             reason: reason.map(str::to_owned),
         }
     }
@@ -1274,7 +1307,11 @@ mod tests {
             git_version: Some("2.47.3".into()),
             reason: None,
             worktrees: vec![
-                worktree("alpha", None),
+                PredictedWorktree {
+                    not_hashed: (0..10).map(|n| format!("data/{n}.bin")).collect(),
+                    more_not_hashed: 2,
+                    ..worktree("alpha", None)
+                },
                 worktree("beta", Some("git failed")),
             ],
             pairs: 1,
@@ -1292,6 +1329,16 @@ mod tests {
         assert_eq!(conflict.paths.len(), limits::OVERLAP_PATH_PAIRS);
         assert_eq!(conflict.paths[0], "src/00.rs");
         assert_eq!(conflict.more_paths, 5 + 12, "the cut files are counted");
+        let [left_out] = &summary.not_hashed[..] else {
+            panic!("one worktree left files out: {:?}", summary.not_hashed);
+        };
+        assert_eq!(left_out.worktree, "/wt/alpha");
+        assert_eq!(left_out.paths.len(), limits::OVERLAP_PATH_PAIRS);
+        assert_eq!(
+            left_out.more_paths,
+            2 + 2,
+            "the files not named are counted"
+        );
         assert_eq!(
             summary.reason.as_deref(),
             Some("not every worktree could be read and merged (/wt/beta: git failed)")

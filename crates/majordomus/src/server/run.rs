@@ -215,6 +215,9 @@ pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Runni
         tracing::info!("the lease was taken over before its URL could be published");
     }
     tracing::info!(%url, root = %state.site.checkout.root.display(), "serving");
+    // what a predecessor killed mid-prediction left in the repository goes now
+    let sweeping = state.site.clone();
+    tokio::task::spawn_blocking(move || sweeping.conflicts.sweep_stale());
     spawn_housekeeping(state.clone());
     super::events::follow_siblings(&state);
     let federation = crate::federation::Federation::start(&state);
