@@ -255,6 +255,9 @@ pub fn overlaps_among(peers: &[Peer]) -> Listed<ListedOverlap> {
     Listed::capped(listed)
 }
 
+/// A claim's place in the input: (peer, claim of that peer).
+type ClaimAt = (usize, usize);
+
 /// One claim of another peer that meets a claim of a given peer, as that peer is told of
 /// it: the claims by position in the input, and the first few pairs of paths that meet
 /// (`yours` the given peer's) with a count of the rest.
@@ -293,8 +296,8 @@ pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<Claim
             index.insert(path.components(), (claim, at));
         }
     }
-    // ((earlier peer, claim), (later peer, claim)) -> pairs (earlier's path, later's path)
-    let mut met: BTreeMap<((usize, usize), (usize, usize)), PairSample> = BTreeMap::new();
+    // (earlier claim, later claim) -> pairs (earlier's path, later's path)
+    let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
     let mut theirs_of: HashMap<(usize, usize), Cow<[ClaimPath]>> = HashMap::new();
     for (p, peer) in peers.iter().map(Borrow::borrow).enumerate() {
         if identity[p] == identity[me] {
@@ -1018,6 +1021,89 @@ mod tests {
             let (expected, more) = brute_force(&peers);
             assert_eq!(with_more(&listed.listed), expected, "round {round}");
             assert_eq!(listed.more, more, "round {round}");
+        }
+    }
+
+    /// (my claim, their peer and claim, [(yours, theirs)], more)
+    type Meeting = (ClaimAt, ClaimAt, Vec<(String, String)>, u32);
+
+    /// `claims_meeting_peer` by its definition: every claim of `me` against every claim of
+    /// every other peer, pairs of paths ordered by the earlier peer's path, then the later's.
+    fn meetings_by_brute_force(peers: &[Peer], me: usize) -> Vec<Meeting> {
+        // (rank, earlier claim, later claim, the meeting)
+        let mut expected: Vec<(u8, ClaimAt, ClaimAt, Meeting)> = Vec::new();
+        for (p, other) in peers.iter().enumerate() {
+            if same_peer(other, &peers[me]) {
+                continue;
+            }
+            for (mc, mine) in peers[me].claims.iter().enumerate() {
+                for (tc, theirs) in other.claims.iter().enumerate() {
+                    let my_paths = claim_paths(&peers[me], mine);
+                    let their_paths = claim_paths(other, theirs);
+                    let mut pairs: Vec<((usize, usize), (String, String))> = Vec::new();
+                    for (y, yours) in my_paths.iter().enumerate() {
+                        for (t, path) in their_paths.iter().enumerate() {
+                            if yours.meets(path) {
+                                let order = if p < me { (t, y) } else { (y, t) };
+                                let written =
+                                    (yours.as_written().to_owned(), path.as_written().to_owned());
+                                pairs.push((order, written));
+                            }
+                        }
+                    }
+                    if pairs.is_empty() {
+                        continue;
+                    }
+                    pairs.sort();
+                    let more = pairs.len().saturating_sub(limits::OVERLAP_PATH_PAIRS) as u32;
+                    pairs.truncate(limits::OVERLAP_PATH_PAIRS);
+                    let rank = u8::from(!other.attached) + u8::from(!peers[me].attached);
+                    let (earlier, later) = if p < me {
+                        ((p, tc), (me, mc))
+                    } else {
+                        ((me, mc), (p, tc))
+                    };
+                    let listed = pairs.into_iter().map(|(_, written)| written).collect();
+                    expected.push((rank, earlier, later, ((me, mc), (p, tc), listed, more)));
+                }
+            }
+        }
+        expected.sort_by_key(|(rank, earlier, later, _)| (*rank, *earlier, *later));
+        expected
+            .into_iter()
+            .map(|(_, _, _, meeting)| meeting)
+            .collect()
+    }
+
+    #[test]
+    fn random_claims_meeting_one_peer_agree_with_comparing_its_claims_with_every_other() {
+        let mut rng = Lcg(31);
+        let worktrees = [Some("/repo"), Some("/wt/b"), None];
+        for round in 0..60 {
+            let peers: Vec<Peer> = (0..1 + rng.below(6))
+                .map(|n| {
+                    let worktree = worktrees[rng.below(worktrees.len())];
+                    let claims = (0..rng.below(3))
+                        .map(|c| {
+                            let scope = rng.scope(10);
+                            let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+                            claim(Some(&format!("c{c}")), "work", &scope)
+                        })
+                        .collect();
+                    let mut peer = peer(1 + n as u64 % 3, worktree, claims);
+                    peer.attached = rng.below(3) > 0;
+                    peer
+                })
+                .collect();
+            let me = rng.below(peers.len());
+            let got: Vec<Meeting> = claims_meeting_peer(&peers, me)
+                .into_iter()
+                .map(|m| {
+                    let pairs = m.paths.into_iter().map(|p| (p.yours, p.theirs)).collect();
+                    (m.mine, m.theirs, pairs, m.more_paths)
+                })
+                .collect();
+            assert_eq!(got, meetings_by_brute_force(&peers, me), "round {round}");
         }
     }
 
