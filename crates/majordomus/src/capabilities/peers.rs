@@ -151,8 +151,8 @@ impl BoardView {
     }
 }
 
-/// A prediction in short, as a listing carries it: at most a few files per pair, the rest
-/// counted, and why it is partial.
+/// A prediction in short, as a listing carries it: at most a few files per pair and a few
+/// dozen pairs (worktrees × worktrees), the rest counted, and why it is partial.
 fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
     let unread: Vec<String> = prediction
         .worktrees
@@ -167,9 +167,14 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
             )
         })
     });
+    let more_conflicts = prediction
+        .conflicts
+        .len()
+        .saturating_sub(limits::OVERLAPS_LISTED);
     let conflicts = prediction
         .conflicts
         .into_iter()
+        .take(limits::OVERLAPS_LISTED)
         .map(|mut conflict| {
             let beyond = conflict
                 .paths
@@ -183,6 +188,7 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
     ConflictSummary {
         pairs: prediction.pairs,
         conflicts,
+        more_conflicts,
         reason,
         predicted_seconds_ago: 0,
     }
@@ -479,6 +485,12 @@ impl Operation for PeersList {
                 text.push_str(&format!(
                     "\n  merge conflict predicted: {}",
                     render::conflict(conflict)
+                ));
+            }
+            if conflicts.more_conflicts > 0 {
+                text.push_str(&format!(
+                    "\n  and {} more pair(s) of worktrees would conflict, not listed",
+                    conflicts.more_conflicts
                 ));
             }
             if let Some(reason) = &conflicts.reason {
@@ -1102,6 +1114,7 @@ fn conflicts_read(reading: Option<&RepositoryReading>) -> ConflictSummary {
         None => ConflictSummary {
             pairs: 0,
             conflicts: Vec::new(),
+            more_conflicts: 0,
             reason: Some(
                 "not predicted yet: the worktrees are still being read; a later call will \
                  have it"
@@ -1144,6 +1157,7 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
         Err(error) => ConflictSummary {
             pairs: 0,
             conflicts: Vec::new(),
+            more_conflicts: 0,
             reason: Some(error.message),
             predicted_seconds_ago: 0,
         },
@@ -1497,6 +1511,35 @@ mod tests {
             Some("predicting conflicts needs git 2.38 or later"),
             "the prediction's own reason comes first"
         );
+    }
+
+    #[test]
+    fn a_conflict_summary_lists_a_few_dozen_pairs_and_counts_the_rest() {
+        let names: Vec<String> = (0..12).map(|n| format!("w{n:02}")).collect();
+        let conflicts: Vec<PredictedConflict> = names
+            .iter()
+            .enumerate()
+            .flat_map(|(i, ours)| {
+                names[i + 1..].iter().map(move |theirs| PredictedConflict {
+                    ours: side(ours),
+                    theirs: side(theirs),
+                    paths: vec!["src/lib.rs".into()],
+                    more_paths: 0,
+                })
+            })
+            .collect();
+        let prediction = ConflictPrediction {
+            git_version: Some("2.47.3".into()),
+            reason: None,
+            worktrees: names.iter().map(|name| worktree(name, None)).collect(),
+            pairs: conflicts.len(),
+            conflicts,
+            complete: true,
+        };
+        let summary = summary_of(prediction);
+        assert_eq!(summary.conflicts.len(), limits::OVERLAPS_LISTED);
+        assert_eq!(summary.more_conflicts, 66 - limits::OVERLAPS_LISTED);
+        assert_eq!(summary.conflicts[0].theirs.worktree, "/wt/w01");
     }
 
     #[test]
