@@ -38,7 +38,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::index::PathIndex;
-use crate::listing::{every_claims_paths, for_each_meeting_pair};
+use crate::listing::{
+    ClaimsMet, Listed, PeerPath, every_claims_paths, for_each_meeting_pair, peer_paths,
+};
 use crate::pairs::PairSample;
 use crate::paths::ClaimPath;
 use crate::peers::{Peer, PeerCheckout, PeerId};
@@ -199,13 +201,16 @@ pub struct ChangeOverlapSide {
     /// For a claim of a departed peer, seconds since it left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
-    /// What the peer said its claim is for, for a claim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intent: Option<String>,
+    /// For a claim: the names of the peer's claims that meet the changes, in the peer's
+    /// claim order, `null` for its unnamed claim. What each is for is its `intent` in
+    /// `peers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<Option<String>>,
 }
 
-/// A worktree's changes meeting a claim of a peer of another worktree, or another
-/// worktree's changes, as a listing reports it: the top-level fields name the worktree
+/// A worktree's changes meeting the claims of a peer of another worktree, or another
+/// worktree's changes, as a listing reports it — one entry per worktree and peer, or per
+/// pair of worktrees: the top-level fields name the worktree
 /// whose changes are `theirs` in `paths`, and `with` the side whose paths are `yours`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ListedChangeOverlap {
@@ -258,12 +263,12 @@ pub fn changes_meeting(
     overlaps
 }
 
-/// Where one path sits in a listing: a path of a peer's claim, or a worktree's changed path.
+/// Where one path sits in a listing: a path a peer claims, or a worktree's changed path.
 #[derive(Debug, Clone, Copy)]
 enum Entry {
+    /// (peer, the peer's path)
     Claim {
         peer: usize,
-        claim: usize,
         path: usize,
     },
     Change {
@@ -275,50 +280,44 @@ enum Entry {
 /// The side a worktree's changes are paired with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Other {
-    /// (peer, claim of that peer)
-    Claim(usize, usize),
+    /// A peer's claims.
+    Claim(usize),
     /// A later worktree.
     Change(usize),
 }
 
-/// Every worktree's changes that meet a claim of a peer of another worktree or another
-/// worktree's changes, each pair once, live claims before departed ones, each listing the
-/// first few path pairs and counting the rest.
+/// Every worktree's changes that meet the claims of a peer of another worktree or another
+/// worktree's changes, one entry per worktree and peer (naming the peer's claims that
+/// meet) or per pair of worktrees, live claims before departed ones, each listing the first
+/// few path pairs and counting the rest; at most [`crate::limits::OVERLAPS_LISTED`]
+/// entries, the rest counted.
 ///
 /// Peers are those of a repository-wide listing, each stamped with its checkout; a peer's
 /// claims never meet its own worktree's changes. In an entry between two worktrees' changes
-/// the one given earlier is the top-level side. The work is one sort of every path and one
-/// step per pair that meets, as in [`crate::listing::overlaps_among`].
+/// the one given earlier is the top-level side. The work is one sort of every distinct path
+/// and one step per pair that meets, as in [`crate::listing::overlaps_among`].
 pub fn change_overlaps_among(
     peers: &[Peer],
     worktrees: &[(PeerCheckout, WorktreeChanges)],
-) -> Vec<ListedChangeOverlap> {
+) -> Listed<ListedChangeOverlap> {
     if worktrees
         .iter()
         .all(|(_, changes)| changes.paths.is_empty())
     {
         // Nothing changed anywhere: no claim need be read at all.
-        return Vec::new();
+        return Listed::default();
     }
     let claimed = every_claims_paths(peers);
+    let distinct: Vec<Vec<PeerPath>> = claimed.iter().map(|c| peer_paths(c)).collect();
     let changed: Vec<Vec<(usize, ClaimPath)>> = worktrees
         .iter()
         .map(|(_, changes)| changes.meeting_paths())
         .collect();
 
     let mut entries: Vec<(&[String], Entry)> = Vec::new();
-    for (p, claims) in claimed.iter().enumerate() {
-        for (c, paths) in claims.iter().enumerate() {
-            for (s, path) in paths.iter().enumerate() {
-                entries.push((
-                    path.components(),
-                    Entry::Claim {
-                        peer: p,
-                        claim: c,
-                        path: s,
-                    },
-                ));
-            }
+    for (p, paths) in distinct.iter().enumerate() {
+        for (s, held) in paths.iter().enumerate() {
+            entries.push((held.path.components(), Entry::Claim { peer: p, path: s }));
         }
     }
     for (w, paths) in changed.iter().enumerate() {
@@ -342,30 +341,17 @@ pub fn change_overlaps_among(
                 .position(|(checkout, _)| checkout.id == *id)
         })
         .collect();
-    // (worktree, other side) -> pairs (changed path, the other side's path)
-    let mut met: BTreeMap<(usize, Other), PairSample> = BTreeMap::new();
+    // (worktree, other side) -> pairs (changed path, the other side's path), and which
+    // claims of a peer meet them
+    let mut met: BTreeMap<(usize, Other), (PairSample, Option<ClaimsMet>)> = BTreeMap::new();
     for_each_meeting_pair(&mut entries, |one, other| {
         let (worktree, change, other, path) = match (*one, *other) {
-            (
-                Entry::Change { worktree, path },
-                Entry::Claim {
-                    peer,
-                    claim,
-                    path: at,
-                },
-            )
-            | (
-                Entry::Claim {
-                    peer,
-                    claim,
-                    path: at,
-                },
-                Entry::Change { worktree, path },
-            ) => {
+            (Entry::Change { worktree, path }, Entry::Claim { peer, path: at })
+            | (Entry::Claim { peer, path: at }, Entry::Change { worktree, path }) => {
                 if worktree_of_peer[peer] == Some(worktree) {
                     return;
                 }
-                (worktree, path, Other::Claim(peer, claim), at)
+                (worktree, path, Other::Claim(peer), at)
             }
             (
                 Entry::Change {
@@ -388,32 +374,40 @@ pub fn change_overlaps_among(
             }
             (Entry::Claim { .. }, Entry::Claim { .. }) => return,
         };
-        met.entry((worktree, other))
-            .or_default()
-            .add((change, path));
+        let (pairs, claims) = met.entry((worktree, other)).or_insert_with(|| {
+            let claims = match other {
+                Other::Claim(peer) => Some(ClaimsMet::of(&peers[peer])),
+                Other::Change(_) => None,
+            };
+            (PairSample::default(), claims)
+        });
+        pairs.add((change, path));
+        if let (Other::Claim(peer), Some(claims)) = (other, claims) {
+            claims.add(&distinct[peer][path].claims);
+        }
     });
 
     let mut listed: Vec<ListedChangeOverlap> = met
         .into_iter()
-        .map(|((w, other), pairs)| {
+        .map(|((w, other), (pairs, claims))| {
             let (checkout, changes) = &worktrees[w];
             let (pairs, more_paths) = pairs.finish();
             let (with, paths) = match other {
-                Other::Claim(p, c) => {
+                Other::Claim(p) => {
                     let peer = &peers[p];
-                    let yours = &claimed[p][c];
+                    let yours = &distinct[p];
                     let side = ChangeOverlapSide {
                         kind: SideKind::Claim,
                         checkout: peer.checkout.clone(),
                         peer: Some(peer.id.clone()),
                         attached: Some(peer.attached),
                         left_seconds_ago: peer.left_seconds_ago,
-                        intent: Some(peer.claims[c].intent.clone()),
+                        claims: claims.map(|c| c.names(peer)).unwrap_or_default(),
                     };
                     let paths = pairs
                         .into_iter()
                         .map(|(theirs, y)| ChangeOverlapPath {
-                            yours: yours[y].as_written().to_owned(),
+                            yours: yours[y].path.as_written().to_owned(),
                             theirs: changes.paths[theirs].path.clone(),
                             kinds: changes.paths[theirs].kinds.clone(),
                             your_kinds: Vec::new(),
@@ -429,7 +423,7 @@ pub fn change_overlaps_among(
                         peer: None,
                         attached: None,
                         left_seconds_ago: None,
-                        intent: None,
+                        claims: Vec::new(),
                     };
                     let paths = pairs
                         .into_iter()
@@ -455,7 +449,7 @@ pub fn change_overlaps_among(
         })
         .collect();
     listed.sort_by_key(|overlap| overlap.with.attached == Some(false));
-    listed
+    Listed::capped(listed)
 }
 
 #[cfg(test)]
@@ -588,7 +582,7 @@ mod tests {
             peer(2, "alpha", &["docs"], false),
             peer(1, "beta", &["src/a.rs"], true),
         ];
-        let listed = change_overlaps_among(&peers, &worktrees);
+        let listed = change_overlaps_among(&peers, &worktrees).listed;
         let summary: Vec<Side> = listed
             .iter()
             .map(|o| {
@@ -665,7 +659,7 @@ mod tests {
         assert_eq!(met.len(), 2);
         assert_eq!(met[0].paths.len(), crate::limits::OVERLAP_PATH_PAIRS);
         assert_eq!(met[0].more_paths as usize, CHANGED_PATHS - 8);
-        let listed = change_overlaps_among(&[], &worktrees);
+        let listed = change_overlaps_among(&[], &worktrees).listed;
         assert_eq!(listed.len(), 1, "beta's and gamma's changes meet once");
         assert_eq!(
             listed[0].overlap.paths.len() + listed[0].overlap.more_paths as usize,
@@ -703,7 +697,7 @@ mod tests {
                     peer(n as u64 + 1, names[rng.below(3)], &scope, rng.below(3) > 0)
                 })
                 .collect();
-            let listed = change_overlaps_among(&peers, &worktrees);
+            let listed = change_overlaps_among(&peers, &worktrees).listed;
             let mut got: Vec<(String, String, usize)> = listed
                 .iter()
                 .map(|o| {

@@ -51,8 +51,13 @@ pub struct ConflictSummary {
     /// How many pairs of worktrees with changes were merged.
     pub pairs: usize,
     /// The pairs of worktrees that would conflict if merged now, uncommitted work included,
-    /// each naming at most 8 files and counting the rest. Empty is the ordinary case.
+    /// each naming at most 8 files and counting the rest; at most 32 pairs, the rest counted
+    /// in `more_conflicts`. Empty is the ordinary case.
     pub conflicts: Vec<PredictedConflict>,
+    /// How many more pairs of worktrees would conflict than `conflicts` lists; absent when
+    /// it lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_conflicts: usize,
     /// Why the prediction is missing or partial (git too old, a worktree unreadable);
     /// absent when every pair was merged. `conflicts.predict` tells more.
     #[serde(default, skip_serializing_if = "Option::is_none")]

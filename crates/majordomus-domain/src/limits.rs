@@ -51,6 +51,12 @@ pub const CLIENT_TITLE_CHARS: usize = 128;
 /// says where two claims collide; the full product of two wide claims says nothing more.
 pub const OVERLAP_PATH_PAIRS: usize = 8;
 
+/// Overlap entries one listing carries of each kind (between peers' claims, and with
+/// worktrees' changes); the rest are counted. An entry is one pair of peers (or of a worktree
+/// and a peer or another worktree), so a crowded repository has as many pairs as the
+/// square of its peers; a few dozen already say "everyone is on everyone's ground".
+pub const OVERLAPS_LISTED: usize = 32;
+
 /// Bytes (hence at most as many characters) of the instructions a client is given in
 /// `initialize`. Claude Code keeps only the first 2 KB of a server's instructions, and
 /// they sit in the system prompt of every session, so they stay well under that whatever

@@ -1,5 +1,7 @@
 //! Overlaps across a repository-wide listing: peers gathered from several checkouts'
-//! boards, each stamped with its checkout.
+//! boards, each stamped with its checkout. A listing names each pair of peers that meet
+//! once, with the claims involved by name, so it grows with the pairs of peers (and is
+//! capped), never with the pairs of their claims.
 //!
 //! ```
 //! use majordomus_domain::listing::{overlaps_among, silent};
@@ -38,56 +40,63 @@
 //!     peer(1, "/repo-wt/x", &["/repo-wt/x/apps/cli/src"]),
 //! ];
 //! let overlaps = overlaps_among(&peers);
-//! assert_eq!(overlaps.len(), 1);
-//! assert_eq!(overlaps[0].overlap.checkout.as_ref().unwrap().worktree, "/repo");
-//! assert_eq!(overlaps[0].overlap.paths[0].theirs, "apps/cli");
-//! assert_eq!(overlaps[0].overlap.paths[0].yours, "/repo-wt/x/apps/cli/src");
+//! assert_eq!((overlaps.listed.len(), overlaps.more), (1, 0));
+//! let overlap = &overlaps.listed[0];
+//! assert_eq!(overlap.side.checkout.as_ref().unwrap().worktree, "/repo");
+//! assert_eq!(overlap.side.claims, [None]);
+//! assert_eq!(overlap.paths[0].theirs, "apps/cli");
+//! assert_eq!(overlap.paths[0].yours, "/repo-wt/x/apps/cli/src");
 //! assert_eq!(silent(&peers), 0);
 //! ```
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use crate::changes::SideKind;
 use crate::index::PathIndex;
+use crate::limits;
 use crate::pairs::PairSample;
 use crate::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
 use crate::peers::{Announcement, ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
 
-/// Where one claimed path sits: peer and claim of that peer in the input, and path of that
-/// claim's normalised paths.
-#[derive(Debug, Clone, Copy)]
-struct At {
-    peer: usize,
-    claim: usize,
-    path: usize,
+/// The overlaps of a listing: the entries it lists and how many more there were.
+#[derive(Debug)]
+pub struct Listed<T> {
+    /// At most [`limits::OVERLAPS_LISTED`] entries.
+    pub listed: Vec<T>,
+    /// How many entries were left out.
+    pub more: usize,
 }
 
-/// A claim's place in the input: (peer, claim of that peer).
-type ClaimAt = (usize, usize);
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            listed: Vec::new(),
+            more: 0,
+        }
+    }
+}
 
-/// Every pair of claims of different peers whose paths meet, each pair once, each listing
-/// the first few path pairs and counting the rest in `more_paths`; pairs of live peers
-/// first, then those with one departed side, then those with two.
-///
-/// Peers are different when their `(checkout.machine, checkout.id, id)` differ, so the `p1`
-/// of two checkouts are two peers, and so are those of two machines' checkouts at one path.
-/// Each claim's paths are read by [`claim_paths`] and its repeats dropped. In each entry the
-/// peer given earlier is the top-level side and the later one is `with`; within each rank,
-/// entries are ordered by the earlier side's peer and claim, then the later side's.
-///
-/// The work is a sort of all the paths plus one step per pair of paths that meet (see
-/// [`for_each_meeting_pair`]).
-pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
-    let normalized = every_claims_paths(peers);
-    // The same peer may be listed more than once; one number per (machine, checkout, id)
-    // tells. Two machines may hold checkouts at the same path, hence with the same id.
+impl<T> Listed<T> {
+    /// The first [`limits::OVERLAPS_LISTED`] of `all`, the rest counted.
+    pub(crate) fn capped(mut all: Vec<T>) -> Self {
+        let more = all.len().saturating_sub(limits::OVERLAPS_LISTED);
+        all.truncate(limits::OVERLAPS_LISTED);
+        Listed { listed: all, more }
+    }
+}
+
+/// One number per peer, the same for two entries of one peer: peers are different when
+/// their `(checkout.machine, checkout.id, id)` differ, so the `p1` of two checkouts are two
+/// peers, and so are those of two machines' checkouts at one path.
+pub(crate) fn identities<P: Borrow<Peer>>(peers: &[P]) -> Vec<usize> {
     type Identity<'a> = (Option<(Option<&'a str>, &'a str)>, &'a str);
     let mut identities: HashMap<Identity, usize> = HashMap::new();
-    let identity: Vec<usize> = peers
+    peers
         .iter()
         .map(|peer| {
+            let peer: &Peer = peer.borrow();
             let key = (
                 peer.checkout
                     .as_ref()
@@ -97,76 +106,250 @@ pub fn overlaps_among(peers: &[Peer]) -> Vec<ListedOverlap> {
             let next = identities.len();
             *identities.entry(key).or_insert(next)
         })
-        .collect();
+        .collect()
+}
 
-    let mut entries: Vec<(&[String], At)> = Vec::new();
-    for (p, claims) in normalized.iter().enumerate() {
-        for (c, paths) in claims.iter().enumerate() {
-            for (s, path) in paths.iter().enumerate() {
-                let at = At {
-                    peer: p,
-                    claim: c,
-                    path: s,
-                };
-                entries.push((path.components(), at));
+/// One path a peer claims, however many of its claims name it, and which claims those are
+/// (by position, ascending).
+pub(crate) struct PeerPath<'a> {
+    pub(crate) path: &'a ClaimPath,
+    pub(crate) claims: Vec<usize>,
+}
+
+/// A peer's paths, each once, in the order its claims first name them: the paths of two of
+/// its claims that name the same ground are compared once, so the work of a listing grows
+/// with the distinct paths peers claim, not with the claims that repeat them.
+pub(crate) fn peer_paths<'a>(claims: &'a [Cow<'a, [ClaimPath]>]) -> Vec<PeerPath<'a>> {
+    let mut at: HashMap<&[String], usize> = HashMap::new();
+    let mut paths: Vec<PeerPath> = Vec::new();
+    for (claim, claim_paths) in claims.iter().enumerate() {
+        for path in claim_paths.iter() {
+            let next = paths.len();
+            let index = *at.entry(path.components()).or_insert(next);
+            if index == next {
+                paths.push(PeerPath {
+                    path,
+                    claims: Vec::new(),
+                });
+            }
+            let held = &mut paths[index].claims;
+            if held.last() != Some(&claim) {
+                held.push(claim);
             }
         }
     }
+    paths
+}
 
-    // (earlier claim, later claim) -> the pairs (earlier's path, later's path), where the
-    // earlier claim's peer comes first in the input.
-    let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
-    for_each_meeting_pair(&mut entries, |one, other| {
-        if identity[one.peer] == identity[other.peer] {
+/// Which claims of a peer take part in an overlap, by position.
+pub(crate) struct ClaimsMet(Vec<bool>);
+
+impl ClaimsMet {
+    pub(crate) fn of(peer: &Peer) -> Self {
+        ClaimsMet(vec![false; peer.claims.len()])
+    }
+
+    pub(crate) fn add(&mut self, claims: &[usize]) {
+        for &claim in claims {
+            self.0[claim] = true;
+        }
+    }
+
+    /// The names of the claims met, in the peer's order (`None` for its unnamed claim).
+    pub(crate) fn names(&self, peer: &Peer) -> Vec<Option<String>> {
+        peer.claims
+            .iter()
+            .zip(&self.0)
+            .filter(|(_, met)| **met)
+            .map(|(claim, _)| claim.name.clone())
+            .collect()
+    }
+}
+
+/// One pair of peers that meet, as it is found.
+struct PeersMeeting {
+    pairs: PairSample,
+    earlier: ClaimsMet,
+    later: ClaimsMet,
+}
+
+/// Every pair of peers whose claims meet, each pair once: which claims of each side meet
+/// the other's, the first few pairs of paths that meet (each pair of paths once, however
+/// many claims hold them) and a count of the rest; pairs of live peers first, then those
+/// with one departed side, then those with two; at most [`limits::OVERLAPS_LISTED`]
+/// entries, the rest counted.
+///
+/// Peers are different when their `(checkout.machine, checkout.id, id)` differ (see
+/// [`identities`]). Each claim's paths are read by [`claim_paths`] and its repeats dropped.
+/// In each entry the peer given earlier is the top-level side and the later one is `with`;
+/// within each rank, entries are ordered by the earlier side, then the later side.
+///
+/// The work is a sort of every peer's distinct paths plus one step per pair of them that
+/// meet (see [`for_each_meeting_pair`]), and the answer holds at most
+/// [`limits::OVERLAPS_LISTED`] entries of at most [`limits::OVERLAP_PATH_PAIRS`] path pairs
+/// each, and the names of claims, however many claims meet.
+pub fn overlaps_among(peers: &[Peer]) -> Listed<ListedOverlap> {
+    let normalized = every_claims_paths(peers);
+    let identity = identities(peers);
+    let distinct: Vec<Vec<PeerPath>> = normalized.iter().map(|c| peer_paths(c)).collect();
+
+    let mut entries: Vec<(&[String], (usize, usize))> = Vec::new();
+    for (p, paths) in distinct.iter().enumerate() {
+        for (s, held) in paths.iter().enumerate() {
+            entries.push((held.path.components(), (p, s)));
+        }
+    }
+
+    // (earlier peer, later peer) -> what they meet on, where the earlier peer comes first
+    // in the input.
+    let mut met: BTreeMap<(usize, usize), PeersMeeting> = BTreeMap::new();
+    for_each_meeting_pair(&mut entries, |&one, &other| {
+        if identity[one.0] == identity[other.0] {
             return;
         }
-        let (earlier, later) = if one.peer < other.peer {
+        let (earlier, later) = if one.0 < other.0 {
             (one, other)
         } else {
             (other, one)
         };
-        met.entry(((earlier.peer, earlier.claim), (later.peer, later.claim)))
-            .or_default()
-            .add((earlier.path, later.path));
+        let meeting = met
+            .entry((earlier.0, later.0))
+            .or_insert_with(|| PeersMeeting {
+                pairs: PairSample::default(),
+                earlier: ClaimsMet::of(&peers[earlier.0]),
+                later: ClaimsMet::of(&peers[later.0]),
+            });
+        meeting.pairs.add((earlier.1, later.1));
+        meeting.earlier.add(&distinct[earlier.0][earlier.1].claims);
+        meeting.later.add(&distinct[later.0][later.1].claims);
     });
 
+    let side = |peer: &Peer, claims: &ClaimsMet| OverlapSide {
+        peer: peer.id.clone(),
+        attached: peer.attached,
+        left_seconds_ago: peer.left_seconds_ago,
+        kind: SideKind::Claim,
+        checkout: peer.checkout.clone(),
+        claims: claims.names(peer),
+    };
     let mut listed: Vec<ListedOverlap> = met
         .into_iter()
-        .map(|(((ep, ec), (lp, lc)), pairs)| {
+        .map(|((ep, lp), meeting)| {
             let (earlier, later) = (&peers[ep], &peers[lp]);
-            let (theirs, yours) = (&earlier.claims[ec], &later.claims[lc]);
-            let (their_paths, your_paths) = (&normalized[ep][ec], &normalized[lp][lc]);
-            let (listed, more_paths) = pairs.finish();
+            let (pairs, more_paths) = meeting.pairs.finish();
             ListedOverlap {
-                overlap: Overlap {
-                    peer: earlier.id.clone(),
-                    attached: earlier.attached,
-                    left_seconds_ago: earlier.left_seconds_ago,
-                    kind: SideKind::Claim,
-                    intent: theirs.intent.clone(),
-                    checkout: earlier.checkout.clone(),
-                    paths: listed
-                        .into_iter()
-                        .map(|(t, y)| OverlapPath {
-                            yours: your_paths[y].as_written().to_owned(),
-                            theirs: their_paths[t].as_written().to_owned(),
-                        })
-                        .collect(),
-                    more_paths,
-                },
-                with: OverlapSide {
-                    peer: later.id.clone(),
-                    attached: later.attached,
-                    left_seconds_ago: later.left_seconds_ago,
-                    kind: SideKind::Claim,
-                    intent: yours.intent.clone(),
-                    checkout: later.checkout.clone(),
-                },
+                side: side(earlier, &meeting.earlier),
+                paths: pairs
+                    .into_iter()
+                    .map(|(t, y)| OverlapPath {
+                        yours: distinct[lp][y].path.as_written().to_owned(),
+                        theirs: distinct[ep][t].path.as_written().to_owned(),
+                    })
+                    .collect(),
+                more_paths,
+                with: side(later, &meeting.later),
             }
         })
         .collect();
-    listed.sort_by_key(|o| u8::from(!o.overlap.attached) + u8::from(!o.with.attached));
-    listed
+    listed.sort_by_key(|o| u8::from(!o.side.attached) + u8::from(!o.with.attached));
+    Listed::capped(listed)
+}
+
+/// A claim's place in the input: (peer, claim of that peer).
+type ClaimAt = (usize, usize);
+
+/// One claim of another peer that meets a claim of a given peer, as that peer is told of
+/// it: the claims by position in the input, and the first few pairs of paths that meet
+/// (`yours` the given peer's) with a count of the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimMeeting {
+    /// (peer, claim of that peer): the given peer's claim.
+    pub mine: (usize, usize),
+    /// (peer, claim of that peer): the other peer's claim.
+    pub theirs: (usize, usize),
+    /// The pairs of paths that meet, ordered by the position of the path of whichever of
+    /// the two peers comes earlier in the input, then the other's; at most
+    /// [`limits::OVERLAP_PATH_PAIRS`].
+    pub paths: Vec<OverlapPath>,
+    /// How many more pairs of paths meet than `paths` lists.
+    pub more_paths: u32,
+}
+
+/// Every claim of another peer that meets a claim of `peers[me]`, one entry per pair of
+/// claims: pairs with live peers first, then those with one departed side, then those with
+/// two, each rank in the order of the earlier claim of the pair, then the later one.
+///
+/// What a session is told of the overlaps that involve it, without comparing the claims of
+/// every other pair of peers: its paths go into a trie and each other claim's paths walk it
+/// once, so the work is the other paths times their depth plus the pairs that meet.
+pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<ClaimMeeting> {
+    let identity = identities(peers);
+    let peer_of = |at: usize| -> &Peer { peers[at].borrow() };
+    let mine: Vec<Cow<[ClaimPath]>> = peer_of(me)
+        .claims
+        .iter()
+        .map(|claim| claim_paths(peer_of(me), claim))
+        .collect();
+    let mut index = PathIndex::new();
+    for (claim, paths) in mine.iter().enumerate() {
+        for (at, path) in paths.iter().enumerate() {
+            index.insert(path.components(), (claim, at));
+        }
+    }
+    // (earlier claim, later claim) -> pairs (earlier's path, later's path)
+    let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
+    let mut theirs_of: HashMap<(usize, usize), Cow<[ClaimPath]>> = HashMap::new();
+    for (p, peer) in peers.iter().map(Borrow::borrow).enumerate() {
+        if identity[p] == identity[me] {
+            continue;
+        }
+        for (c, claim) in peer.claims.iter().enumerate() {
+            let theirs = claim_paths(peer, claim);
+            for (t, path) in theirs.iter().enumerate() {
+                index.for_each_meeting(path.components(), |&(my_claim, y)| {
+                    let (key, pair) = if p < me {
+                        (((p, c), (me, my_claim)), (t, y))
+                    } else {
+                        (((me, my_claim), (p, c)), (y, t))
+                    };
+                    met.entry(key).or_default().add(pair);
+                });
+            }
+            theirs_of.insert((p, c), theirs);
+        }
+    }
+    let mut meetings: Vec<ClaimMeeting> = met
+        .into_iter()
+        .map(|((earlier, later), pairs)| {
+            let (mine_at, theirs_at) = if earlier.0 == me {
+                (earlier, later)
+            } else {
+                (later, earlier)
+            };
+            let (pairs, more_paths) = pairs.finish();
+            let theirs = &theirs_of[&theirs_at];
+            let my_paths = &mine[mine_at.1];
+            ClaimMeeting {
+                mine: mine_at,
+                theirs: theirs_at,
+                paths: pairs
+                    .into_iter()
+                    .map(|(e, l)| {
+                        let (y, t) = if earlier.0 == me { (e, l) } else { (l, e) };
+                        OverlapPath {
+                            yours: my_paths[y].as_written().to_owned(),
+                            theirs: theirs[t].as_written().to_owned(),
+                        }
+                    })
+                    .collect(),
+                more_paths,
+            }
+        })
+        .collect();
+    meetings.sort_by_key(|m| {
+        u8::from(!peer_of(m.mine.0).attached) + u8::from(!peer_of(m.theirs.0).attached)
+    });
+    meetings
 }
 
 /// [`claim_paths`] of every claim of every peer, by peer and claim.
@@ -302,9 +485,10 @@ pub fn claims_meeting(paths: &[ClaimPath], peers: &[Peer]) -> Vec<Overlap> {
 
 /// How many of `peers` are attached and hold no claim, so that a quiet board is not read
 /// as one without collisions.
-pub fn silent(peers: &[Peer]) -> usize {
+pub fn silent<P: Borrow<Peer>>(peers: &[P]) -> usize {
     peers
         .iter()
+        .map(Borrow::borrow)
         .filter(|p| p.attached && p.claims.is_empty())
         .count()
 }
@@ -358,8 +542,9 @@ mod tests {
             peer(4, Some("/repo"), vec![claim(None, "everything", &["."])]),
         ];
         let pairs: Vec<(String, String)> = overlaps_among(&peers)
+            .listed
             .iter()
-            .map(|o| (o.overlap.peer.to_string(), o.with.peer.to_string()))
+            .map(|o| (o.side.peer.to_string(), o.with.peer.to_string()))
             .collect();
         let expected = [("p1", "p3"), ("p1", "p4"), ("p2", "p4"), ("p3", "p4")];
         assert_eq!(pairs, expected.map(|(a, b)| (a.to_string(), b.to_string())));
@@ -380,10 +565,9 @@ mod tests {
             .iter()
             .map(|o| {
                 (
-                    name(&o.overlap.peer, &o.overlap.checkout),
+                    name(&o.side.peer, &o.side.checkout),
                     name(&o.with.peer, &o.with.checkout),
-                    o.overlap
-                        .paths
+                    o.paths
                         .iter()
                         .map(|p| (p.theirs.clone(), p.yours.clone()))
                         .collect(),
@@ -413,7 +597,7 @@ mod tests {
             ),
             peer(2, Some("/wt/b"), vec![claim(None, "all", &["."])]),
         ];
-        let listed = overlaps_among(&peers);
+        let listed = overlaps_among(&peers).listed;
         assert_eq!(
             summary(&listed),
             [
@@ -440,20 +624,50 @@ mod tests {
                 (
                     "p1@/wt/b".into(),
                     "p2@/wt/b".into(),
-                    pairs(&[("/wt/b/apps/cli/src", "."), ("docs/cli.md", ".")])
-                ),
-                (
-                    "p1@/wt/b".into(),
-                    "p2@/wt/b".into(),
-                    pairs(&[("apps/web", ".")])
+                    pairs(&[
+                        ("/wt/b/apps/cli/src", "."),
+                        ("docs/cli.md", "."),
+                        ("apps/web", ".")
+                    ])
                 ),
             ]
         );
         let first = &listed[0];
-        assert_eq!(first.overlap.intent, "cli");
-        assert_eq!(first.with.intent, "flags");
-        assert!(first.overlap.checkout.as_ref().unwrap().this_checkout);
+        assert_eq!(first.side.claims, [None]);
+        assert_eq!(first.with.claims, [None]);
+        assert_eq!(listed[4].side.claims, [None, Some("web".to_owned())]);
+        assert!(first.side.checkout.as_ref().unwrap().this_checkout);
         assert!(!first.with.checkout.as_ref().unwrap().this_checkout);
+    }
+
+    #[test]
+    fn many_claims_on_one_ground_are_one_entry_per_pair_of_peers_and_the_pairs_are_capped() {
+        let intent = "x".repeat(limits::INTENT_CHARS);
+        let peers: Vec<Peer> = (1..=14)
+            .map(|n| {
+                let mut claims = vec![claim(None, &intent, &["."])];
+                claims.extend(
+                    (0..limits::NAMED_CLAIMS)
+                        .map(|c| claim(Some(&format!("c{c:02}")), &intent, &[".", "src"])),
+                );
+                peer(n, Some("/repo"), claims)
+            })
+            .collect();
+        let overlaps = overlaps_among(&peers);
+        assert_eq!(overlaps.listed.len(), limits::OVERLAPS_LISTED);
+        assert_eq!(overlaps.more, 14 * 13 / 2 - limits::OVERLAPS_LISTED);
+        let first = &overlaps.listed[0];
+        assert_eq!(first.side.claims.len(), 1 + limits::NAMED_CLAIMS);
+        assert_eq!(first.side.claims[0], None);
+        assert_eq!(first.with.claims[1].as_deref(), Some("c00"));
+        // each pair of paths once, however many claims hold it
+        assert_eq!(
+            summary(&overlaps.listed[..1])[0].2,
+            pairs(&[(".", "."), (".", "src"), ("src", "."), ("src", "src")])
+        );
+        assert_eq!(first.more_paths, 0);
+        let size = serde_json::to_vec(&overlaps.listed).unwrap().len();
+        assert!(size < 100_000, "the overlaps of 14 peers take {size} bytes");
     }
 
     #[test]
@@ -466,9 +680,9 @@ mod tests {
                 claim(Some("sub"), "b", &["src/x"]),
             ],
         );
-        assert!(overlaps_among(std::slice::from_ref(&me)).is_empty());
+        assert!(overlaps_among(std::slice::from_ref(&me)).listed.is_empty());
         // the same peer listed twice is still one peer
-        assert!(overlaps_among(&[me.clone(), me]).is_empty());
+        assert!(overlaps_among(&[me.clone(), me]).listed.is_empty());
     }
 
     #[test]
@@ -478,13 +692,10 @@ mod tests {
             one.checkout.as_mut().unwrap().machine = Some(machine.into());
             one
         };
-        let listed = overlaps_among(&[on("laptop", &["src"]), on("sandbox", &["src/a"])]);
+        let listed = overlaps_among(&[on("laptop", &["src"]), on("sandbox", &["src/a"])]).listed;
         assert_eq!(listed.len(), 1);
         let machine = |side: &Option<PeerCheckout>| side.as_ref().unwrap().machine.clone();
-        assert_eq!(
-            machine(&listed[0].overlap.checkout).as_deref(),
-            Some("laptop")
-        );
+        assert_eq!(machine(&listed[0].side.checkout).as_deref(), Some("laptop"));
         assert_eq!(
             machine(&listed[0].with.checkout).as_deref(),
             Some("sandbox")
@@ -496,9 +707,9 @@ mod tests {
         let mut gone = peer(1, Some("/repo"), vec![claim(None, "old", &["lib"])]);
         gone.attached = false;
         let here = peer(2, Some("/repo"), vec![claim(None, "new", &["lib/a.rs"])]);
-        let listed = overlaps_among(&[gone, here]);
+        let listed = overlaps_among(&[gone, here]).listed;
         assert_eq!(listed.len(), 1);
-        assert!(!listed[0].overlap.attached);
+        assert!(!listed[0].side.attached);
         assert!(listed[0].with.attached);
     }
 
@@ -513,12 +724,13 @@ mod tests {
             peer(3, Some("/wt"), vec![claim(None, "b", &["lib/a.rs"])]),
         ];
         let order: Vec<(String, String, Option<u64>)> = overlaps_among(&peers)
+            .listed
             .iter()
             .map(|o| {
                 (
-                    name(&o.overlap.peer, &o.overlap.checkout),
+                    name(&o.side.peer, &o.side.checkout),
                     name(&o.with.peer, &o.with.checkout),
-                    o.overlap.left_seconds_ago,
+                    o.side.left_seconds_ago,
                 )
             })
             .collect();
@@ -545,7 +757,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            summary(&overlaps_among(&peers)),
+            summary(&overlaps_among(&peers).listed),
             [(
                 "p1@/wt".into(),
                 "p2@/repo".into(),
@@ -556,7 +768,7 @@ mod tests {
         let mut mismatched = claim(None, "x", &["alias/a.rs"]);
         mismatched.resolved = vec!["src/a.rs".into(), "extra".into()];
         let peers = [peers[1].clone(), peer(3, Some("/wt"), vec![mismatched])];
-        assert!(overlaps_among(&peers).is_empty());
+        assert!(overlaps_among(&peers).listed.is_empty());
     }
 
     /// (peer @ worktree, attached, [(yours, theirs)])
@@ -684,7 +896,7 @@ mod tests {
             peer(3, None, vec![claim(None, "z", &["up", "elsewhere/a"])]),
         ];
         assert_eq!(
-            summary(&overlaps_among(&peers)),
+            summary(&overlaps_among(&peers).listed),
             [("p1@/repo".into(), "p2".into(), pairs(&[("a", "a/b")]))]
         );
     }
@@ -700,58 +912,68 @@ mod tests {
             peer(4, Some("/wt"), vec![]),
         ];
         assert_eq!(silent(&peers), 2);
-        assert!(overlaps_among(&peers).is_empty());
+        assert!(overlaps_among(&peers).listed.is_empty());
     }
-    /// `overlaps_among` by its definition: every pair of claims of different peers, every
-    /// pair of their unrepeated normalised paths compared directly.
-    fn brute_force(peers: &[Peer]) -> Vec<Counted> {
+    /// `overlaps_among` by its definition: every pair of different peers, every pair of
+    /// their claims' unrepeated normalised paths compared directly, each pair of paths once
+    /// (by their position among the peer's paths, its claims in order); and the number of
+    /// pairs of peers beyond the cap.
+    fn brute_force(peers: &[Peer]) -> (Vec<Counted>, usize) {
         let normal = |peer: &Peer, raw: &str| match &peer.checkout {
             Some(c) => normalize(raw, &c.worktree).ok(),
             None => normalize_relative(raw).ok(),
         };
-        let unrepeated = |peer: &Peer, scope: &[String]| -> Vec<ClaimPath> {
-            let mut kept: Vec<ClaimPath> = Vec::new();
-            for path in scope.iter().filter_map(|raw| normal(peer, raw)) {
-                if !kept.iter().any(|k| k.components() == path.components()) {
-                    kept.push(path);
+        // every path of a peer once, with the claims that hold it
+        let unrepeated = |peer: &Peer| -> Vec<(ClaimPath, Vec<usize>)> {
+            let mut kept: Vec<(ClaimPath, Vec<usize>)> = Vec::new();
+            for (c, claim) in peer.claims.iter().enumerate() {
+                for path in claim.scope.iter().filter_map(|raw| normal(peer, raw)) {
+                    match kept
+                        .iter_mut()
+                        .find(|k| k.0.components() == path.components())
+                    {
+                        Some(k) if k.1.contains(&c) => {}
+                        Some(k) => k.1.push(c),
+                        None => kept.push((path, vec![c])),
+                    }
                 }
             }
             kept
         };
-        let mut expected = Vec::new();
+        let mut expected: Vec<(u8, Counted)> = Vec::new();
         for (i, earlier) in peers.iter().enumerate() {
-            for theirs in &earlier.claims {
-                for later in &peers[i + 1..] {
-                    if same_peer(earlier, later) {
-                        continue;
-                    }
-                    for yours in &later.claims {
-                        let mut pairs = Vec::new();
-                        for t in unrepeated(earlier, &theirs.scope) {
-                            for y in unrepeated(later, &yours.scope) {
-                                if t.meets(&y) {
-                                    pairs.push((
-                                        t.as_written().to_owned(),
-                                        y.as_written().to_owned(),
-                                    ));
-                                }
-                            }
-                        }
-                        if !pairs.is_empty() {
-                            let more = pairs.len().saturating_sub(limits::OVERLAP_PATH_PAIRS);
-                            pairs.truncate(limits::OVERLAP_PATH_PAIRS);
-                            expected.push((
-                                name(&earlier.id, &earlier.checkout),
-                                name(&later.id, &later.checkout),
-                                pairs,
-                                more as u32,
-                            ));
+            for later in &peers[i + 1..] {
+                if same_peer(earlier, later) {
+                    continue;
+                }
+                let mut pairs = Vec::new();
+                for t in unrepeated(earlier) {
+                    for y in unrepeated(later) {
+                        if t.0.meets(&y.0) {
+                            pairs.push((t.0.as_written().to_owned(), y.0.as_written().to_owned()));
                         }
                     }
                 }
+                if !pairs.is_empty() {
+                    let more = pairs.len().saturating_sub(limits::OVERLAP_PATH_PAIRS);
+                    pairs.truncate(limits::OVERLAP_PATH_PAIRS);
+                    let rank = u8::from(!earlier.attached) + u8::from(!later.attached);
+                    expected.push((
+                        rank,
+                        (
+                            name(&earlier.id, &earlier.checkout),
+                            name(&later.id, &later.checkout),
+                            pairs,
+                            more as u32,
+                        ),
+                    ));
+                }
             }
         }
-        expected
+        expected.sort_by_key(|(rank, _)| *rank);
+        let more = expected.len().saturating_sub(limits::OVERLAPS_LISTED);
+        expected.truncate(limits::OVERLAPS_LISTED);
+        (expected.into_iter().map(|(_, e)| e).collect(), more)
     }
 
     fn same_peer(a: &Peer, b: &Peer) -> bool {
@@ -766,7 +988,7 @@ mod tests {
         summary(overlaps)
             .into_iter()
             .zip(overlaps)
-            .map(|((a, b, pairs), o)| (a, b, pairs, o.overlap.more_paths))
+            .map(|((a, b, pairs), o)| (a, b, pairs, o.more_paths))
             .collect()
     }
 
@@ -796,7 +1018,92 @@ mod tests {
                 peers.push(again);
             }
             let listed = overlaps_among(&peers);
-            assert_eq!(with_more(&listed), brute_force(&peers), "round {round}");
+            let (expected, more) = brute_force(&peers);
+            assert_eq!(with_more(&listed.listed), expected, "round {round}");
+            assert_eq!(listed.more, more, "round {round}");
+        }
+    }
+
+    /// (my claim, their peer and claim, [(yours, theirs)], more)
+    type Meeting = (ClaimAt, ClaimAt, Vec<(String, String)>, u32);
+
+    /// `claims_meeting_peer` by its definition: every claim of `me` against every claim of
+    /// every other peer, pairs of paths ordered by the earlier peer's path, then the later's.
+    fn meetings_by_brute_force(peers: &[Peer], me: usize) -> Vec<Meeting> {
+        // (rank, earlier claim, later claim, the meeting)
+        let mut expected: Vec<(u8, ClaimAt, ClaimAt, Meeting)> = Vec::new();
+        for (p, other) in peers.iter().enumerate() {
+            if same_peer(other, &peers[me]) {
+                continue;
+            }
+            for (mc, mine) in peers[me].claims.iter().enumerate() {
+                for (tc, theirs) in other.claims.iter().enumerate() {
+                    let my_paths = claim_paths(&peers[me], mine);
+                    let their_paths = claim_paths(other, theirs);
+                    let mut pairs: Vec<((usize, usize), (String, String))> = Vec::new();
+                    for (y, yours) in my_paths.iter().enumerate() {
+                        for (t, path) in their_paths.iter().enumerate() {
+                            if yours.meets(path) {
+                                let order = if p < me { (t, y) } else { (y, t) };
+                                let written =
+                                    (yours.as_written().to_owned(), path.as_written().to_owned());
+                                pairs.push((order, written));
+                            }
+                        }
+                    }
+                    if pairs.is_empty() {
+                        continue;
+                    }
+                    pairs.sort();
+                    let more = pairs.len().saturating_sub(limits::OVERLAP_PATH_PAIRS) as u32;
+                    pairs.truncate(limits::OVERLAP_PATH_PAIRS);
+                    let rank = u8::from(!other.attached) + u8::from(!peers[me].attached);
+                    let (earlier, later) = if p < me {
+                        ((p, tc), (me, mc))
+                    } else {
+                        ((me, mc), (p, tc))
+                    };
+                    let listed = pairs.into_iter().map(|(_, written)| written).collect();
+                    expected.push((rank, earlier, later, ((me, mc), (p, tc), listed, more)));
+                }
+            }
+        }
+        expected.sort_by_key(|(rank, earlier, later, _)| (*rank, *earlier, *later));
+        expected
+            .into_iter()
+            .map(|(_, _, _, meeting)| meeting)
+            .collect()
+    }
+
+    #[test]
+    fn random_claims_meeting_one_peer_agree_with_comparing_its_claims_with_every_other() {
+        let mut rng = Lcg(31);
+        let worktrees = [Some("/repo"), Some("/wt/b"), None];
+        for round in 0..60 {
+            let peers: Vec<Peer> = (0..1 + rng.below(6))
+                .map(|n| {
+                    let worktree = worktrees[rng.below(worktrees.len())];
+                    let claims = (0..rng.below(3))
+                        .map(|c| {
+                            let scope = rng.scope(10);
+                            let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+                            claim(Some(&format!("c{c}")), "work", &scope)
+                        })
+                        .collect();
+                    let mut peer = peer(1 + n as u64 % 3, worktree, claims);
+                    peer.attached = rng.below(3) > 0;
+                    peer
+                })
+                .collect();
+            let me = rng.below(peers.len());
+            let got: Vec<Meeting> = claims_meeting_peer(&peers, me)
+                .into_iter()
+                .map(|m| {
+                    let pairs = m.paths.into_iter().map(|p| (p.yours, p.theirs)).collect();
+                    (m.mine, m.theirs, pairs, m.more_paths)
+                })
+                .collect();
+            assert_eq!(got, meetings_by_brute_force(&peers, me), "round {round}");
         }
     }
 
@@ -807,7 +1114,7 @@ mod tests {
             peer(1, Some("/repo"), vec![claim(None, "one", &copies)]),
             peer(2, Some("/repo"), vec![claim(None, "two", &copies)]),
         ];
-        let listed = overlaps_among(&peers);
+        let listed = overlaps_among(&peers).listed;
         assert_eq!(
             with_more(&listed),
             [(
@@ -824,9 +1131,9 @@ mod tests {
             peer(1, Some("/repo"), vec![claim(None, "wide", &wide)]),
             peer(2, None, vec![claim(None, "all of x", &["x", "x/00/y"])]),
         ];
-        let listed = overlaps_among(&peers);
+        let listed = overlaps_among(&peers).listed;
         assert_eq!(listed.len(), 1);
-        let overlap = &listed[0].overlap;
+        let overlap = &listed[0];
         assert_eq!(overlap.paths.len(), limits::OVERLAP_PATH_PAIRS);
         assert_eq!(overlap.more_paths, 21 - 8);
         assert_eq!(

@@ -281,42 +281,51 @@ pub struct Announced {
     pub peer: Peer,
     /// Every claim of another peer that meets the one just made, in every worktree of the
     /// repository whose board could be read, departed peers included (after the live
-    /// ones). Empty is the ordinary case.
+    /// ones); an answer lists at most 32 and counts the rest. Empty is the ordinary case.
     pub overlaps: Vec<Overlap>,
     /// Paths the replaced claim of the same name held that no path of the new one meets:
     /// ground you just stopped warning others off. Empty is the ordinary case.
     pub released: Vec<String>,
 }
 
-/// The second party of an overlap in a listing.
+/// One peer of an overlap in a listing, and which of its claims meet the other peer's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OverlapSide {
     /// The peer.
     pub peer: PeerId,
-    /// Whether that peer is still attached.
+    /// Whether that peer is still attached; an overlap with a departed peer is a weaker
+    /// warning than one with a live session, and is listed after those.
     pub attached: bool,
     /// For a departed peer, seconds since it left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
-    /// What this side is: always `claim`, a peer's claim.
+    /// What this side is: always `claim`, a peer's claims.
     #[serde(default)]
     pub kind: SideKind,
-    /// What that peer said its claim is for.
-    pub intent: String,
     /// The checkout that peer is attached to, when the answer knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
+    /// The names of that peer's claims that meet the other peer's, in the peer's claim
+    /// order, `null` for its unnamed claim. What each is for is its `intent` in `peers`.
+    #[serde(default)]
+    pub claims: Vec<Option<String>>,
 }
 
-/// Two claims of different peers that meet, as a listing reports them: the top-level
-/// fields describe one peer's claim as the `with` peer would be told of it, so in `paths`
-/// `theirs` is the top-level peer's path and `yours` the `with` peer's.
+/// Two peers whose claims meet, as a listing reports them: one entry per pair of peers,
+/// however many of their claims meet. The top-level fields are one peer, `with` the other;
+/// in `paths` `theirs` is the top-level peer's path and `yours` the `with` peer's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ListedOverlap {
-    /// One side of the pair, seen from the `with` side.
+    /// One peer of the pair.
     #[serde(flatten)]
-    pub overlap: Overlap,
-    /// The other side of the pair: the peer whose paths are `yours` in `paths`.
+    pub side: OverlapSide,
+    /// Pairs of paths that meet, each once, whichever claims hold them: at most 8, the first
+    /// by position in each peer's claims.
+    pub paths: Vec<OverlapPath>,
+    /// How many more pairs of paths meet than `paths` lists; absent when it lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_paths: u32,
+    /// The other peer of the pair: the one whose paths are `yours` in `paths`.
     pub with: OverlapSide,
 }
 
@@ -460,28 +469,28 @@ mod tests {
     }
 
     #[test]
-    fn a_listed_overlap_reads_as_an_overlap_plus_its_other_side() {
+    fn a_listed_overlap_names_two_peers_and_their_claims() {
         let listed = ListedOverlap {
-            overlap: Overlap {
+            side: OverlapSide {
                 peer: PeerId::nth(1),
                 attached: false,
                 left_seconds_ago: Some(240),
                 kind: SideKind::Claim,
-                intent: "refactor".into(),
                 checkout: None,
-                paths: vec![OverlapPath {
-                    yours: "src/a".into(),
-                    theirs: "src".into(),
-                }],
-                more_paths: 0,
+                claims: vec![None, Some("parser".into())],
             },
+            paths: vec![OverlapPath {
+                yours: "src/a".into(),
+                theirs: "src".into(),
+            }],
+            more_paths: 0,
             with: OverlapSide {
                 peer: PeerId::nth(2),
                 attached: true,
                 left_seconds_ago: None,
                 kind: SideKind::Claim,
-                intent: "fix".into(),
                 checkout: None,
+                claims: vec![Some("fix".into())],
             },
         };
         let v = serde_json::to_value(&listed).unwrap();
@@ -493,14 +502,16 @@ mod tests {
         );
         assert_eq!(v["left_seconds_ago"], 240);
         assert!(v["with"].get("left_seconds_ago").is_none(), "{v}");
+        assert_eq!(v["claims"], json!([null, "parser"]));
+        assert!(
+            v.get("intent").is_none(),
+            "an intent is listed once, on its peer"
+        );
         assert_eq!(v["paths"][0]["theirs"], "src");
         assert_eq!(serde_json::from_value::<ListedOverlap>(v).unwrap(), listed);
 
         let schema = schema_of::<ListedOverlap>();
-        assert_eq!(
-            required(&schema),
-            ["attached", "intent", "paths", "peer", "with"]
-        );
+        assert_eq!(required(&schema), ["attached", "paths", "peer", "with"]);
     }
     #[test]
     fn announce_input_schema_carries_the_limits() {

@@ -9,6 +9,9 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -19,13 +22,18 @@ const ATTACH: &str = "majordomus_session_attach";
 
 /// The server's resident memory, from `/proc/<pid>/status`, in kB.
 fn resident_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS")
+}
+
+/// A memory figure of `/proc/<pid>/status` (`VmRSS`, or `VmHWM`: the peak of it), in kB.
+fn status_kb(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_else(|e| panic!("the status of process {pid}: {e}"));
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|value| value.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {status}"))
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
 
 /// `POST` a JSON body to a REST route with the lease's token: the status and the answer.
@@ -114,15 +122,15 @@ async fn scopes_of_repeats_and_of_nested_paths_answer_and_the_server_stays_small
     let listed = first.answer(PEERS, json!({"checkouts": "this"})).await;
     assert_eq!(listed["count"], 2, "{listed:#}");
     let overlaps = listed["overlaps"].as_array().unwrap();
+    assert_eq!(overlaps.len(), 1, "one pair of peers: {listed:#}");
     assert_eq!(
-        overlaps.len(),
-        2,
+        (&overlaps[0]["claims"], &overlaps[0]["with"]["claims"]),
+        (&json!([null, "deep"]), &json!([null, "deep"])),
         "repeats meet repeats, nested meets nested: {listed:#}"
     );
-    assert!(
-        overlaps
-            .iter()
-            .all(|o| o["paths"].as_array().unwrap().len() <= 8),
+    assert_eq!(
+        overlaps[0]["paths"].as_array().unwrap().len(),
+        8,
         "{listed:#}"
     );
 
@@ -348,5 +356,146 @@ async fn two_hundred_peers_with_long_intents_leave_a_newcomer_short_instructions
     newcomer.close().await;
     for peer in crowd {
         peer.close().await;
+    }
+}
+
+/// The identity probe's deadline: `[timings] probe_timeout_ms` as a repository leaves it.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Asks `GET /` of `url` over and over, each within [`PROBE_TIMEOUT`], until `stop`, on a
+/// thread and runtime of its own so that the test's own clients never delay it: how many
+/// were asked, and what each that did not answer in time said.
+fn probe_throughout(
+    url: String,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(usize, Vec<String>)> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .timeout(PROBE_TIMEOUT)
+                .build()
+                .unwrap();
+            let (mut asked, mut missed) = (0, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                asked += 1;
+                let started = std::time::Instant::now();
+                match client.get(format!("{url}/")).send().await {
+                    Ok(response) if response.status().is_success() => {}
+                    Ok(response) => missed.push(format!("answered {}", response.status())),
+                    Err(error) => missed.push(format!(
+                        "probe {asked} after {:?}: {error:?}",
+                        started.elapsed()
+                    )),
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            (asked, missed)
+        })
+    })
+}
+
+/// Fourteen sessions, each holding 32 claims on the whole repository with 1,000-character
+/// intents: every claim meets every other session's. A listing names each pair of sessions
+/// once, with their claims by name and their intents only on the peers, so it stays under a
+/// megabyte; the server stays small, and its identity probe answers within its deadline
+/// while the claims are made and listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fourteen_sessions_of_thirty_two_claims_on_everything_list_small_and_the_probe_answers() {
+    const SESSIONS: usize = 14;
+    const CLAIMS: usize = 32;
+    let repo = TempRepo::new();
+    let (serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let prober = probe_throughout(lease.url().to_owned(), stop.clone());
+
+    let intent = "rewrite ".repeat(125); // 1,000 characters
+    assert_eq!(intent.chars().count(), 1_000);
+    let mut sessions = Vec::new();
+    for n in 0..SESSIONS {
+        sessions.push(McpClient::http(&lease, &format!("agent-{n}"), "1.0").await);
+    }
+    for claim in 0..CLAIMS {
+        for session in &sessions {
+            session
+                .answer(
+                    ANNOUNCE,
+                    json!({"intent": intent, "scope": ["."], "claim": format!("c{claim:02}")}),
+                )
+                .await;
+        }
+    }
+
+    // Listings asked four at a time, more than the server has workers: each is made and
+    // encoded off them, so the probe is still answered.
+    let mut sizes = Vec::new();
+    let mut listing = Value::Null;
+    for _ in 0..2 {
+        let asked = (0..4).map(|_| async {
+            let response = http()
+                .get(format!("{}/api/v1/peers?checkouts=repository", lease.url()))
+                .bearer_auth(&lease.token)
+                .send()
+                .await
+                .expect("GET /api/v1/peers");
+            assert!(response.status().is_success(), "{}", response.status());
+            response.bytes().await.expect("the listing's body")
+        });
+        for body in futures::future::join_all(asked).await {
+            sizes.push(body.len());
+            listing = serde_json::from_slice(&body).expect("the listing is JSON");
+        }
+    }
+    let through_mcp = sessions[0].answer(PEERS, json!({})).await;
+    let resident = status_kb(serve.pid(), "VmRSS");
+    let peak = status_kb(serve.pid(), "VmHWM");
+    stop.store(true, Ordering::Relaxed);
+    let (asked, missed) = prober.join().unwrap();
+    eprintln!(
+        "listing {sizes:?} bytes; resident {resident} kB, peak {peak} kB; {asked} probes, {} \
+         missed",
+        missed.len()
+    );
+
+    let largest = sizes.iter().max().copied().unwrap_or_default();
+    assert!(largest < 1_000_000, "one listing is {largest} bytes");
+    assert!(
+        peak < 128 * 1024,
+        "the server's resident memory peaked at {peak} kB (now {resident} kB)"
+    );
+    assert!(
+        missed.is_empty(),
+        "{} of {asked} identity probes missed {PROBE_TIMEOUT:?}: {missed:?}",
+        missed.len()
+    );
+    assert!(asked > 10, "the probe was asked throughout: {asked}");
+
+    assert_eq!(listing["count"], SESSIONS, "{}", listing["count"]);
+    let overlaps = listing["overlaps"].as_array().unwrap();
+    let pairs = SESSIONS * (SESSIONS - 1) / 2;
+    assert_eq!(
+        overlaps.len() as u64 + listing["more_overlaps"].as_u64().unwrap(),
+        pairs as u64,
+        "one entry per pair of sessions, listed or counted"
+    );
+    assert!(overlaps.len() < pairs, "the entries are capped");
+    let names: Vec<Value> = (0..CLAIMS).map(|c| json!(format!("c{c:02}"))).collect();
+    for overlap in overlaps {
+        assert_eq!(overlap["claims"], json!(names), "every claim named once");
+        assert_eq!(overlap["with"]["claims"], json!(names));
+        assert_eq!(overlap["paths"], json!([{"yours": ".", "theirs": "."}]));
+        assert!(overlap.get("intent").is_none(), "{overlap:#}");
+    }
+    assert_eq!(
+        through_mcp["overlaps"].as_array().map(Vec::len),
+        Some(overlaps.len())
+    );
+
+    for session in sessions {
+        session.close().await;
     }
 }

@@ -167,16 +167,30 @@ async fn worker_session(lease: &LeaseFile, worker: &str) -> Service {
         .expect("the session opens")
 }
 
-/// The side of a listed overlap whose claim has `intent`.
+/// The side of a listed overlap that is the peer holding a claim with `intent`: a listing
+/// names each side's claims, and their intents are on the peers.
 fn side_with_intent<'a>(list: &'a Value, intent: &str) -> &'a Value {
+    let holder = list["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|peer| {
+            peer["claims"]
+                .as_array()
+                .is_some_and(|claims| claims.iter().any(|claim| claim["intent"] == intent))
+        })
+        .unwrap_or_else(|| panic!("no peer claims `{intent}` in {list:#}"));
+    let is_holder = |side: &Value| {
+        side["peer"] == holder["id"] && side["checkout"]["id"] == holder["checkout"]["id"]
+    };
     list["overlaps"]
         .as_array()
         .unwrap()
         .iter()
         .find_map(|o| {
-            if o["intent"] == intent {
+            if is_holder(o) {
                 Some(o)
-            } else if o["with"]["intent"] == intent {
+            } else if is_holder(&o["with"]) {
                 Some(&o["with"])
             } else {
                 None
@@ -528,7 +542,11 @@ async fn each_worktrees_changes_are_on_the_board_and_meet_claims_with_their_kind
     assert_eq!(listed[0]["with"]["kind"], "claim");
     assert_eq!(listed[0]["with"]["peer"], "p1");
     assert_eq!(listed[0]["with"]["checkout"]["worktree"], display(&alpha));
-    assert_eq!(listed[0]["with"]["intent"], "rewrite the parser");
+    assert_eq!(
+        listed[0]["with"]["claims"],
+        json!([null]),
+        "its unnamed claim"
+    );
     assert_eq!(listed[0]["paths"].as_array().map(Vec::len), Some(4));
     assert!(list["conflicts"]["pairs"].is_u64(), "{list:#}");
     let people = run_cli(&repo, ["peers", "--repo", alpha.to_str().unwrap()]).await;
@@ -537,7 +555,7 @@ async fn each_worktrees_changes_are_on_the_board_and_meet_claims_with_their_kind
         text.contains(&format!(
             "worktree {} (branch beta) has uncommitted changes to src/parser/committed.rs \
              (committed), src/parser/mod.rs (unstaged), src/parser/new.rs (untracked), \
-             src/parser/staged.rs (staged); p1 in {} claims src/parser (rewrite the parser)",
+             src/parser/staged.rs (staged); p1 in {} claims src/parser (unnamed claim)",
             beta.display(),
             alpha.display()
         )),
@@ -713,10 +731,15 @@ async fn claims_meet_as_the_file_system_has_their_paths() {
     );
     assert_eq!(via_link["checkout"]["worktree"], display(&root));
     let list = other.answer(PEERS, json!({})).await;
-    let intents = |o: &Value| [o["intent"].clone(), o["with"]["intent"].clone()];
+    let linked = side_with_intent(&list, "edit a through the link");
+    let direct = side_with_intent(&list, "edit a");
     let met = list["overlaps"].as_array().unwrap().iter().any(|o| {
-        let both = intents(o);
-        both.contains(&json!("edit a through the link")) && both.contains(&json!("edit a"))
+        let sides = [
+            (&o["peer"], &o["checkout"]),
+            (&o["with"]["peer"], &o["with"]["checkout"]),
+        ];
+        sides.contains(&(&linked["peer"], &linked["checkout"]))
+            && sides.contains(&(&direct["peer"], &direct["checkout"]))
     });
     assert!(met, "the listing meets them too: {list:#}");
 

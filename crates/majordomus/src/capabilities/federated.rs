@@ -7,9 +7,9 @@ use std::collections::BinaryHeap;
 use majordomus_domain::changes::SideKind;
 use majordomus_domain::index::PathIndex;
 use majordomus_domain::limits;
-use majordomus_domain::listing::{overlaps_among, silent};
+use majordomus_domain::listing::silent;
 use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
-use majordomus_domain::peers::{Announced, Overlap, OverlapPath, Peer, PeerCheckout};
+use majordomus_domain::peers::{Announced, Overlap, OverlapPath, PeerCheckout};
 
 use crate::capabilities::peers::{BoardView, ListedPeer, PeerList};
 use crate::federation::FederationStatus;
@@ -18,8 +18,9 @@ use crate::federation::view::HeldBoard;
 
 /// `listing` (this repository's boards on this machine) with every remote board after them:
 /// each local peer and board marked with `this_machine`, each remote one with its own
-/// machine, the overlaps found again across all of them, and `complete` false when the
-/// federation says the remote boards may be short or a remote board left peers out.
+/// machine, and `complete` false when the federation says the remote boards may be short or
+/// a remote board left peers out. Its overlaps are found afterwards across all of them
+/// (`peers::find_overlaps`), by the caller that wants them.
 pub fn merge_everywhere(
     mut listing: PeerList,
     this_machine: Option<&str>,
@@ -72,13 +73,7 @@ pub fn merge_everywhere(
             }));
         listing.count += attached;
     }
-    let peers: Vec<Peer> = listing
-        .peers
-        .iter()
-        .map(|listed| listed.peer.clone())
-        .collect();
-    listing.silent = silent(&peers);
-    listing.overlaps = overlaps_among(&peers);
+    listing.silent = silent(&listing.peers);
     listing.complete =
         federation.reason.is_none() && listing.boards.iter().all(|board| board.reason.is_none());
     listing.federation = Some(federation);
@@ -257,10 +252,12 @@ mod tests {
                 peer: me,
             }],
             overlaps: Vec::new(),
+            more_overlaps: 0,
             boards: Vec::new(),
             complete: true,
             federation: None,
             change_overlaps: Vec::new(),
+            more_change_overlaps: 0,
             conflicts: None,
         }
     }
@@ -270,7 +267,7 @@ mod tests {
         let mut quiet = peer(2, &[]);
         quiet.claims.clear();
         quiet.announcement = None;
-        let merged = merge_everywhere(
+        let mut merged = merge_everywhere(
             local(),
             Some("laptop"),
             &[remote(
@@ -288,10 +285,11 @@ mod tests {
             .map(|p| p.peer.checkout.as_ref().unwrap().machine.as_deref())
             .collect();
         assert_eq!(machines, [Some("laptop"), Some("sandbox"), Some("sandbox")]);
+        crate::capabilities::peers::find_overlaps(&mut merged);
         assert_eq!(merged.overlaps.len(), 1);
         let overlap = &merged.overlaps[0];
         let side = |c: &Option<PeerCheckout>| c.as_ref().unwrap().machine.clone().unwrap();
-        assert_eq!(side(&overlap.overlap.checkout), "laptop");
+        assert_eq!(side(&overlap.side.checkout), "laptop");
         assert_eq!(side(&overlap.with.checkout), "sandbox");
         let board = &merged.boards[0];
         assert_eq!(board.machine.as_deref(), Some("sandbox"));

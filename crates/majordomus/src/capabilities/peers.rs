@@ -34,7 +34,8 @@ use crate::context::{Context, RepositoryReading, Site};
 use crate::federation::FederationStatus;
 use crate::port::{BoardPort, CachedListing, ListingInputs};
 use crate::registry::{
-    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Reply, Stability,
+    BenchCases, Declaration, ENCODE_INLINE_BYTES, Exposure, HttpMethod, Kind, Moment, Operation,
+    Reply, Stability,
 };
 use crate::render;
 use crate::survey;
@@ -150,8 +151,8 @@ impl BoardView {
     }
 }
 
-/// A prediction in short, as a listing carries it: at most a few files per pair, the rest
-/// counted, and why it is partial.
+/// A prediction in short, as a listing carries it: at most a few files per pair and a few
+/// dozen pairs (worktrees × worktrees), the rest counted, and why it is partial.
 fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
     let unread: Vec<String> = prediction
         .worktrees
@@ -166,9 +167,14 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
             )
         })
     });
+    let more_conflicts = prediction
+        .conflicts
+        .len()
+        .saturating_sub(limits::OVERLAPS_LISTED);
     let conflicts = prediction
         .conflicts
         .into_iter()
+        .take(limits::OVERLAPS_LISTED)
         .map(|mut conflict| {
             let beyond = conflict
                 .paths
@@ -199,6 +205,7 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
     ConflictSummary {
         pairs: prediction.pairs,
         conflicts,
+        more_conflicts,
         reason,
         not_hashed,
         predicted_seconds_ago: 0,
@@ -223,6 +230,67 @@ pub struct ListedPeer {
     pub qualified_id: String,
 }
 
+impl PeerList {
+    /// About how many bytes the listing takes encoded: what its peers wrote, the changed
+    /// paths and the overlaps, each with a little for the fields around them.
+    fn size_estimate(&self) -> usize {
+        let claims: usize = self
+            .peers
+            .iter()
+            .flat_map(|listed| &listed.peer.claims)
+            .map(|claim| {
+                let scope: usize = claim
+                    .scope
+                    .iter()
+                    .chain(&claim.resolved)
+                    .map(|p| p.len() + 4)
+                    .sum();
+                claim.intent.len() + claim.name.as_ref().map_or(0, String::len) + scope + 64
+            })
+            .sum();
+        let peers = self.peers.len() * 512;
+        let changes: usize = self
+            .boards
+            .iter()
+            .filter_map(|board| board.changes.as_ref())
+            .flat_map(|changes| &changes.paths)
+            .map(|changed| changed.path.len() + 32)
+            .sum();
+        let overlaps: usize = self
+            .overlaps
+            .iter()
+            .map(|o| {
+                let paths: usize = o
+                    .paths
+                    .iter()
+                    .map(|p| p.yours.len() + p.theirs.len() + 24)
+                    .sum();
+                paths + (o.side.claims.len() + o.with.claims.len()) * 16 + 600
+            })
+            .sum();
+        let change_overlaps: usize = self
+            .change_overlaps
+            .iter()
+            .map(|o| {
+                let paths: usize = o
+                    .overlap
+                    .paths
+                    .iter()
+                    .map(|p| p.yours.len() + p.theirs.len() + 48)
+                    .sum();
+                paths + o.with.claims.len() * 16 + 600
+            })
+            .sum();
+        claims + peers + changes + overlaps + change_overlaps + self.boards.len() * 512
+    }
+}
+
+impl std::borrow::Borrow<Peer> for ListedPeer {
+    fn borrow(&self) -> &Peer {
+        &self.peer
+    }
+}
+
 /// The answer of `peers.list`: every worker of the repository, from every checkout's board.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PeerList {
@@ -236,10 +304,15 @@ pub struct PeerList {
     /// The peers, this checkout's board first and then the siblings in git's order, each
     /// stamped with its checkout (and a `qualified_id`) because every board has its own `p1`.
     pub peers: Vec<ListedPeer>,
-    /// Every pair of claims of different peers that meet, each pair once, across checkouts
-    /// too; pairs of live peers first, those with a departed side after. Empty is the
-    /// ordinary case.
+    /// Every pair of peers whose claims meet, each pair once, across checkouts too, naming
+    /// the claims of each side that meet (their intents are on the peers) and the first
+    /// pairs of paths; pairs of live peers first, those with a departed side after; at most
+    /// 32, the rest counted in `more_overlaps`. Empty is the ordinary case.
     pub overlaps: Vec<ListedOverlap>,
+    /// How many more pairs of peers meet than `overlaps` lists; absent when it lists them
+    /// all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_overlaps: usize,
     /// One entry per checkout covered, read or not.
     pub boards: Vec<BoardView>,
     /// Whether every board covered was read; when false a board's `reason` (or the
@@ -250,16 +323,25 @@ pub struct PeerList {
     /// boards may be missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub federation: Option<FederationStatus>,
-    /// Every place where a worktree's changes meet a claim of a peer of another worktree,
-    /// or another worktree's changes: each pair once, live peers first, every side named
-    /// with its kind (`claim` or `change`). A worktree's changes never meet the claims of
-    /// its own peers: they are that worktree's own work. Empty is the ordinary case.
+    /// Every place where a worktree's changes meet the claims of a peer of another
+    /// worktree, or another worktree's changes: one entry per worktree and peer (naming the
+    /// peer's claims that meet) or per pair of worktrees, live peers first, every side named
+    /// with its kind (`claim` or `change`); at most 32, the rest counted in
+    /// `more_change_overlaps`. A worktree's changes never meet the claims of its own peers:
+    /// they are that worktree's own work. Empty is the ordinary case.
     #[serde(default)]
     pub change_overlaps: Vec<ListedChangeOverlap>,
+    /// How many more entries `change_overlaps` would have; absent when it lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_change_overlaps: usize,
     /// The merge conflicts predicted between worktrees, in short, for a listing of the
     /// repository; absent for `checkouts: this`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<ConflictSummary>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `peers.list`.
@@ -275,8 +357,8 @@ impl Operation for PeersList {
         description: "Every worker on this repository, in every worktree: its client, transport, \
             when it connected and was last seen (or left), and what it claims; and what each \
             worktree actually changed as git knows it (committed on its branch, staged, unstaged, \
-            untracked). `overlaps` are the pairs of claims that meet, `change_overlaps` the \
-            changes that meet another worktree's claims or changes, `conflicts` the merges that \
+            untracked). `overlaps` are the pairs of peers whose claims meet, naming the claims, \
+            `change_overlaps` the changes that meet another worktree's claims or changes, `conflicts` the merges that \
             would conflict now. `boards` lists every checkout covered and `complete` says whether \
             each was read, so a short board is never taken for an empty repository. `checkouts: \
             this` reads this checkout's board alone; `everywhere` adds the boards other machines \
@@ -360,21 +442,19 @@ impl Operation for PeersList {
             "\n{} attached, {} silent, {} overlap(s), {} with changes",
             output.count,
             output.silent,
-            output.overlaps.len(),
-            output.change_overlaps.len()
+            output.overlaps.len() + output.more_overlaps,
+            output.change_overlaps.len() + output.more_change_overlaps
         ));
         for overlap in &output.overlaps {
             let mut paths: Vec<String> = overlap
-                .overlap
                 .paths
                 .iter()
                 .map(|p| format!("{} ~ {}", for_terminal(&p.theirs), for_terminal(&p.yours)))
                 .collect();
-            if overlap.overlap.more_paths > 0 {
-                paths.push(format!("{} more", overlap.overlap.more_paths));
+            if overlap.more_paths > 0 {
+                paths.push(format!("{} more", overlap.more_paths));
             }
-            let side = &overlap.overlap;
-            let with = &overlap.with;
+            let (side, with) = (&overlap.side, &overlap.with);
             text.push_str(&format!(
                 "\n  overlap: {} ({}) and {} ({}) on {}",
                 peer_side(
@@ -383,19 +463,31 @@ impl Operation for PeersList {
                     side.attached,
                     side.left_seconds_ago
                 ),
-                for_terminal(&side.intent),
+                claim_names(&side.claims),
                 peer_side(
                     &with.peer,
                     &with.checkout,
                     with.attached,
                     with.left_seconds_ago
                 ),
-                for_terminal(&with.intent),
+                claim_names(&with.claims),
                 paths.join(", ")
+            ));
+        }
+        if output.more_overlaps > 0 {
+            text.push_str(&format!(
+                "\n  and {} more overlap(s) between peers, not listed",
+                output.more_overlaps
             ));
         }
         for overlap in &output.change_overlaps {
             text.push_str(&format!("\n  {}", change_overlap_line(overlap)));
+        }
+        if output.more_change_overlaps > 0 {
+            text.push_str(&format!(
+                "\n  and {} more change overlap(s), not listed",
+                output.more_change_overlaps
+            ));
         }
         for board in &output.boards {
             if let Some(changes) = board.changes.as_ref().filter(|c| !c.is_empty()) {
@@ -411,6 +503,12 @@ impl Operation for PeersList {
                 text.push_str(&format!(
                     "\n  merge conflict predicted: {}",
                     render::conflict(conflict)
+                ));
+            }
+            if conflicts.more_conflicts > 0 {
+                text.push_str(&format!(
+                    "\n  and {} more pair(s) of worktrees would conflict, not listed",
+                    conflicts.more_conflicts
                 ));
             }
             if let Some(reason) = &conflicts.reason {
@@ -461,10 +559,11 @@ impl Operation for PeersList {
     }
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
-        if input.checkouts == Checkouts::Everywhere {
-            return everywhere(ctx).await;
-        }
-        gather(ctx, input.checkouts).await
+        listing(ctx, input.checkouts, Detail::Whole).await
+    }
+
+    fn encoded_size_estimate(output: &PeerList) -> usize {
+        output.size_estimate()
     }
 
     /// This board's own listing, from the board this process serves, is answered encoded
@@ -483,23 +582,66 @@ impl Operation for PeersList {
     }
 }
 
-/// `checkouts: everywhere`: the repository's listing with the boards other machines
-/// publish, joined by this checkout's board (see [`Board::everywhere`]).
-async fn everywhere(ctx: &Context) -> Result<PeerList, CapabilityError> {
-    let listing = gather(ctx, Checkouts::Repository).await?;
-    Ok(Board::here(ctx).await.everywhere(&ctx.site, listing).await)
+/// How much of a listing to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// All of it: the peers and boards, the worktrees' changes, the overlaps and the
+    /// predicted conflicts.
+    Whole,
+    /// The peers and the boards they were read from, and nothing compared: what a hook
+    /// reads its own findings from. No worktree's changes are read and no conflict is
+    /// predicted for it, and the overlaps are left empty.
+    PeersOnly,
+}
+
+/// The listing of `checkouts`; with [`Detail::PeersOnly`], its peers and boards alone.
+pub(crate) async fn listing(
+    ctx: &Context,
+    checkouts: Checkouts,
+    detail: Detail,
+) -> Result<PeerList, CapabilityError> {
+    let mut listing = match checkouts {
+        // The repository's listing with the boards other machines publish, joined by this
+        // checkout's board (see [`Board::everywhere`]).
+        Checkouts::Everywhere => {
+            let here = gather(ctx, Checkouts::Repository, detail).await?;
+            Board::here(ctx).await.everywhere(&ctx.site, here).await
+        }
+        _ => gather(ctx, checkouts, detail).await?,
+    };
+    if detail == Detail::Whole {
+        if listing.size_estimate() > ENCODE_INLINE_BYTES {
+            // A crowded repository's peers take a while to compare: not on a worker.
+            listing = tokio::task::spawn_blocking(move || {
+                find_overlaps(&mut listing);
+                listing
+            })
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("finding the overlaps failed: {error}"))
+            })?;
+        } else {
+            find_overlaps(&mut listing);
+        }
+    }
+    Ok(listing)
 }
 
 /// The listing of `checkouts` on this machine.
-async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, CapabilityError> {
+async fn gather(
+    ctx: &Context,
+    checkouts: Checkouts,
+    detail: Detail,
+) -> Result<PeerList, CapabilityError> {
     let site = &ctx.site;
     let whole_repository = checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
     let covered = survey::covered_checkouts(site, checkouts).await?;
     let boards = futures::future::join_all(
         covered
             .into_iter()
-            .map(|checkout| read_board(ctx, checkout, !whole_repository)),
+            .map(|checkout| read_board(ctx, checkout, !whole_repository, detail)),
     );
+    let whole_repository = whole_repository && detail == Detail::Whole;
     // The worktrees nobody serves and the conflict prediction are read in the background,
     // one reading at a time: a repository of a hundred worktrees costs a `git status` per
     // worktree about once a second there, not on every call, and never runs them all at
@@ -527,40 +669,19 @@ async fn gather(ctx: &Context, checkouts: Checkouts) -> Result<PeerList, Capabil
     Ok(listing_of(ctx.caller.clone(), boards, conflicts))
 }
 
-/// The listing of `boards` (this checkout's first), answered to `caller`: the overlaps of
-/// their claims and changes, and what was read of each.
+/// The listing of `boards` (this checkout's first), answered to `caller`: what was read of
+/// each, its overlaps not yet found (see [`find_overlaps`]).
 fn listing_of(
     caller: Option<PeerId>,
     boards: Vec<(BoardView, Vec<ListedPeer>)>,
     conflicts: Option<ConflictSummary>,
 ) -> PeerList {
-    let mut listed = Vec::new();
+    let mut peers = Vec::new();
     let mut views = Vec::new();
     for (view, board_peers) in boards {
-        listed.extend(board_peers);
+        peers.extend(board_peers);
         views.push(view);
     }
-    // The overlaps are read off the boards' records; the listing's own fields ride along.
-    let (peers, listing): (Vec<Peer>, Vec<(bool, String)>) = listed
-        .into_iter()
-        .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
-        .unzip();
-    let changes: Vec<(PeerCheckout, WorktreeChanges)> = views
-        .iter()
-        .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
-        .collect();
-    let overlaps = overlaps_among(&peers);
-    let change_overlaps = change_overlaps_among(&peers, &changes);
-    let silent = silent(&peers);
-    let peers = peers
-        .into_iter()
-        .zip(listing)
-        .map(|(peer, (bridged, qualified_id))| ListedPeer {
-            peer,
-            bridged,
-            qualified_id,
-        })
-        .collect();
     PeerList {
         count: views
             .iter()
@@ -568,15 +689,46 @@ fn listing_of(
             .map(|view| view.attached)
             .sum(),
         caller,
-        silent,
-        overlaps,
-        change_overlaps,
+        silent: silent(&peers),
+        overlaps: Vec::new(),
+        more_overlaps: 0,
+        change_overlaps: Vec::new(),
+        more_change_overlaps: 0,
         complete: views.iter().all(|view| view.reason.is_none()),
         conflicts,
         peers,
         boards: views,
         federation: None,
     }
+}
+
+/// Finds the overlaps of `listing`'s claims and of its boards' changes, read off the peers'
+/// records (the listing's own fields ride along, so nothing is copied).
+pub(crate) fn find_overlaps(listing: &mut PeerList) {
+    let (peers, listed): (Vec<Peer>, Vec<(bool, String)>) = std::mem::take(&mut listing.peers)
+        .into_iter()
+        .map(|listed| (listed.peer, (listed.bridged, listed.qualified_id)))
+        .unzip();
+    let changes: Vec<(PeerCheckout, WorktreeChanges)> = listing
+        .boards
+        .iter()
+        .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
+        .collect();
+    let overlaps = overlaps_among(&peers);
+    let change_overlaps = change_overlaps_among(&peers, &changes);
+    listing.overlaps = overlaps.listed;
+    listing.more_overlaps = overlaps.more;
+    listing.change_overlaps = change_overlaps.listed;
+    listing.more_change_overlaps = change_overlaps.more;
+    listing.peers = peers
+        .into_iter()
+        .zip(listed)
+        .map(|(peer, (bridged, qualified_id))| ListedPeer {
+            peer,
+            bridged,
+            qualified_id,
+        })
+        .collect();
 }
 
 /// `checkouts: this` from the board this process serves, encoded as the surfaces write it.
@@ -607,7 +759,7 @@ async fn this_board_encoded(ctx: &Context, port: &dyn BoardPort) -> Result<Bytes
     let listing = match cache.latest() {
         Some(kept) if kept.serves(version, now, &inputs) => kept,
         _ => {
-            let made = Arc::new(encode_this(port, &checkout, inputs, now)?);
+            let made = Arc::new(encode_this(port, &checkout, inputs, now).await?);
             cache.keep(made.clone());
             made
         }
@@ -616,8 +768,9 @@ async fn this_board_encoded(ctx: &Context, port: &dyn BoardPort) -> Result<Bytes
 }
 
 /// Makes this board's listing at `now`, encoded as a JSON value is (the keys in order), so
-/// that it is byte for byte the answer the listing's value would give.
-fn encode_this(
+/// that it is byte for byte the answer the listing's value would give. A crowded board's
+/// overlaps are found and its listing encoded on a blocking thread, not on a worker.
+async fn encode_this(
     port: &dyn BoardPort,
     checkout: &Checkout,
     inputs: ListingInputs,
@@ -643,6 +796,28 @@ fn encode_this(
         peers,
     );
     let listing = listing_of(None, vec![board], None);
+    let (encoded, caller_at) = if listing.size_estimate() > ENCODE_INLINE_BYTES {
+        tokio::task::spawn_blocking(move || encode_listing(listing))
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("encoding the listing failed: {error}"))
+            })??
+    } else {
+        encode_listing(listing)?
+    };
+    Ok(CachedListing {
+        version: snapshot.version,
+        made_at: now,
+        same_until: snapshot.same_until,
+        inputs,
+        encoded: Bytes::from(encoded),
+        caller_at,
+    })
+}
+
+/// `listing` with its overlaps found, encoded, and where its caller's `null` is.
+fn encode_listing(mut listing: PeerList) -> Result<(Vec<u8>, usize), CapabilityError> {
+    find_overlaps(&mut listing);
     let encoded = serde_json::to_value(&listing)
         .and_then(|value| serde_json::to_vec(&value))
         .map_err(|error| {
@@ -657,14 +832,7 @@ fn encode_this(
         .position(|window| window == CALLER)
         .map(|at| at + CALLER.len() - "null,".len())
         .ok_or_else(|| CapabilityError::internal("the encoded listing names no caller"))?;
-    Ok(CachedListing {
-        version: snapshot.version,
-        made_at: now,
-        same_until: snapshot.same_until,
-        inputs,
-        encoded: Bytes::from(encoded),
-        caller_at,
-    })
+    Ok((encoded, caller_at))
 }
 
 /// The kept listing as answered to `caller`: as it is for a call without a peer, with the
@@ -695,6 +863,25 @@ fn attachment(attached: bool, left_seconds_ago: Option<u64>) -> String {
         (false, Some(seconds)) => render::left_ago(seconds),
         (false, None) => "left".into(),
     }
+}
+
+/// The claims of one side of an overlap for people, as the table names them: `[parser],
+/// [docs]`, the unnamed one as `unnamed claim`; the first few, and how many more.
+fn claim_names(claims: &[Option<String>]) -> String {
+    /// How many claim names one overlap line shows of a side.
+    const SHOWN: usize = 4;
+    let mut names: Vec<String> = claims
+        .iter()
+        .take(SHOWN)
+        .map(|name| match name {
+            Some(name) => format!("[{}]", for_terminal(name)),
+            None => "unnamed claim".to_owned(),
+        })
+        .collect();
+    if claims.len() > SHOWN {
+        names.push(format!("{} more claim(s)", claims.len() - SHOWN));
+    }
+    names.join(", ")
 }
 
 /// One side of an overlap for people: the peer, its worktree, and when it left if it did.
@@ -752,7 +939,7 @@ fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
                     with.left_seconds_ago
                 ),
                 claimed.join(", "),
-                for_terminal(with.intent.as_deref().unwrap_or_default())
+                claim_names(&with.claims)
             )
         }
         _ => format!(
@@ -814,11 +1001,12 @@ async fn read_board(
     ctx: &Context,
     checkout: Checkout,
     read_here: bool,
+    detail: Detail,
 ) -> (BoardView, Vec<ListedPeer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = stamp(&checkout, this_checkout);
     let board = Board::listed(ctx, checkout).await;
-    let read_here = read_here || board.is_local();
+    let read_here = (read_here || board.is_local()) && detail == Detail::Whole;
     let BoardPeers {
         peers,
         changes: reported_changes,
@@ -955,6 +1143,7 @@ fn conflicts_read(reading: Option<&RepositoryReading>) -> ConflictSummary {
         None => ConflictSummary {
             pairs: 0,
             conflicts: Vec::new(),
+            more_conflicts: 0,
             reason: Some(
                 "not predicted yet: the worktrees are still being read; a later call will \
                  have it"
@@ -998,6 +1187,7 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
         Err(error) => ConflictSummary {
             pairs: 0,
             conflicts: Vec::new(),
+            more_conflicts: 0,
             reason: Some(error.message),
             not_hashed: Vec::new(),
             predicted_seconds_ago: 0,
@@ -1054,9 +1244,14 @@ pub struct UnreadBoard {
 /// asked.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct AnnounceAnswer {
-    /// You, the claims that meet yours and the paths you stopped claiming.
+    /// You, the claims that meet yours (at most 32, live peers' first) and the paths you
+    /// stopped claiming.
     #[serde(flatten)]
     pub announced: Announced,
+    /// How many more claims of other peers meet yours than `overlaps` lists; absent when it
+    /// lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_overlaps: usize,
     /// Other worktrees' changes, as git knows them (committed on their branch, staged,
     /// unstaged, untracked), that meet the claim just made: work already done there,
     /// announced or not. Your own worktree's changes are your own work and never listed.
@@ -1168,8 +1363,14 @@ impl Operation for PeersAnnounce {
                 .extend(remote_overlaps(&announced, &worktree, &remote));
         }
         announced.overlaps.sort_by_key(|overlap| !overlap.attached);
+        let more_overlaps = announced
+            .overlaps
+            .len()
+            .saturating_sub(limits::OVERLAPS_LISTED);
+        announced.overlaps.truncate(limits::OVERLAPS_LISTED);
         Ok(AnnounceAnswer {
             announced,
+            more_overlaps,
             change_overlaps: changes_meeting(&mine, &changes),
             complete: boards_unread.is_empty(),
             boards_unread,
@@ -1248,7 +1449,7 @@ async fn read_siblings(ctx: &Context) -> (PeerCheckout, Vec<(BoardView, Vec<List
                 checkout.branch.clone(),
                 too_slow,
             );
-            tokio::time::timeout_at(deadline, read_board(ctx, checkout, false))
+            tokio::time::timeout_at(deadline, read_board(ctx, checkout, false, Detail::Whole))
                 .await
                 .unwrap_or((unread, Vec::new()))
         }
@@ -1360,6 +1561,35 @@ mod tests {
     }
 
     #[test]
+    fn a_conflict_summary_lists_a_few_dozen_pairs_and_counts_the_rest() {
+        let names: Vec<String> = (0..12).map(|n| format!("w{n:02}")).collect();
+        let conflicts: Vec<PredictedConflict> = names
+            .iter()
+            .enumerate()
+            .flat_map(|(i, ours)| {
+                names[i + 1..].iter().map(move |theirs| PredictedConflict {
+                    ours: side(ours),
+                    theirs: side(theirs),
+                    paths: vec!["src/lib.rs".into()],
+                    more_paths: 0,
+                })
+            })
+            .collect();
+        let prediction = ConflictPrediction {
+            git_version: Some("2.47.3".into()),
+            reason: None,
+            worktrees: names.iter().map(|name| worktree(name, None)).collect(),
+            pairs: conflicts.len(),
+            conflicts,
+            complete: true,
+        };
+        let summary = summary_of(prediction);
+        assert_eq!(summary.conflicts.len(), limits::OVERLAPS_LISTED);
+        assert_eq!(summary.more_conflicts, 66 - limits::OVERLAPS_LISTED);
+        assert_eq!(summary.conflicts[0].theirs.worktree, "/wt/w01");
+    }
+
+    #[test]
     fn changes_beyond_the_bound_are_counted_not_listed() {
         let paths: Vec<ChangedPath> = (0..CHANGED_PATHS + 3)
             .map(|n| ChangedPath {
@@ -1412,14 +1642,14 @@ mod tests {
                 peer: Some(PeerId::nth(1)),
                 attached: Some(false),
                 left_seconds_ago: Some(240),
-                intent: Some("rewrite the parser\u{1b}[2J".into()),
+                claims: vec![None, Some("parser\u{1b}[2J".into())],
             },
         };
         assert_eq!(
             change_overlap_line(&overlap),
             "change overlap: worktree /wt/beta (branch feature/beta) has uncommitted changes to \
              src/parser/lexer.rs (unstaged); p1 in /wt/alpha (left 4 min ago) claims src/parser \
-             (rewrite the parser\\x1b[2J)"
+             (unnamed claim, [parser\\x1b[2J])"
         );
     }
 }

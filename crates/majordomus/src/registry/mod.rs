@@ -133,7 +133,28 @@ pub enum Answer {
     Encoded(Bytes),
 }
 
+/// Bytes of an answer's JSON beyond which it is encoded (and decoded) on a blocking thread
+/// rather than on the runtime's workers: a crowded repository's listing takes milliseconds
+/// to encode, and a worker busy with it answers nothing else meanwhile — the identity probe
+/// every other process asks `GET /` included.
+pub const ENCODE_INLINE_BYTES: usize = 64 * 1024;
+
 impl Answer {
+    /// The answer as a JSON value, decoding an encoded one; one over
+    /// [`ENCODE_INLINE_BYTES`] on a blocking thread.
+    pub async fn into_value_off_workers(self) -> Result<Value, CapabilityError> {
+        match self {
+            Answer::Encoded(bytes) if bytes.len() > ENCODE_INLINE_BYTES => {
+                tokio::task::spawn_blocking(move || Answer::Encoded(bytes).into_value())
+                    .await
+                    .map_err(|error| {
+                        CapabilityError::internal(format!("decoding the answer failed: {error}"))
+                    })?
+            }
+            answer => answer.into_value(),
+        }
+    }
+
     /// The answer as a JSON value, decoding an encoded one.
     pub fn into_value(self) -> Result<Value, CapabilityError> {
         match self {
@@ -160,7 +181,7 @@ impl Answer {
 /// One operation, typed: the declaration, the input and output types and the handler.
 pub trait Operation: Send + Sync + 'static {
     type Input: DeserializeOwned + Serialize + schemars::JsonSchema + BenchCases + Send;
-    type Output: Serialize + DeserializeOwned + schemars::JsonSchema + Send;
+    type Output: Serialize + DeserializeOwned + schemars::JsonSchema + Send + 'static;
     const DECLARATION: Declaration;
 
     /// How the CLI shows an answer to a person; `--json` shows the answer itself.
@@ -172,6 +193,13 @@ pub trait Operation: Send + Sync + 'static {
         ctx: &Context,
         input: Self::Input,
     ) -> impl Future<Output = Result<Self::Output, CapabilityError>> + Send;
+
+    /// About how many bytes `output` takes encoded, when it may be large: an answer over
+    /// [`ENCODE_INLINE_BYTES`] is encoded on a blocking thread. Answers that are always
+    /// small need not say (0).
+    fn encoded_size_estimate(_output: &Self::Output) -> usize {
+        0
+    }
 
     /// What the surfaces are answered: [`Operation::run`]'s output, unless the capability
     /// has the same answer encoded already.
@@ -267,6 +295,21 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer,
         ))
     })?;
     match O::reply(ctx, input).await? {
+        Reply::Typed(output) if O::encoded_size_estimate(&output) > ENCODE_INLINE_BYTES => {
+            // Encoded once, off the workers, through the value so that its keys come out in
+            // the order every surface writes them.
+            tokio::task::spawn_blocking(move || {
+                serde_json::to_value(output).and_then(|value| serde_json::to_vec(&value))
+            })
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("encoding the answer failed: {error}"))
+            })?
+            .map(|bytes| Answer::Encoded(Bytes::from(bytes)))
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not encode the answer: {error}"))
+            })
+        }
         Reply::Typed(output) => serde_json::to_value(output)
             .map(Answer::Value)
             .map_err(|error| {

@@ -301,18 +301,21 @@ pub async fn call(
         ));
     };
     let input = Value::Object(arguments.unwrap_or_default());
-    Ok(
-        match capability.answer(ctx, input).await.and_then(tool_result) {
-            Ok(result) => result,
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.message)]),
-        },
-    )
+    let result = match capability.answer(ctx, input).await {
+        Ok(answer) => tool_result(answer).await,
+        Err(error) => Err(error),
+    };
+    Ok(match result {
+        Ok(result) => result,
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.message)]),
+    })
 }
 
 /// An answer as a tool result: the value as `structuredContent` and its JSON as text. rmcp
 /// holds the structured content as a value, so an encoded answer is decoded for it, and its
-/// text is the encoding as it is rather than the value encoded again.
-fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
+/// text is the encoding as it is rather than the value encoded again (a large one decoded
+/// off the runtime's workers).
+async fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
     match answer {
         Answer::Value(value) => Ok(CallToolResult::structured(value)),
         Answer::Encoded(bytes) => {
@@ -322,7 +325,8 @@ fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
                 })?
                 .to_owned();
             let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            result.structured_content = Some(Answer::Encoded(bytes).into_value()?);
+            result.structured_content =
+                Some(Answer::Encoded(bytes).into_value_off_workers().await?);
             Ok(result)
         }
     }

@@ -6,11 +6,12 @@
 //! server wrote (client names, worktrees, branches, intents, paths) is quoted and escaped
 //! with [`quoted`], so it reads as someone else's words and never as part of the line.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::index::PathIndex;
+use majordomus_domain::listing::claims_meeting_peer;
 use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
 use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
 use majordomus_domain::text::{for_terminal, quoted};
@@ -19,10 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Guarded, NewsMoment};
 use crate::api::CapabilityError;
-use crate::capabilities::peers::{PeerList, PeerListInput, PeersList};
+use crate::capabilities::peers::{self, Detail, PeerList};
 use crate::context::Context;
 use crate::port::{EDITS_CLAIM, Fact};
-use crate::registry::Operation;
 
 /// How many other claims a guard lists; the rest are counted.
 pub const FINDINGS_LISTED: usize = 8;
@@ -79,15 +79,18 @@ impl Me<'_> {
     }
 }
 
-/// The listing every answer is read from: the whole repository, and the other machines'
-/// boards too when this repository is federated, so an edit is guarded against them as well.
+/// The peers every answer is read from: the whole repository's, and the other machines'
+/// too when this repository is federated, so an edit is guarded against them as well. Only
+/// the peers and their boards are gathered: each answer compares the asking session's own
+/// paths or claims with the others' ([`findings`], [`overlap_facts`]), never every pair of
+/// peers, and reads no worktree's changes.
 async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
     let checkouts = if ctx.site.config.federation.url.is_some() {
         Checkouts::Everywhere
     } else {
         Checkouts::Repository
     };
-    PeersList::run(ctx, PeerListInput { checkouts }).await
+    peers::listing(ctx, checkouts, Detail::PeersOnly).await
 }
 
 /// The guard's answer for `paths` (normalised against this checkout) asked by `peer`.
@@ -236,69 +239,40 @@ fn listed(items: impl Iterator<Item = String>) -> (Vec<String>, usize) {
     (shown, more)
 }
 
-/// Every overlap of the listing that involves `me`, as a fact about the other side.
+/// Every claim of another peer that meets a claim of `me`, as a fact about the other side:
+/// one per pair of claims, in the order a listing of every pair of claims would give them.
 fn overlap_facts(list: &PeerList, me: &Me) -> Vec<Fact> {
-    let clients: HashMap<(Option<&str>, &PeerId), &str> = list
+    let mut facts = Vec::new();
+    let mine = list
         .peers
         .iter()
-        .map(|listed| &listed.peer)
-        .map(|peer| {
-            (
-                (peer.checkout.as_ref().map(|c| c.id.as_str()), &peer.id),
-                peer.client.name.as_str(),
-            )
-        })
-        .collect();
-    let mut facts = Vec::new();
-    for listed in &list.overlaps {
-        let top = &listed.overlap;
-        let with = &listed.with;
-        // In `paths`, `theirs` belongs to the top-level side and `yours` to `with`.
-        let (other, other_checkout, attached, intent, their_paths, my_paths) =
-            if me.is(&with.peer, with.checkout.as_ref()) {
-                let theirs: Vec<&str> = top.paths.iter().map(|p| p.theirs.as_str()).collect();
-                let mine: Vec<&str> = top.paths.iter().map(|p| p.yours.as_str()).collect();
-                (
-                    &top.peer,
-                    &top.checkout,
-                    top.attached,
-                    &top.intent,
-                    theirs,
-                    mine,
-                )
-            } else if me.is(&top.peer, top.checkout.as_ref()) {
-                let theirs: Vec<&str> = top.paths.iter().map(|p| p.yours.as_str()).collect();
-                let mine: Vec<&str> = top.paths.iter().map(|p| p.theirs.as_str()).collect();
-                (
-                    &with.peer,
-                    &with.checkout,
-                    with.attached,
-                    &with.intent,
-                    theirs,
-                    mine,
-                )
-            } else {
-                continue;
-            };
-        let their_paths = distinct(their_paths);
-        let my_paths = distinct(my_paths);
-        let checkout_id = other_checkout.as_ref().map(|c| c.id.as_str());
-        let client = clients
-            .get(&(checkout_id, other))
-            .copied()
-            .unwrap_or("(unknown client)");
-        let mut hasher = DefaultHasher::new();
-        (checkout_id, other, intent, &their_paths, &my_paths).hash(&mut hasher);
-        facts.push(Fact {
-            key: hasher.finish(),
-            line: format!(
-                "{} claims {} for {}, which meets your {}",
-                describe(other, client, other_checkout.as_ref(), attached),
-                path_list(&their_paths, 0),
-                quoted(intent, QUOTED_BYTES),
-                path_list(&my_paths, 0),
-            ),
-        });
+        .enumerate()
+        .filter(|(_, listed)| me.is(&listed.peer.id, listed.peer.checkout.as_ref()));
+    for (at, _) in mine {
+        for meeting in claims_meeting_peer(&list.peers, at) {
+            let other = &list.peers[meeting.theirs.0].peer;
+            let intent = &other.claims[meeting.theirs.1].intent;
+            let their_paths = distinct(meeting.paths.iter().map(|p| p.theirs.as_str()).collect());
+            let my_paths = distinct(meeting.paths.iter().map(|p| p.yours.as_str()).collect());
+            let checkout_id = other.checkout.as_ref().map(|c| c.id.as_str());
+            let mut hasher = DefaultHasher::new();
+            (checkout_id, &other.id, intent, &their_paths, &my_paths).hash(&mut hasher);
+            facts.push(Fact {
+                key: hasher.finish(),
+                line: format!(
+                    "{} claims {} for {}, which meets your {}",
+                    describe(
+                        &other.id,
+                        &other.client.name,
+                        other.checkout.as_ref(),
+                        other.attached
+                    ),
+                    path_list(&their_paths, 0),
+                    quoted(intent, QUOTED_BYTES),
+                    path_list(&my_paths, 0),
+                ),
+            });
+        }
     }
     facts
 }
@@ -535,7 +509,8 @@ mod tests {
             count: peers.len(),
             caller: None,
             silent: 0,
-            overlaps: majordomus_domain::listing::overlaps_among(&peers),
+            overlaps: Vec::new(),
+            more_overlaps: 0,
             peers: peers
                 .into_iter()
                 .map(|peer| ListedPeer {
@@ -559,6 +534,7 @@ mod tests {
                 age_ms: None,
             }],
             change_overlaps: Vec::new(),
+            more_change_overlaps: 0,
             conflicts: None,
             complete: true,
             federation: None,

@@ -57,7 +57,18 @@ function secondsAgo(peer) {
 function renderSummary() {
   const summary = document.getElementById('summary');
   summary.textContent = listing.count + ' attached, ' + listing.silent + ' silent, ' +
-    listing.overlaps.length + ' overlap(s)';
+    (listing.overlaps.length + (listing.more_overlaps || 0)) + ' overlap(s)';
+}
+
+// The claims of one side of an overlap, as `majordomus peers` names them: `[name]`, the
+// unnamed one as `unnamed claim`, the first few and how many more. Their intents are on
+// the peers' rows.
+const CLAIMS_SHOWN = 4;
+function claimNames(claims) {
+  const names = claims.slice(0, CLAIMS_SHOWN)
+    .map((name) => (name === null ? 'unnamed claim' : '[' + name + ']'));
+  if (claims.length > CLAIMS_SHOWN) names.push((claims.length - CLAIMS_SHOWN) + ' more claim(s)');
+  return names.join(', ');
 }
 
 function renderOverlaps() {
@@ -72,13 +83,17 @@ function renderOverlaps() {
     item.tabIndex = 0;
     item.append('overlap: ');
     item.append(element('span', side(overlap.peer, overlap.checkout), 'side'));
-    item.append(' (' + overlap.intent + ') and ');
+    item.append(' (' + claimNames(overlap.claims) + ') and ');
     item.append(element('span', side(overlap.with.peer, overlap.with.checkout), 'side'));
-    item.append(' (' + overlap.with.intent + ')');
+    item.append(' (' + claimNames(overlap.with.claims) + ')');
     const pairs = overlap.paths.map((pair) => pair.theirs + ' ~ ' + pair.yours);
     if (overlap.more_paths) pairs.push(overlap.more_paths + ' more');
     item.append(element('span', 'on ' + pairs.join(', '), 'paths path'));
     list.append(item);
+  }
+  if (listing.more_overlaps) {
+    list.append(element('li', 'and ' + listing.more_overlaps +
+      ' more overlap(s) between peers, not listed', 'none'));
   }
 }
 
