@@ -106,13 +106,9 @@ impl Operation for ConflictsPredict {
         kind: Kind::Query,
         title: "Merge conflicts predicted between worktrees",
         description: "For every pair of worktrees with changes, whether merging them now would \
-            conflict, and on which files: each worktree's work (committed, staged, unstaged \
-            and untracked) is taken as a snapshot commit and the pairs are merged with `git \
-            merge-tree`. Nothing in any worktree — index, files, refs — is touched, and the \
-            repository's object store does not grow: the snapshots and merges are written to \
-            the process's own object directories, removed once not needed. Untracked files \
-            over 1 MiB are not hashed; each worktree's `not_hashed` names them. Needs git \
-            2.38 or later; with an older git the answer says so.",
+            conflict, and on which files, each worktree's work taken as it is (committed, \
+            staged, unstaged, untracked; untracked files over 1 MiB are left out and named in \
+            `not_hashed`). No worktree is touched. Needs git 2.38 or later.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_conflicts"),
             http: Some((HttpMethod::Get, "/api/v1/conflicts")),
