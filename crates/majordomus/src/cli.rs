@@ -454,7 +454,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             leaf.get_one::<String>("since").map(String::as_str),
         ),
         ["openapi"] => {
-            crate::say!(
+            crate::render::say!(
                 "{}",
                 serde_json::to_string_pretty(&crate::openapi::document())
                     .expect("documents serialise")
@@ -519,12 +519,12 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
     {
         Ok(output) => {
             if matches.get_flag("json") {
-                crate::say!(
+                crate::render::say!(
                     "{}",
                     serde_json::to_string_pretty(&output).expect("answers serialise")
                 );
             } else {
-                crate::say!("{}", capability.render(&output));
+                crate::render::say!("{}", capability.render(&output));
             }
             ExitCode::SUCCESS
         }

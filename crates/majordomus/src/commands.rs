@@ -31,7 +31,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
     {
         Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
-                crate::say!("serving {} at {url}", site.checkout.root.display());
+                crate::render::say!("serving {} at {url}", site.checkout.root.display());
             }
             let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| {
                 Lifetime::IdleFor(Duration::from_secs(seconds))
@@ -40,7 +40,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
             Ok(())
         }
         Outcome::Found(lease) => {
-            crate::say!(
+            crate::render::say!(
                 "already served: {} at {}",
                 site.checkout.root.display(),
                 lease.url.as_deref().unwrap_or("(binding)")
@@ -58,11 +58,11 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
     let site = Site::open(&dir)?;
     let path = lease_path(&site.checkout);
     let LeaseReading::Document(lease, _) = read_lease(&path) else {
-        crate::say!("no server serves {}", site.checkout.root.display());
+        crate::render::say!("no server serves {}", site.checkout.root.display());
         return Ok(());
     };
     if !process_alive(lease.pid, lease.process_start) {
-        crate::say!(
+        crate::render::say!(
             "the server of {} is already gone (its lease is stale)",
             site.checkout.root.display()
         );
@@ -89,7 +89,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    crate::say!("stopped the server of {}", site.checkout.root.display());
+    crate::render::say!("stopped the server of {}", site.checkout.root.display());
     Ok(())
 }
 
@@ -106,9 +106,9 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
             let url = found.url().unwrap_or_default().to_string();
             if json {
                 let answer = serde_json::json!({"standing": standing, "url": url, "reason": found.standing.reason});
-                crate::say!("{answer}");
+                crate::render::say!("{answer}");
             } else {
-                crate::say!("{} {url}", standing.as_str());
+                crate::render::say!("{} {url}", standing.as_str());
             }
             return Ok(());
         }

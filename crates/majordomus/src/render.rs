@@ -188,7 +188,6 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 /// `println!` for a person's terminal or pipe, through [`write_stdout`].
-#[macro_export]
 macro_rules! say {
     () => {
         $crate::render::write_stdout(format_args!("\n"))
@@ -197,14 +196,15 @@ macro_rules! say {
         $crate::render::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
+pub(crate) use say;
 
 /// `print!` for a person's terminal or pipe, through [`write_stdout`].
-#[macro_export]
 macro_rules! say_part {
     ($($arg:tt)*) => {
         $crate::render::write_stdout(format_args!($($arg)*))
     };
 }
+pub(crate) use say_part;
 
 #[cfg(test)]
 mod tests {

@@ -69,7 +69,7 @@ pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
     let ticket: Ticket = response.json().await.map_err(|error| {
         format!("the server at {base} gave a link that could not be read: {error}")
     })?;
-    crate::say!("{}", ticket.url);
+    crate::render::say!("{}", ticket.url);
     if open {
         let opener = if cfg!(target_os = "macos") {
             "open"
@@ -184,7 +184,7 @@ impl Screen {
     }
 
     fn clear(&self) {
-        crate::say_part!("\x1b[H\x1b[2J");
+        crate::render::say_part!("\x1b[H\x1b[2J");
         let _ = std::io::stdout().flush();
     }
 
@@ -230,7 +230,7 @@ impl Screen {
     }
 
     fn leave(&self) -> Result<(), String> {
-        crate::say!();
+        crate::render::say!();
         Ok(())
     }
 }

@@ -298,14 +298,14 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
         .map_err(|error| format!("the journal at {} cannot be read: {error}", path.display()))?;
     let Some(contents) = contents else {
         if json {
-            crate::say!("[]");
+            crate::render::say!("[]");
         } else {
-            crate::say!(
+            crate::render::say!(
                 "no episode has been recorded for this repository yet ({} does not exist)",
                 path.display()
             );
             if let Some(command) = &site.config.episodes.command {
-                crate::say!(
+                crate::render::say!(
                     "this repository records its episodes with its own command (`{}`) instead",
                     command.join(" ")
                 );
@@ -318,14 +318,14 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
         episodes = since(episodes, cutoff);
     }
     if json {
-        crate::say!(
+        crate::render::say!(
             "{}",
             serde_json::to_string_pretty(&episodes).expect("episodes serialise")
         );
         return Ok(());
     }
     if episodes.is_empty() {
-        crate::say!(
+        crate::render::say!(
             "no episode in {}{}",
             path.display(),
             match since_text {
@@ -335,7 +335,7 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
         );
     }
     for episode in &episodes {
-        crate::say!("{}", render_line(episode));
+        crate::render::say!("{}", render_line(episode));
     }
     if contents.unreadable > 0 {
         eprintln!(

@@ -115,15 +115,15 @@ pub fn run(dir: &Path) -> Result<(), String> {
                 }
             )
         };
-        crate::say!("{client} ({}): {verdict}", seen.join(", "));
+        crate::render::say!("{client} ({}): {verdict}", seen.join(", "));
         if in_project.is_empty()
             && let Some(note) = first_run_note(client)
         {
-            crate::say!("  {note}");
+            crate::render::say!("  {note}");
         }
     }
     if !found_any {
-        crate::say!(
+        crate::render::say!(
             "no client found on PATH or configured in this repository; `majordomus install \
              <claude-code|codex|gemini-cli|cursor>` wires one"
         );

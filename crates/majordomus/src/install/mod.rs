@@ -270,7 +270,7 @@ pub fn run(options: &Options) -> Result<(), String> {
     }
     if options.dry_run {
         for change in &changes {
-            crate::say_part!("{}", diff(&site, change));
+            crate::render::say_part!("{}", diff(&site, change));
         }
     }
     let written = if options.dry_run || changes.is_empty() {
@@ -279,15 +279,15 @@ pub fn run(options: &Options) -> Result<(), String> {
         write(&site, options, &loaded, &changes, &mut problems)
     };
     for line in &kept {
-        crate::say!("{line}");
+        crate::render::say!("{line}");
     }
     if changes.is_empty() && problems.is_empty() && kept.is_empty() {
-        crate::say!("nothing to change");
+        crate::render::say!("nothing to change");
     }
     if !options.uninstall && options.scope == Scope::Project {
         for client in written {
             if let Some(note) = doctor::first_run_note(client) {
-                crate::say!("{client}: {note}");
+                crate::render::say!("{client}: {note}");
             }
         }
     }
@@ -406,7 +406,7 @@ fn stage_and_replace(
                     (Some(_), None) => "removed",
                     _ => "updated",
                 };
-                crate::say!("{}: {verb} {shown}", change.client);
+                crate::render::say!("{}: {verb} {shown}", change.client);
                 if replaced.after.is_none() {
                     remove_empty_directory(
                         &change.file.path,
