@@ -250,25 +250,39 @@ async fn a_server_stopped_by_sigterm_hands_over_to_its_bridges() {
     b.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_lost_its_lease_says_so_and_keeps_its_sessions() {
+/// A repository whose server gives up on a silent process quickly, that server, and an MCP
+/// session of it.
+async fn serve_briskly_with_a_session() -> (TempRepo, ServeProcess, LeaseFile, McpClient) {
     let repo = TempRepo::new();
-    let root = repo.root().to_path_buf();
     std::fs::write(
-        root.join("majordomus.toml"),
+        repo.root().join("majordomus.toml"),
         "[timings]\nbusy_grace_ms = 300\nprobe_timeout_ms = 200\n",
     )
     .unwrap();
-    let (mut old, old_lease) = ServeProcess::start(&repo, &root).await;
-    let session = McpClient::http(&old_lease, "claude-code", "1.0").await;
+    let (server, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let session = McpClient::http(&lease, "claude-code", "1.0").await;
+    (repo, server, lease, session)
+}
+
+/// Freezes `old`, lets a new server take its lease over, and lets `old` run again, deposed.
+async fn depose(repo: &TempRepo, old: &mut ServeProcess) -> (ServeProcess, LeaseFile) {
+    old.signal(libc::SIGSTOP);
+    let (new, new_lease) = ServeProcess::start(repo, repo.root()).await;
+    assert_ne!(new_lease.pid, old.pid());
+    old.signal(libc::SIGCONT);
+    (new, new_lease)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_lost_its_lease_says_so_and_keeps_its_sessions() {
+    let (repo, mut old, old_lease, session) = serve_briskly_with_a_session().await;
+    let root = repo.root().to_path_buf();
     session
         .answer("majordomus_peers", json!({"checkouts": "this"}))
         .await;
 
-    old.signal(libc::SIGSTOP);
-    let (_new, new_lease) = ServeProcess::start(&repo, &root).await;
+    let (_new, new_lease) = depose(&repo, &mut old).await;
     assert_ne!(new_lease.url, old_lease.url);
-    old.signal(libc::SIGCONT);
 
     let url = old_lease.url().to_string();
     eventually("the old server to admit it lost the lease", || async {
@@ -356,15 +370,8 @@ fn journal_lines_of(root: &std::path::Path, pid: u32) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deposed_server_writes_nothing_more_to_the_journal() {
-    let repo = TempRepo::new();
+    let (repo, mut old, _, session) = serve_briskly_with_a_session().await;
     let root = repo.root().to_path_buf();
-    std::fs::write(
-        root.join("majordomus.toml"),
-        "[timings]\nbusy_grace_ms = 300\nprobe_timeout_ms = 200\n",
-    )
-    .unwrap();
-    let (mut old, old_lease) = ServeProcess::start(&repo, &root).await;
-    let session = McpClient::http(&old_lease, "claude-code", "1.0").await;
     session
         .answer(
             "majordomus_session_attach",
@@ -383,10 +390,7 @@ async fn a_deposed_server_writes_nothing_more_to_the_journal() {
         "the server journals while it holds the lease: {before:#?}"
     );
 
-    old.signal(libc::SIGSTOP);
-    let (_new, new_lease) = ServeProcess::start(&repo, &root).await;
-    assert_ne!(new_lease.pid, old.pid());
-    old.signal(libc::SIGCONT);
+    let (_new, new_lease) = depose(&repo, &mut old).await;
     // The session leaves the server it came back to: its episode detaches there, which is
     // the journal's business only while that server holds the lease.
     session.close().await;
