@@ -10,17 +10,19 @@
 //!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
-//! prints nothing, and the client carries on as if majordomus were not there. It never exits
+//! prints nothing, and the client carries on as if majordomus were not there. A server that
+//! missed the budget is not waited on again for a while ([`unanswered`]). It never exits
 //! with the status that means "block" to some clients, and prints nothing on stderr.
 
 pub mod clients;
 pub mod locate;
 pub mod patch;
+pub mod unanswered;
 
 use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::lease::{LeaseReading, read_lease};
@@ -58,6 +60,8 @@ pub enum Silence {
     NoFile,
     #[error("the server did not answer in time")]
     OutOfTime,
+    #[error("the server missed a hook's budget a moment ago")]
+    RecentlyUnanswered,
     #[error("the server could not be asked: {0}")]
     Server(String),
 }
@@ -112,20 +116,52 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
             .build()
             .map_err(|error| Silence::Server(error.to_string()))?,
     };
-    let said = tokio::time::timeout(
-        budget,
-        ask(
+    let memory = unanswered::file_beside(&located.lease);
+    if let Some(memory) = &memory {
+        match unanswered::recall(memory, &server.url, SystemTime::now()) {
+            unanswered::Memory::Trusted => {}
+            unanswered::Memory::Unanswered => return Err(Silence::RecentlyUnanswered),
+            unanswered::Memory::Probe => {
+                if !server.answers_within(unanswered::PROBE_TIMEOUT).await {
+                    unanswered::remember(memory, &server.url, SystemTime::now());
+                    return Err(Silence::OutOfTime);
+                }
+                unanswered::forget(memory);
+            }
+        }
+    }
+    // A server slow to answer because one of its siblings is frozen still answers `GET /` at
+    // once: only one that answers neither is remembered as unanswered. The probe is sent
+    // only once half the budget has passed, so an answering server is asked once.
+    let mut alive = false;
+    let asked = tokio::time::timeout(budget, async {
+        let asking = ask(
             &server,
             client,
             &config,
             &located.root,
             &cwd,
             event_of_input,
-        ),
-    )
-    .await
-    .map_err(|_| Silence::OutOfTime)??;
-    Ok(clients::answer(client, event, &said))
+        );
+        tokio::pin!(asking);
+        let probing = async {
+            tokio::time::sleep(budget / 2).await;
+            server.answers_within(budget / 2).await
+        };
+        tokio::select! {
+            said = &mut asking => return said,
+            answered = probing => alive = answered,
+        }
+        asking.await
+    })
+    .await;
+    let Ok(said) = asked else {
+        if !alive && let Some(memory) = &memory {
+            unanswered::remember(memory, &server.url, SystemTime::now());
+        }
+        return Err(Silence::OutOfTime);
+    };
+    Ok(clients::answer(client, event, &said?))
 }
 
 /// Reads all of stdin, at most [`INPUT_LIMIT_BYTES`] and for at most `within`, on a thread of
@@ -161,6 +197,12 @@ struct Server {
 }
 
 impl Server {
+    /// Whether the server answers `GET /` (whatever it answers) within `timeout`.
+    async fn answers_within(&self, timeout: Duration) -> bool {
+        let probe = self.http.get(&self.url).bearer_auth(&self.token).send();
+        matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(_)))
+    }
+
     /// Asks for capability `O` with `input`, through the route `O` declares: the hook and
     /// the router read the route from the same declaration.
     async fn post<O: Operation>(&self, input: &O::Input) -> Result<O::Output, Silence> {
