@@ -172,7 +172,7 @@ fn ours(commands: &[String], client: &str, event: &str) -> usize {
     let suffix = format!(" hook {client} {event}");
     commands
         .iter()
-        .filter(|command| command.ends_with(&suffix) && command.contains("majordomus"))
+        .filter(|command| command.contains(&suffix) && command.contains("majordomus"))
         .count()
 }
 
