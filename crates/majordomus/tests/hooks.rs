@@ -982,3 +982,64 @@ async fn a_hook_fed_nonsense_exits_0_and_says_nothing() {
         .await
         .assert_silent("an empty event word");
 }
+
+/// 3. A session that starts alone in its worktree, before any server serves it (Claude Code
+///    runs SessionStart before it starts its MCP servers), hears who works in the other
+///    worktrees: the hook reads their boards through their leases itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_starting_where_no_server_serves_hears_the_other_worktrees() {
+    let repo = TempRepo::new();
+    let beta = repo.add_worktree("beta");
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let codex = McpClient::http(&beta_lease, "codex", "0.171.0").await;
+    codex
+        .answer(
+            "majordomus_announce",
+            json!({"intent": OTHER_INTENT, "scope": ["src/parser"]}),
+        )
+        .await;
+    let gemini = McpClient::http(&beta_lease, "gemini-cli", "0.61.0").await;
+    gemini
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "document the lexer", "scope": ["docs"]}),
+        )
+        .await;
+    assert!(
+        !lease_path(repo.root()).exists(),
+        "nobody serves the primary"
+    );
+
+    let input = payload(
+        "claude-code",
+        "SessionStart",
+        repo.root(),
+        FREE_FILE,
+        "claude-alone",
+    );
+    let started = hook(&repo, "claude-code", "SessionStart", &input)
+        .await
+        .answer();
+    let summary = started["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        summary.contains("2 other sessions are attached"),
+        "{summary}"
+    );
+    for part in [
+        "\"codex\"",
+        "\"gemini-cli\"",
+        &format!("\"{OTHER_INTENT}\""),
+        "\"document the lexer\"",
+        "beta",
+    ] {
+        assert!(summary.contains(part), "{part} in {summary}");
+    }
+    assert!(
+        !lease_path(repo.root()).exists(),
+        "the hook started no server"
+    );
+    codex.close().await;
+    gemini.close().await;
+}

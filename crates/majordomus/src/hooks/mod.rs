@@ -22,16 +22,19 @@ pub mod unanswered;
 use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
+use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
 use majordomus_domain::limits;
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput,
+    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput, NewsMoment, facts,
 };
+use crate::context::{Context, Site};
 use crate::registry::Operation;
 use clients::{Action, Said};
 
@@ -99,15 +102,30 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     let located = locate::checkout_of(&cwd).ok_or(Silence::NoCheckout)?;
     // The repository's own settings are all a hook reads: its suggestions concern the server.
     let config = config::load_repository(&located.root)?;
-    let (url, token) = match read_lease(&located.lease) {
-        LeaseReading::Document(lease, _) => (lease.url.ok_or(Silence::NoServer)?, lease.token),
-        _ => return Err(Silence::NoServer),
-    };
     let budget = config
         .hooks
         .budget()
         .checked_sub(started.elapsed())
         .ok_or(Silence::OutOfTime)?;
+    let served = match read_lease(&located.lease) {
+        LeaseReading::Document(lease, _) => lease.url.map(|url| (url, lease.token)),
+        _ => None,
+    };
+    let Some((url, token)) = served else {
+        return match event_of_input.action {
+            Action::News(moment @ NewsMoment::SessionStart) => {
+                let lines = tokio::time::timeout(budget, alone(&located.root, config))
+                    .await
+                    .map_err(|_| Silence::OutOfTime)??;
+                Ok(clients::answer(
+                    client,
+                    event,
+                    &Said::News { moment, lines },
+                ))
+            }
+            _ => Err(Silence::NoServer),
+        };
+    };
     let server = Server {
         url,
         token,
@@ -162,6 +180,20 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
         return Err(Silence::OutOfTime);
     };
     Ok(clients::answer(client, event, &said?))
+}
+
+/// The summary of the repository's other boards, read through their leases, for a session
+/// whose checkout has no server yet.
+async fn alone(root: &Path, config: Config) -> Result<Vec<String>, Silence> {
+    let root = root.to_path_buf();
+    let checkout = tokio::task::spawn_blocking(move || Checkout::discover(&root))
+        .await
+        .map_err(|error| Silence::Server(error.to_string()))?
+        .map_err(|_| Silence::NoCheckout)?;
+    let ctx = Context::observer(Arc::new(Site::new(checkout, config)));
+    facts::summary_without_a_server(&ctx)
+        .await
+        .map_err(|error| Silence::Server(error.to_string()))
 }
 
 /// Reads all of stdin, at most [`INPUT_LIMIT_BYTES`] and for at most `within`, on a thread of
