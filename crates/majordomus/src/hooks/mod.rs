@@ -65,6 +65,8 @@ pub enum Silence {
     OutOfTime,
     #[error("the server missed a hook's budget a moment ago")]
     RecentlyUnanswered,
+    #[error("the server answers nothing, not even `GET /`")]
+    Unresponsive,
     #[error("the server could not be asked: {0}")]
     Server(String),
 }
@@ -149,9 +151,8 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
         }
     }
     // A server slow to answer because one of its siblings is frozen still answers `GET /` at
-    // once: only one that answers neither is remembered as unanswered. The probe is sent
-    // only once half the budget has passed, so an answering server is asked once.
-    let mut alive = false;
+    // once. Once half the budget has passed the server is probed: one that does not answer
+    // that either within the probe's short timeout is given up on then, and remembered.
     let asked = tokio::time::timeout(budget, async {
         let asking = ask(
             &server,
@@ -164,22 +165,27 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
         tokio::pin!(asking);
         let probing = async {
             tokio::time::sleep(budget / 2).await;
-            server.answers_within(budget / 2).await
+            server.answers_within(unanswered::PROBE_TIMEOUT).await
         };
         tokio::select! {
             said = &mut asking => return said,
-            answered = probing => alive = answered,
+            answered = probing => if !answered {
+                return Err(Silence::Unresponsive);
+            },
         }
         asking.await
     })
     .await;
-    let Ok(said) = asked else {
-        if !alive && let Some(memory) = &memory {
-            unanswered::remember(memory, &server.url, SystemTime::now());
+    match asked {
+        Ok(Err(Silence::Unresponsive)) => {
+            if let Some(memory) = &memory {
+                unanswered::remember(memory, &server.url, SystemTime::now());
+            }
+            Err(Silence::Unresponsive)
         }
-        return Err(Silence::OutOfTime);
-    };
-    Ok(clients::answer(client, event, &said?))
+        Ok(said) => Ok(clients::answer(client, event, &said?)),
+        Err(_) => Err(Silence::OutOfTime),
+    }
 }
 
 /// The summary of the repository's other boards, read through their leases, for a session

@@ -2,8 +2,9 @@
 //!
 //! A frozen server (stopped, swapping, stuck) still accepts connections, so every hook would
 //! wait out its whole budget before failing open: half a second before every edit and prompt.
-//! The first hook that waits in vain writes a tiny file beside the lease naming the server's
-//! address and when; for [`REMEMBERED_FOR`] the hooks of the checkout do not ask that server
+//! The first hook that finds it answering neither its request within half the budget nor a
+//! `GET /` within [`PROBE_TIMEOUT`] gives up then and writes a tiny file beside the lease
+//! naming the server's address and when; for [`REMEMBERED_FOR`] the hooks of the checkout do not ask that server
 //! at all, and afterwards one hook probes it with a short timeout ([`PROBE_TIMEOUT`]) before
 //! trusting it with its budget again. A server at another address (a new lease) is not
 //! concerned, and any answer forgets the record.
@@ -20,7 +21,8 @@ pub const FILE_NAME: &str = "hooks-unanswered.json";
 /// How long a server that missed a hook's budget is not asked again.
 pub const REMEMBERED_FOR: Duration = Duration::from_secs(30);
 
-/// How long the probe of a remembered server waits, once [`REMEMBERED_FOR`] has passed.
+/// How long a probe of the server waits: halfway through a hook's budget, and for a
+/// remembered server once [`REMEMBERED_FOR`] has passed.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// More than the record ever holds: a larger file is not ours and is ignored.
