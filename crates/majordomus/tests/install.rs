@@ -868,3 +868,30 @@ async fn commands_read_by_a_closed_pipe_end_quietly() {
         assert!(output.status.success(), "{args:?}: {stderr}");
     }
 }
+
+/// Claude Code ignores a `.claude/settings.json` with comments ("Found 0 total hooks"):
+/// install writes none into it and refuses to wire one that has some, and doctor says why the
+/// client ignores it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_settings_file_with_comments_is_named_not_wired_into() {
+    let setup = Setup::new();
+    setup.run(&["install", "claude-code"]).await;
+    let written = setup.read(".claude/settings.json");
+    serde_json::from_str::<Value>(&written).expect("install writes strict JSON");
+
+    let commented = written.replacen('{', "{\n  // the team's hooks", 1);
+    std::fs::write(setup.repo.root().join(".claude/settings.json"), &commented).unwrap();
+    let output = setup.output(&["install", "claude-code"], |_| {}).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("strict JSON"), "{stderr}");
+    assert_eq!(setup.read(".claude/settings.json"), commented);
+
+    let told = setup.run(&["doctor"]).await;
+    assert!(
+        told.contains(
+            ".claude/settings.json has comments or trailing commas, so the client ignores it"
+        ),
+        "{told}"
+    );
+}

@@ -974,6 +974,60 @@ mod tests {
         }
     }
 
+    /// The bare command earlier versions wrote and the guarded one written now are both
+    /// majordomus's: install replaces the first with the second, uninstall takes either out.
+    #[test]
+    fn the_bare_and_the_guarded_hook_commands_are_both_ours() {
+        let guarded = |event: &'static str| Part::Hook {
+            parents: &["hooks"],
+            event,
+            entry: json!({"matcher": "Write|Edit", "hooks": [
+                {"type": "command", "command": hook_command("majordomus", "claude-code", event), "timeout": 5}
+            ]}),
+            ours: Ours::new("claude-code", event),
+        };
+        let bare = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "/old/bin/majordomus hook claude-code PreToolUse", "timeout": 5}]}]}}"#;
+        let mut document = Document::json(Some(bare)).unwrap();
+        assert_eq!(
+            document.apply(&guarded("PreToolUse"), false).unwrap(),
+            Outcome::Done
+        );
+        let installed = value_of(&document.text());
+        assert_eq!(
+            installed["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            hook_command("majordomus", "claude-code", "PreToolUse")
+        );
+        assert_eq!(
+            installed["hooks"]["PreToolUse"].as_array().unwrap().len(),
+            1
+        );
+        assert!(document.has(&guarded("PreToolUse")));
+        for text in [bare.to_owned(), document.text()] {
+            let mut document = Document::json(Some(&text)).unwrap();
+            assert_eq!(
+                document.remove(&guarded("PreToolUse"), false).unwrap(),
+                Outcome::Done
+            );
+            assert!(
+                !document.text().contains("majordomus"),
+                "{}",
+                document.text()
+            );
+        }
+        let quoted = hook_command("'/opt/my tools/majordomus'", "codex", "PreToolUse");
+        assert_eq!(
+            unwrapped(&quoted),
+            "'/opt/my tools/majordomus' hook codex PreToolUse"
+        );
+        assert_eq!(
+            unwrapped(
+                "sh -c 'command -v x >/dev/null 2>&1 || exit 0; exec y hook codex PreToolUse'"
+            ),
+            "sh -c 'command -v x >/dev/null 2>&1 || exit 0; exec y hook codex PreToolUse'",
+            "a check of another program is not the wrapper"
+        );
+    }
+
     #[test]
     fn a_file_of_the_wrong_shape_is_left_alone_with_a_reason() {
         let error = Document::json(Some("[1, 2]")).err().unwrap().to_string();

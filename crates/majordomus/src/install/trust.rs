@@ -137,6 +137,49 @@ mod tests {
         assert_eq!(snake_case("UserPromptSubmit"), "user_prompt_submit");
     }
 
+    /// Codex's review is read from its keys, `<hooks file>:<event>:<group>:<hook>`, as
+    /// `codex app-server`'s `hooks/list` names them.
+    #[test]
+    fn codex_s_review_and_project_trust_are_read_from_its_config() {
+        let places = Places {
+            root: "/w/repo".into(),
+            home: "/home/dev".into(),
+            codex_home: "/home/dev/.codex".into(),
+        };
+        let program = super::super::wiring::Program::at(Path::new("/usr/bin/majordomus"));
+        let files = super::super::wiring::wiring(
+            HookClient::Codex,
+            super::super::wiring::Scope::Project,
+            &places,
+            &program,
+        );
+        let reviewed = |events: &[&str]| -> toml_edit::DocumentMut {
+            let mut text = String::from("[projects.\"/w\"]\ntrust_level = \"trusted\"\n");
+            for event in events {
+                text.push_str(&format!(
+                    "[hooks.state.\"/w/repo/.codex/hooks.json:{event}:0:0\"]\ntrusted_hash = \"sha256:0\"\n"
+                ));
+            }
+            text.parse().unwrap()
+        };
+        let all = [
+            "pre_tool_use",
+            "post_tool_use",
+            "session_start",
+            "user_prompt_submit",
+        ];
+        let config = reviewed(&all);
+        assert!(codex_trusts_project(&config, &places.root));
+        assert!(codex_reviewed_hooks(&config, &files));
+        assert!(!codex_reviewed_hooks(&reviewed(&all[..3]), &files));
+        assert!(!codex_trusts_project(
+            &"[projects.\"/x\"]\ntrust_level = \"trusted\"\n"
+                .parse()
+                .unwrap(),
+            &places.root
+        ));
+    }
+
     #[test]
     fn gemini_trust_is_read_as_gemini_reads_it() {
         let home = tempfile::tempdir().unwrap();
