@@ -101,6 +101,18 @@ async fn announce_then_write(client: Client) {
         announced_on_board,
         "the board lists the session's announced claim: {board:#}"
     );
+    // the client ran the hook command install wrote: the edit became an `edits` claim
+    let edited_on_board = board["peers"].as_array().into_iter().flatten().any(|peer| {
+        peer["claims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|claim| claim["name"] == "edits" && claim["scope"] == json!(["src/util.rs"]))
+    });
+    assert!(
+        edited_on_board,
+        "the client's hooks put its edit on the board: {board:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
