@@ -139,21 +139,28 @@ pub fn run(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// One line per other worktree of the repository: which clients are wired there.
+/// One line per other worktree of the repository: which clients are wired there, and which
+/// of those will not run the wiring yet (an untrusted folder, hooks nobody reviewed).
 fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
     let Ok(checkout) = Checkout::discover(dir) else {
         return Ok(());
     };
     for root in super::other_worktrees(&checkout) {
         let site = Site::new(&root, Scope::Project)?;
-        let (wired, unwired): (Vec<HookClient>, Vec<HookClient>) =
-            HookClient::ALL.into_iter().partition(|client| {
-                missing(
-                    &site,
-                    &wiring(*client, Scope::Project, &site.places, program),
-                )
-                .is_empty()
-            });
+        let mut wired = Vec::new();
+        let mut unwired = Vec::new();
+        let mut not_run = Vec::new();
+        for client in HookClient::ALL {
+            let files = wiring(client, Scope::Project, &site.places, program);
+            if !missing(&site, &files).is_empty() {
+                unwired.push(client);
+                continue;
+            }
+            wired.push(client);
+            if trust::will_not_run(client, &site.places, &files).is_some() {
+                not_run.push(client);
+            }
+        }
         let named = |clients: &[HookClient]| {
             clients
                 .iter()
@@ -165,6 +172,14 @@ fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
             (true, _) => "not wired: `majordomus install` in any worktree wires them all".into(),
             (false, true) => format!("wired for {}", named(&wired)),
             (false, false) => format!("wired for {}; not for {}", named(&wired), named(&unwired)),
+        };
+        let verdict = if not_run.is_empty() {
+            verdict
+        } else {
+            format!(
+                "{verdict}; {} will not run it there yet (see above)",
+                named(&not_run)
+            )
         };
         crate::say!("worktree {}: {verdict}", root.display());
     }
