@@ -501,6 +501,23 @@ mod tests {
     }
 
     #[test]
+    fn majordomus_s_own_wiring_files_are_no_change() {
+        let status = vec![
+            (".mcp.json".to_owned(), ChangeKind::Untracked),
+            (
+                ".claude/settings.local.json".to_owned(),
+                ChangeKind::Untracked,
+            ),
+            (".claude/agents.md".to_owned(), ChangeKind::Untracked),
+            ("src/lib.rs".to_owned(), ChangeKind::Unstaged),
+        ];
+        let committed = vec![".gemini/settings.json".to_owned()];
+        let changes = assemble(None, None, committed, status);
+        let paths: Vec<&str> = changes.paths.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, [".claude/agents.md", "src/lib.rs"]);
+    }
+
+    #[test]
     fn beyond_the_cap_paths_are_counted() {
         let status = (0..MAX_CHANGED_PATHS + 5)
             .map(|n| (format!("gen/{n:05}"), ChangeKind::Untracked))
