@@ -22,6 +22,28 @@ use crate::git::{CheckoutError, git_command, git_failed};
 /// than copied onto every answer.
 pub const MAX_CHANGED_PATHS: usize = 2_000;
 
+/// The files `majordomus install` writes into a checkout (each client's MCP server entry,
+/// hooks and approvals), repository-relative. They are majordomus's own wiring, the same in
+/// every worktree one install wires, so they never count as a worktree's change or as a
+/// predicted conflict: a board that reported them would report majordomus itself.
+/// `install` builds its project files from this list.
+pub const OWN_WIRING_FILES: &[&str] = &[
+    ".mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/config.toml",
+    ".codex/hooks.json",
+    ".gemini/settings.json",
+    ".cursor/mcp.json",
+    ".cursor/hooks.json",
+];
+
+/// Whether `path` (repository-relative, `/` between components) is one of
+/// [`OWN_WIRING_FILES`].
+pub fn is_own_wiring(path: &str) -> bool {
+    OWN_WIRING_FILES.contains(&path)
+}
+
 /// How a path was changed: the domain's kinds, which git's output is read into directly.
 pub use majordomus_domain::changes::ChangeKind;
 
@@ -225,7 +247,7 @@ fn assemble(
         .into_iter()
         .map(|path| (path, ChangeKind::Committed))
         .chain(status);
-    for (path, kind) in all {
+    for (path, kind) in all.filter(|(path, _)| !is_own_wiring(path)) {
         let entry = kinds.entry(path).or_default();
         if !entry.contains(&kind) {
             entry.push(kind);
@@ -476,6 +498,23 @@ mod tests {
             ],
         );
         assert_eq!(default_branch(&root, None).as_deref(), Some("origin/trunk"));
+    }
+
+    #[test]
+    fn majordomus_s_own_wiring_files_are_no_change() {
+        let status = vec![
+            (".mcp.json".to_owned(), ChangeKind::Untracked),
+            (
+                ".claude/settings.local.json".to_owned(),
+                ChangeKind::Untracked,
+            ),
+            (".claude/agents.md".to_owned(), ChangeKind::Untracked),
+            ("src/lib.rs".to_owned(), ChangeKind::Unstaged),
+        ];
+        let committed = vec![".gemini/settings.json".to_owned()];
+        let changes = assemble(None, None, committed, status);
+        let paths: Vec<&str> = changes.paths.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, [".claude/agents.md", "src/lib.rs"]);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use majordomus_domain::sync::LockExt;
 
-use crate::changes::{ChangeKind, Changes};
+use crate::changes::{ChangeKind, Changes, is_own_wiring};
 use crate::git::{CheckoutError, git_command, git_failed};
 use crate::scratch::{self, ObjectDir, ScratchArea};
 
@@ -301,6 +301,9 @@ pub fn merge_conflicts(
             let fields = output.stdout.split(|&b| b == 0).skip(1);
             for field in fields.filter(|f| !f.is_empty()) {
                 let path = String::from_utf8_lossy(field).into_owned();
+                if is_own_wiring(&path) {
+                    continue;
+                }
                 if paths.last() != Some(&path) && !paths.contains(&path) {
                     paths.push(path);
                 }

@@ -171,7 +171,7 @@ pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
     })?;
     let described = suggestion.described();
     if suggested.allowed {
-        println!(
+        crate::render::say!(
             "{described} ({}) is already allowed for {root}",
             suggested.shown
         );
@@ -181,7 +181,7 @@ pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
         .allowances
         .ok_or("there is no place for your allowances: neither XDG_STATE_HOME nor HOME is set")?;
     Allowances::allow(&path, suggestion, &suggested.digest).map_err(|error| error.to_string())?;
-    println!(
+    crate::render::say!(
         "allowed {described} for {root}: {}\n\
          A server already running in this repository keeps its settings until it starts again \
          (`majordomus serve stop` ends it; its clients start the next one). A change to the \

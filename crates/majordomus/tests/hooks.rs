@@ -270,7 +270,7 @@ async fn codex_is_warned_or_refused_and_never_answered_allow_or_ask() {
 /// 1. Gemini CLI: the person is shown the warning before the edit and the model reads it
 ///    after; `ask` asks; `deny` is `decision: "deny"` with a reason; elsewhere, nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gemini_cli_is_shown_asked_or_refused_as_the_repository_says() {
+async fn gemini_cli_is_shown_or_refused_as_the_repository_says() {
     let scene = Scene::new(None).await;
     let shown = scene
         .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
@@ -295,8 +295,11 @@ async fn gemini_cli_is_shown_asked_or_refused_as_the_repository_says() {
         .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
         .await
         .answer();
-    assert_eq!(asked["decision"], "ask", "{asked:#}");
-    names_the_codex_session(asked["systemMessage"].as_str().unwrap(), &scene);
+    // a headless `gemini -p` waits forever on "ask": the edit is refused instead
+    assert_eq!(asked["decision"], "deny", "{asked:#}");
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.contains("policy = \"ask\""), "{reason}");
+    names_the_codex_session(reason, &scene);
 
     configure(scene.root(), "[hooks]\npolicy = \"deny\"\n");
     let refused = scene
@@ -413,6 +416,52 @@ async fn without_a_working_server_a_hook_says_nothing_and_exits_0() {
         asked.load(std::sync::atomic::Ordering::SeqCst) >= 3,
         "the hooks did ask the failing server"
     );
+}
+
+/// 2b. A frozen server is waited on once: the hook that finds it silent remembers it beside
+///     the lease, and the next hooks fail open at once rather than each waiting out the budget
+///     (500 ms by default, so ten hooks that each waited would take five seconds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_costs_one_budget_not_one_per_hook() {
+    let mut scene = Scene::new(None).await;
+    let input = payload(
+        "claude-code",
+        "PreToolUse",
+        scene.root(),
+        CLAIMED_FILE,
+        "claude-1",
+    );
+    let warned = hook(&scene.repo, "claude-code", "PreToolUse", &input).await;
+    assert!(
+        !warned.stdout.is_empty(),
+        "the claim is found while the server answers"
+    );
+    let memory = lease_path(scene.root())
+        .parent()
+        .unwrap()
+        .join("hooks-unanswered.json");
+    assert!(!memory.exists(), "an answering server leaves no record");
+
+    scene.primary.freeze().await;
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        hook(&scene.repo, "claude-code", "PreToolUse", &input)
+            .await
+            .assert_silent("the checkout's server frozen");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "ten hooks against a frozen server took {took:?}"
+    );
+    assert!(
+        memory.exists(),
+        "the silence is remembered beside the lease"
+    );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&memory).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    scene.primary.thaw();
 }
 
 /// The peers of the primary checkout's board whose client is `client`.
@@ -932,4 +981,65 @@ async fn a_hook_fed_nonsense_exits_0_and_says_nothing() {
     hook(&scene.repo, "claude-code", "", &claimed)
         .await
         .assert_silent("an empty event word");
+}
+
+/// 3. A session that starts alone in its worktree, before any server serves it (Claude Code
+///    runs SessionStart before it starts its MCP servers), hears who works in the other
+///    worktrees: the hook reads their boards through their leases itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_starting_where_no_server_serves_hears_the_other_worktrees() {
+    let repo = TempRepo::new();
+    let beta = repo.add_worktree("beta");
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let codex = McpClient::http(&beta_lease, "codex", "0.171.0").await;
+    codex
+        .answer(
+            "majordomus_announce",
+            json!({"intent": OTHER_INTENT, "scope": ["src/parser"]}),
+        )
+        .await;
+    let gemini = McpClient::http(&beta_lease, "gemini-cli", "0.61.0").await;
+    gemini
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "document the lexer", "scope": ["docs"]}),
+        )
+        .await;
+    assert!(
+        !lease_path(repo.root()).exists(),
+        "nobody serves the primary"
+    );
+
+    let input = payload(
+        "claude-code",
+        "SessionStart",
+        repo.root(),
+        FREE_FILE,
+        "claude-alone",
+    );
+    let started = hook(&repo, "claude-code", "SessionStart", &input)
+        .await
+        .answer();
+    let summary = started["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        summary.contains("2 other sessions are attached"),
+        "{summary}"
+    );
+    for part in [
+        "\"codex\"",
+        "\"gemini-cli\"",
+        &format!("\"{OTHER_INTENT}\""),
+        "\"document the lexer\"",
+        "beta",
+    ] {
+        assert!(summary.contains(part), "{part} in {summary}");
+    }
+    assert!(
+        !lease_path(repo.root()).exists(),
+        "the hook started no server"
+    );
+    codex.close().await;
+    gemini.close().await;
 }

@@ -172,7 +172,7 @@ fn ours(commands: &[String], client: &str, event: &str) -> usize {
     let suffix = format!(" hook {client} {event}");
     commands
         .iter()
-        .filter(|command| command.ends_with(&suffix) && command.contains("majordomus"))
+        .filter(|command| command.contains(&suffix) && command.contains("majordomus"))
         .count()
 }
 
@@ -760,5 +760,138 @@ async fn links_out_fifos_and_an_entry_of_ones_own_are_refused_or_kept_with_a_mes
     assert_eq!(
         parsed["mcp_servers"]["docs"]["command"].as_str(),
         Some("docs-mcp")
+    );
+}
+
+/// One `install` in the primary checkout wires every worktree: `doctor` in a linked worktree
+/// says it is wired, and names what each client still needs before it runs the wiring (a
+/// folder trust that Gemini CLI's own commands give, never a `gemini trust` it lacks). The
+/// file of one person's approvals is kept out of git, and majordomus's own files, different
+/// in the two worktrees, are never a change or a predicted conflict, while a real one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_install_wires_every_worktree_and_its_files_are_never_a_conflict() {
+    let setup = Setup::new();
+    let beta = setup.repo.add_worktree("beta");
+    std::fs::write(setup.repo.root().join("src/lib.rs"), "fn primary() {}\n").unwrap();
+    std::fs::write(beta.join("src/lib.rs"), "fn beta() {}\n").unwrap();
+
+    let said = setup.run(&["install", "all"]).await;
+    assert!(
+        said.contains(&format!("in the worktree {}:", beta.display())),
+        "{said}"
+    );
+    for file in [
+        ".mcp.json",
+        ".claude/settings.json",
+        ".gemini/settings.json",
+    ] {
+        assert!(beta.join(file).is_file(), "{file} in beta:\n{said}");
+    }
+    let exclude = std::fs::read_to_string(setup.repo.root().join(".git/info/exclude")).unwrap();
+    assert_eq!(
+        exclude.matches("/.claude/settings.local.json").count(),
+        1,
+        "{exclude}"
+    );
+    setup.run(&["install", "all"]).await;
+    let again = std::fs::read_to_string(setup.repo.root().join(".git/info/exclude")).unwrap();
+    assert_eq!(again, exclude, "a second install adds nothing");
+
+    let doctor = setup
+        .output(&["doctor"], |command| {
+            command.current_dir(&beta);
+        })
+        .await;
+    let told = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "{told}");
+    for client in ["claude-code", "codex", "gemini-cli"] {
+        assert!(
+            told.contains(&format!(
+                "{client} (configured in this repository): wired in this project"
+            )),
+            "{client} in:\n{told}"
+        );
+    }
+    assert!(told.contains("/permissions trust"), "{told}");
+    assert!(!told.contains("gemini trust"), "{told}");
+    assert!(told.contains("/hooks"), "Codex's review is named: {told}");
+    assert!(
+        told.contains(&format!(
+            "worktree {}: wired for",
+            setup.repo.root().display()
+        )),
+        "{told}"
+    );
+
+    let own = [".mcp.json", ".claude/", ".codex/", ".gemini/", ".cursor/"];
+    for args in [
+        vec!["conflicts", "--json"],
+        vec!["peers", "--checkouts", "repository", "--json"],
+    ] {
+        let output = setup.output(&args, |_| {}).await;
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains("src/lib.rs"),
+            "{args:?} sees real work: {text}"
+        );
+        for file in own {
+            assert!(!text.contains(file), "{args:?} names {file}: {text}");
+        }
+    }
+
+    setup.run(&["install", "all", "--uninstall"]).await;
+    let left = std::fs::read_to_string(setup.repo.root().join(".git/info/exclude")).unwrap();
+    assert!(!left.contains("settings.local.json"), "{left}");
+    assert!(!beta.join(".mcp.json").exists(), "beta is unwired too");
+}
+
+/// A reader that goes away at once (`| head -1`) ends no command with a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_read_by_a_closed_pipe_end_quietly() {
+    let setup = Setup::new();
+    for args in [
+        &["peers"][..],
+        &["conflicts"],
+        &["doctor"],
+        &["serve", "status"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = setup
+            .output(args, |command| {
+                command.stdout(writer);
+            })
+            .await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(output.status.success(), "{args:?}: {stderr}");
+    }
+}
+
+/// Claude Code ignores a `.claude/settings.json` with comments ("Found 0 total hooks"):
+/// install writes none into it and refuses to wire one that has some, and doctor says why the
+/// client ignores it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_settings_file_with_comments_is_named_not_wired_into() {
+    let setup = Setup::new();
+    setup.run(&["install", "claude-code"]).await;
+    let written = setup.read(".claude/settings.json");
+    serde_json::from_str::<Value>(&written).expect("install writes strict JSON");
+
+    let commented = written.replacen('{', "{\n  // the team's hooks", 1);
+    std::fs::write(setup.repo.root().join(".claude/settings.json"), &commented).unwrap();
+    let output = setup.output(&["install", "claude-code"], |_| {}).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("strict JSON"), "{stderr}");
+    assert_eq!(setup.read(".claude/settings.json"), commented);
+
+    let told = setup.run(&["doctor"]).await;
+    assert!(
+        told.contains(
+            ".claude/settings.json has comments or trailing commas, so the client ignores it"
+        ),
+        "{told}"
     );
 }

@@ -11,7 +11,8 @@
 //!   works.
 //! - Gemini CLI: `BeforeTool` / `AfterTool` on `write_file` and `replace` (absolute
 //!   `file_path`), `SessionStart`, `BeforeAgent`. `BeforeTool` honours `decision` `deny`
-//!   (with `reason`, sent to the model) and `ask`; `additionalContext` reaches the model on
+//!   (with `reason`, sent to the model) and `ask`, which a headless run waits on forever, so
+//!   it is never answered; `additionalContext` reaches the model on
 //!   `AfterTool`, `BeforeAgent` and `SessionStart` only, so a warning before an edit is shown
 //!   to the person and the model reads it once the edit is done.
 //! - Cursor: `afterFileEdit` (`file_path`), which cannot block and whose answer is ignored.
@@ -216,9 +217,17 @@ fn guard_answer(client: HookClient, event: &str, policy: GuardPolicy, lines: &[S
         // Before an edit Gemini CLI gives context to no one but the person; the model reads
         // the same once the edit is done (`AfterTool`).
         (HookClient::GeminiCli, GuardPolicy::Warn) => json!({ "systemMessage": found }),
+        // A headless Gemini CLI (`gemini -p`) waits forever on `ask`, and its hook cannot
+        // tell whether a person is there: it is refused, with the facts, for the agent to
+        // take to the person.
         (HookClient::GeminiCli, GuardPolicy::Ask) => json!({
-            "decision": "ask",
-            "systemMessage": found,
+            "decision": "deny",
+            "reason": text(
+                "majordomus refused this edit: this repository's policy (`[hooks] policy = \
+                 \"ask\"` in majordomus.toml) leaves edits of files other sessions claim to \
+                 the person to decide; ask them.",
+                lines,
+            ),
         }),
         (HookClient::GeminiCli, GuardPolicy::Deny) => json!({
             "decision": "deny",

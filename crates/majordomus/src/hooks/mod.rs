@@ -10,26 +10,31 @@
 //!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
-//! prints nothing, and the client carries on as if majordomus were not there. It never exits
+//! prints nothing, and the client carries on as if majordomus were not there. A server that
+//! missed the budget is not waited on again for a while ([`unanswered`]). It never exits
 //! with the status that means "block" to some clients, and prints nothing on stderr.
 
 pub mod clients;
 pub mod locate;
 pub mod patch;
+pub mod unanswered;
 
 use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
+use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
 use majordomus_domain::limits;
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput,
+    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput, NewsMoment, facts,
 };
+use crate::context::{Context, Site};
 use crate::registry::Operation;
 use clients::{Action, Said};
 
@@ -58,6 +63,10 @@ pub enum Silence {
     NoFile,
     #[error("the server did not answer in time")]
     OutOfTime,
+    #[error("the server missed a hook's budget a moment ago")]
+    RecentlyUnanswered,
+    #[error("the server answers nothing, not even `GET /`")]
+    Unresponsive,
     #[error("the server could not be asked: {0}")]
     Server(String),
 }
@@ -95,15 +104,30 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     let located = locate::checkout_of(&cwd).ok_or(Silence::NoCheckout)?;
     // The repository's own settings are all a hook reads: its suggestions concern the server.
     let config = config::load_repository(&located.root)?;
-    let (url, token) = match read_lease(&located.lease) {
-        LeaseReading::Document(lease, _) => (lease.url.ok_or(Silence::NoServer)?, lease.token),
-        _ => return Err(Silence::NoServer),
-    };
     let budget = config
         .hooks
         .budget()
         .checked_sub(started.elapsed())
         .ok_or(Silence::OutOfTime)?;
+    let served = match read_lease(&located.lease) {
+        LeaseReading::Document(lease, _) => lease.url.map(|url| (url, lease.token)),
+        _ => None,
+    };
+    let Some((url, token)) = served else {
+        return match event_of_input.action {
+            Action::News(moment @ NewsMoment::SessionStart) => {
+                let lines = tokio::time::timeout(budget, alone(&located.root, config))
+                    .await
+                    .map_err(|_| Silence::OutOfTime)??;
+                Ok(clients::answer(
+                    client,
+                    event,
+                    &Said::News { moment, lines },
+                ))
+            }
+            _ => Err(Silence::NoServer),
+        };
+    };
     let server = Server {
         url,
         token,
@@ -112,20 +136,70 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
             .build()
             .map_err(|error| Silence::Server(error.to_string()))?,
     };
-    let said = tokio::time::timeout(
-        budget,
-        ask(
+    let memory = unanswered::file_beside(&located.lease);
+    if let Some(memory) = &memory {
+        match unanswered::recall(memory, &server.url, SystemTime::now()) {
+            unanswered::Memory::Trusted => {}
+            unanswered::Memory::Unanswered => return Err(Silence::RecentlyUnanswered),
+            unanswered::Memory::Probe => {
+                if !server.answers_within(unanswered::PROBE_TIMEOUT).await {
+                    unanswered::remember(memory, &server.url, SystemTime::now());
+                    return Err(Silence::OutOfTime);
+                }
+                unanswered::forget(memory);
+            }
+        }
+    }
+    // A server slow to answer because one of its siblings is frozen still answers `GET /` at
+    // once. Once half the budget has passed the server is probed: one that does not answer
+    // that either within the probe's short timeout is given up on then, and remembered.
+    let asked = tokio::time::timeout(budget, async {
+        let asking = ask(
             &server,
             client,
             &config,
             &located.root,
             &cwd,
             event_of_input,
-        ),
-    )
-    .await
-    .map_err(|_| Silence::OutOfTime)??;
-    Ok(clients::answer(client, event, &said))
+        );
+        tokio::pin!(asking);
+        let probing = async {
+            tokio::time::sleep(budget / 2).await;
+            server.answers_within(unanswered::PROBE_TIMEOUT).await
+        };
+        tokio::select! {
+            said = &mut asking => return said,
+            answered = probing => if !answered {
+                return Err(Silence::Unresponsive);
+            },
+        }
+        asking.await
+    })
+    .await;
+    match asked {
+        Ok(Err(Silence::Unresponsive)) => {
+            if let Some(memory) = &memory {
+                unanswered::remember(memory, &server.url, SystemTime::now());
+            }
+            Err(Silence::Unresponsive)
+        }
+        Ok(said) => Ok(clients::answer(client, event, &said?)),
+        Err(_) => Err(Silence::OutOfTime),
+    }
+}
+
+/// The summary of the repository's other boards, read through their leases, for a session
+/// whose checkout has no server yet.
+async fn alone(root: &Path, config: Config) -> Result<Vec<String>, Silence> {
+    let root = root.to_path_buf();
+    let checkout = tokio::task::spawn_blocking(move || Checkout::discover(&root))
+        .await
+        .map_err(|error| Silence::Server(error.to_string()))?
+        .map_err(|_| Silence::NoCheckout)?;
+    let ctx = Context::observer(Arc::new(Site::new(checkout, config)));
+    facts::summary_without_a_server(&ctx)
+        .await
+        .map_err(|error| Silence::Server(error.to_string()))
 }
 
 /// Reads all of stdin, at most [`INPUT_LIMIT_BYTES`] and for at most `within`, on a thread of
@@ -161,6 +235,12 @@ struct Server {
 }
 
 impl Server {
+    /// Whether the server answers `GET /` (whatever it answers) within `timeout`.
+    async fn answers_within(&self, timeout: Duration) -> bool {
+        let probe = self.http.get(&self.url).bearer_auth(&self.token).send();
+        matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(_)))
+    }
+
     /// Asks for capability `O` with `input`, through the route `O` declares: the hook and
     /// the router read the route from the same declaration.
     async fn post<O: Operation>(&self, input: &O::Input) -> Result<O::Output, Silence> {

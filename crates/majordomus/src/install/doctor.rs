@@ -8,9 +8,9 @@ use std::path::Path;
 use majordomus_checkout::config;
 use majordomus_checkout::git::Checkout;
 
-use super::document::Document;
-use super::wiring::{FileParts, Format, Program, Scope, wiring};
-use super::{Site, read};
+use super::document::EditError;
+use super::wiring::{FileParts, Program, Scope, wiring};
+use super::{Site, parse, read, trust};
 use crate::capabilities::hooks::HookClient;
 
 /// The executables a client is run as.
@@ -38,42 +38,49 @@ fn markers(client: HookClient) -> &'static [&'static str] {
 pub fn first_run_note(client: HookClient) -> Option<&'static str> {
     match client {
         HookClient::ClaudeCode => None,
-        HookClient::Codex => Some(
-            "Codex reads a project's .codex/ only in a project it trusts, and runs new hooks once \
-             they are reviewed (`/hooks` in Codex)",
-        ),
-        HookClient::GeminiCli => Some(
-            "Gemini CLI starts a project's MCP servers only in a trusted folder; run `gemini \
-             trust` here if it says the folder is not trusted",
-        ),
+        HookClient::Codex => Some(CODEX_REVIEW),
+        HookClient::GeminiCli => Some(GEMINI_TRUST),
         HookClient::Cursor => {
             Some("Cursor may ask once to enable the project's server (Settings, MCP)")
         }
     }
 }
 
+const CODEX_REVIEW: &str = "Codex reads a project's .codex/ only in a project it trusts, and \
+     `codex exec` skips hooks nobody reviewed: start `codex` in each worktree and review \
+     majordomus's hooks with `/hooks` (again whenever they change)";
+
+const GEMINI_TRUST: &str = "Gemini CLI reads a folder's .gemini/settings.json only once the \
+     folder is trusted: start `gemini` there and trust it in the first-run dialog, or run \
+     `/permissions trust` in a session; a headless `gemini -p` trusts it for one run with \
+     `--skip-trust`";
+
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
 }
 
-/// What of a scope's wiring is missing: the files that lack a part, as the person reads them.
+/// What of a scope's wiring is missing or unusable, one phrase per file, as the person reads
+/// it.
 fn missing(site: &Site, files: &[FileParts]) -> Vec<String> {
     files
         .iter()
-        .filter(|file| {
-            let text = read(&file.path);
-            let document = match file.format {
-                Format::Json => Document::json(text.as_deref()),
-                Format::Toml => Document::toml(text.as_deref()),
-            };
-            !document.is_ok_and(|document| file.parts.iter().all(|part| document.has(part)))
+        .filter_map(|file| {
+            let shown = site.shown(&file.path);
+            match parse(file, read(&file.path).as_deref()) {
+                Ok(document) if file.parts.iter().all(|part| document.has(part)) => None,
+                Ok(_) => Some(format!("{shown} lacks majordomus's part")),
+                Err(EditError::NotStrict(_)) => Some(format!(
+                    "{shown} has comments or trailing commas, so the client ignores it"
+                )),
+                Err(error) => Some(format!("{shown}: {error}")),
+            }
         })
-        .map(|file| site.shown(&file.path))
         .collect()
 }
 
-/// Runs `majordomus doctor` in `dir`'s checkout.
+/// Runs `majordomus doctor` in `dir`'s checkout, then says how each other worktree of the
+/// repository stands.
 pub fn run(dir: &Path) -> Result<(), String> {
     let project = Site::new(dir, Scope::Project)?;
     let user = Site::new(dir, Scope::User)?;
@@ -95,10 +102,8 @@ pub fn run(dir: &Path) -> Result<(), String> {
         if configured {
             seen.push("configured in this repository".to_string());
         }
-        let in_project = missing(
-            &project,
-            &wiring(client, Scope::Project, &project.places, &program),
-        );
+        let project_files = wiring(client, Scope::Project, &project.places, &program);
+        let in_project = missing(&project, &project_files);
         let for_user = missing(&user, &wiring(client, Scope::User, &user.places, &program));
         let verdict = if in_project.is_empty() {
             "wired in this project".to_string()
@@ -106,20 +111,21 @@ pub fn run(dir: &Path) -> Result<(), String> {
             "wired for this user".to_string()
         } else {
             format!(
-                "not wired ({} {} majordomus's part): run `majordomus install {client}`",
-                in_project.join(", "),
-                if in_project.len() == 1 {
-                    "lacks"
-                } else {
-                    "lack"
-                }
+                "not wired ({}): run `majordomus install {client}`",
+                in_project.join("; ")
             )
         };
         crate::render::say!("{client} ({}): {verdict}", seen.join(", "));
-        if in_project.is_empty()
-            && let Some(note) = first_run_note(client)
-        {
-            crate::render::say!("  {note}");
+        if in_project.is_empty() {
+            match trust::will_not_run(client, &project.places, &project_files) {
+                Some(step) => crate::render::say!("  but the client will not run it yet: {step}"),
+                None if client == HookClient::Cursor => {
+                    if let Some(note) = first_run_note(client) {
+                        crate::render::say!("  {note}");
+                    }
+                }
+                None => {}
+            }
         }
     }
     if !found_any {
@@ -128,7 +134,55 @@ pub fn run(dir: &Path) -> Result<(), String> {
              <claude-code|codex|gemini-cli|cursor>` wires one"
         );
     }
+    other_worktrees(dir, &program)?;
     suggestions(dir);
+    Ok(())
+}
+
+/// One line per other worktree of the repository: which clients are wired there, and which
+/// of those will not run the wiring yet (an untrusted folder, hooks nobody reviewed).
+fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
+    let Ok(checkout) = Checkout::discover(dir) else {
+        return Ok(());
+    };
+    for root in super::other_worktrees(&checkout) {
+        let site = Site::new(&root, Scope::Project)?;
+        let mut wired = Vec::new();
+        let mut unwired = Vec::new();
+        let mut not_run = Vec::new();
+        for client in HookClient::ALL {
+            let files = wiring(client, Scope::Project, &site.places, program);
+            if !missing(&site, &files).is_empty() {
+                unwired.push(client);
+                continue;
+            }
+            wired.push(client);
+            if trust::will_not_run(client, &site.places, &files).is_some() {
+                not_run.push(client);
+            }
+        }
+        let named = |clients: &[HookClient]| {
+            clients
+                .iter()
+                .map(|client| client.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let verdict = match (wired.is_empty(), unwired.is_empty()) {
+            (true, _) => "not wired: `majordomus install` in any worktree wires them all".into(),
+            (false, true) => format!("wired for {}", named(&wired)),
+            (false, false) => format!("wired for {}; not for {}", named(&wired), named(&unwired)),
+        };
+        let verdict = if not_run.is_empty() {
+            verdict
+        } else {
+            format!(
+                "{verdict}; {} will not run it there yet (see above)",
+                named(&not_run)
+            )
+        };
+        crate::render::say!("worktree {}: {verdict}", root.display());
+    }
     Ok(())
 }
 
@@ -138,7 +192,7 @@ fn suggestions(dir: &Path) {
     let checkout = match Checkout::discover(dir) {
         Ok(checkout) => checkout,
         Err(error) => {
-            return println!(
+            return crate::render::say!(
                 "cannot read the configuration of {}: {error}",
                 dir.display()
             );
@@ -146,18 +200,18 @@ fn suggestions(dir: &Path) {
     };
     let config = match config::load(&checkout) {
         Ok(config) => config,
-        Err(error) => return println!("the configuration cannot be used: {error}"),
+        Err(error) => return crate::render::say!("the configuration cannot be used: {error}"),
     };
     for (kind, suggested) in config.suggestions.made() {
         let described = kind.described();
         if suggested.allowed {
-            println!(
+            crate::render::say!(
                 "this repository suggests {described} ({}) in {}: allowed",
                 suggested.shown,
                 config::CONFIG_FILE
             );
         } else {
-            println!(
+            crate::render::say!(
                 "this repository suggests {described} ({}) in {}: not allowed, so not used; \
                  to allow it, run `majordomus allow {} --repo {}`",
                 suggested.shown,

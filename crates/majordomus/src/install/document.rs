@@ -28,6 +28,11 @@ pub enum EditError {
     Toml(String),
     #[error("`{0}` in it is not {1}, so majordomus leaves the file alone")]
     Shape(String, &'static str),
+    #[error(
+        "its client reads only strict JSON and ignores this file, which is not ({0}): remove \
+         its comments and trailing commas, then run this again"
+    )]
+    NotStrict(String),
 }
 
 /// What putting a part in, or taking it out, came to.
@@ -72,8 +77,41 @@ fn server_as_written(existing: &Value, wanted: &Value) -> bool {
     &existing == wanted
 }
 
+/// The hook command install writes: `majordomus hook <client> <event>` behind a check that
+/// the executable is there, so a client whose person has no majordomus (a teammate sharing
+/// the repository's files) runs a command that exits 0 rather than the shell's 127, which
+/// Gemini CLI takes for "deny". Written for `sh -c`, which every client can run, whether it
+/// hands the line to a shell of its own or splits it into words.
+pub fn hook_command(program_word: &str, client: &str, event: &str) -> String {
+    let guarded =
+        format!("{CHECK_HEAD}{program_word}{CHECK_TAIL}{program_word} hook {client} {event}");
+    format!("{WRAPPER_HEAD}{}'", guarded.replace('\'', r"'\''"))
+}
+
+const WRAPPER_HEAD: &str = "sh -c '";
+const CHECK_HEAD: &str = "command -v ";
+const CHECK_TAIL: &str = " >/dev/null 2>&1 || exit 0; exec ";
+
+/// The command a hook runs, taken out of the wrapper [`hook_command`] writes (the same
+/// program checked and run); any other command as it is. Earlier versions wrote the bare
+/// command, so both forms are majordomus's own.
+fn unwrapped(command: &str) -> String {
+    let inner = command
+        .strip_prefix(WRAPPER_HEAD)
+        .and_then(|rest| rest.strip_suffix('\''))
+        .map(|inner| inner.replace(r"'\''", "'"));
+    let run = inner.as_deref().and_then(|inner| {
+        let (check, run) = inner.split_once(CHECK_TAIL)?;
+        let program = check.strip_prefix(CHECK_HEAD)?;
+        run.strip_prefix(program)?
+            .starts_with(" hook ")
+            .then(|| run.to_owned())
+    });
+    run.unwrap_or_else(|| command.to_owned())
+}
+
 /// Which of a command's hooks are majordomus's: the command runs `majordomus hook <client>
-/// <event>`, from wherever the executable is.
+/// <event>`, from wherever the executable is, bare or in the wrapper [`hook_command`] writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ours {
     suffix: String,
@@ -87,13 +125,14 @@ impl Ours {
     }
 
     fn command(&self, command: &str) -> bool {
+        let command = unwrapped(command);
         command.ends_with(&self.suffix) && command.contains("majordomus")
     }
 
-    /// Whether `command` is ours as install writes it: the executable, wherever it is, and
-    /// nothing else before the subcommand (no wrapper, no environment).
+    /// Whether `command` is ours as install writes it, or wrote it before: the executable,
+    /// wherever it is, and nothing else before the subcommand (no environment).
     fn plain(&self, command: &str) -> bool {
-        command
+        unwrapped(command)
             .strip_suffix(&self.suffix)
             .is_some_and(is_program_word)
     }
@@ -933,6 +972,60 @@ mod tests {
                 ]}])
             );
         }
+    }
+
+    /// The bare command earlier versions wrote and the guarded one written now are both
+    /// majordomus's: install replaces the first with the second, uninstall takes either out.
+    #[test]
+    fn the_bare_and_the_guarded_hook_commands_are_both_ours() {
+        let guarded = |event: &'static str| Part::Hook {
+            parents: &["hooks"],
+            event,
+            entry: json!({"matcher": "Write|Edit", "hooks": [
+                {"type": "command", "command": hook_command("majordomus", "claude-code", event), "timeout": 5}
+            ]}),
+            ours: Ours::new("claude-code", event),
+        };
+        let bare = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "/old/bin/majordomus hook claude-code PreToolUse", "timeout": 5}]}]}}"#;
+        let mut document = Document::json(Some(bare)).unwrap();
+        assert_eq!(
+            document.apply(&guarded("PreToolUse"), false).unwrap(),
+            Outcome::Done
+        );
+        let installed = value_of(&document.text());
+        assert_eq!(
+            installed["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            hook_command("majordomus", "claude-code", "PreToolUse")
+        );
+        assert_eq!(
+            installed["hooks"]["PreToolUse"].as_array().unwrap().len(),
+            1
+        );
+        assert!(document.has(&guarded("PreToolUse")));
+        for text in [bare.to_owned(), document.text()] {
+            let mut document = Document::json(Some(&text)).unwrap();
+            assert_eq!(
+                document.remove(&guarded("PreToolUse"), false).unwrap(),
+                Outcome::Done
+            );
+            assert!(
+                !document.text().contains("majordomus"),
+                "{}",
+                document.text()
+            );
+        }
+        let quoted = hook_command("'/opt/my tools/majordomus'", "codex", "PreToolUse");
+        assert_eq!(
+            unwrapped(&quoted),
+            "'/opt/my tools/majordomus' hook codex PreToolUse"
+        );
+        assert_eq!(
+            unwrapped(
+                "sh -c 'command -v x >/dev/null 2>&1 || exit 0; exec y hook codex PreToolUse'"
+            ),
+            "sh -c 'command -v x >/dev/null 2>&1 || exit 0; exec y hook codex PreToolUse'",
+            "a check of another program is not the wrapper"
+        );
     }
 
     #[test]

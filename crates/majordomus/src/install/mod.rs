@@ -4,14 +4,16 @@
 
 pub mod doctor;
 pub mod document;
+pub mod exclude;
 pub mod file;
 pub mod manifest;
+pub mod trust;
 pub mod wiring;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use majordomus_checkout::git::Checkout;
+use majordomus_checkout::git::{Checkout, list_worktrees};
 use majordomus_checkout::lease::lease_path;
 use similar::TextDiff;
 use tempfile::NamedTempFile;
@@ -20,7 +22,7 @@ use crate::capabilities::hooks::HookClient;
 use document::{Document, EditError, Outcome};
 use file::{Contents, Replaced};
 use manifest::{Manifest, Restore};
-use wiring::{FileParts, Format, Places, Program, Scope, wiring};
+use wiring::{FileParts, Format, PERSONAL_FILES, Places, Program, Scope, wiring};
 
 /// What `majordomus install` was asked.
 #[derive(Clone, Debug)]
@@ -139,9 +141,17 @@ pub(crate) fn read(path: &Path) -> Option<String> {
     file::read(path).ok().and_then(|contents| contents.text)
 }
 
-fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
+pub(crate) fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
     match file.format {
         Format::Json => Document::json(text),
+        Format::StrictJson => {
+            if let Some(text) = text
+                && let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(text)
+            {
+                return Err(EditError::NotStrict(error.to_string()));
+            }
+            Document::json(text)
+        }
         Format::Toml => Document::toml(text),
     }
 }
@@ -190,7 +200,7 @@ fn uninstalled(
     }
     let rest = document.text();
     let nothing_left = match file.format {
-        Format::Json => serde_json::from_str::<serde_json::Value>(&rest)
+        Format::Json | Format::StrictJson => serde_json::from_str::<serde_json::Value>(&rest)
             .is_ok_and(|value| value.as_object().is_some_and(|object| object.is_empty())),
         Format::Toml => rest.trim().is_empty(),
     };
@@ -219,7 +229,71 @@ fn plan(
 
 /// Runs `majordomus install` (or `--uninstall`), printing what it changed, or with
 /// `--dry-run` the diff of what it would change.
+///
+/// In project scope every existing worktree of the repository is wired, the one asked in
+/// first: each worktree has its own copy of the files, and a worktree left unwired is a
+/// session nobody sees. The files that hold one person's approvals are kept out of git
+/// through the repository's `info/exclude`.
 pub fn run(options: &Options) -> Result<(), String> {
+    if options.scope == Scope::User {
+        return run_in(options);
+    }
+    let checkout = Checkout::discover(&options.dir)
+        .map_err(|error| format!("cannot use {}: {error}", options.dir.display()))?;
+    let mut problems = Vec::new();
+    if let Err(problem) = run_in(options) {
+        problems.push(problem);
+    }
+    for root in other_worktrees(&checkout) {
+        crate::render::say!("in the worktree {}:", root.display());
+        let options = Options {
+            dir: root.clone(),
+            ..options.clone()
+        };
+        if let Err(problem) = run_in(&options) {
+            problems.push(format!("in the worktree {}: {problem}", root.display()));
+        }
+    }
+    if !options.dry_run
+        && options.clients.contains(&HookClient::ClaudeCode)
+        && let Some(common_dir) = &checkout.common_dir
+    {
+        match exclude::keep_out_of_git(common_dir, PERSONAL_FILES, !options.uninstall) {
+            Ok(true) if options.uninstall => crate::render::say!(
+                "claude-code: {} no longer kept out of git in info/exclude",
+                PERSONAL_FILES.join(", ")
+            ),
+            Ok(true) => crate::render::say!(
+                "claude-code: {} (one person's approvals) kept out of git in info/exclude",
+                PERSONAL_FILES.join(", ")
+            ),
+            Ok(false) => {}
+            Err(error) => problems.push(format!("cannot edit info/exclude: {error}")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The roots of the repository's worktrees other than `checkout`'s, those whose directory is
+/// still there, in git's order.
+fn other_worktrees(checkout: &Checkout) -> Vec<PathBuf> {
+    let Ok(worktrees) = list_worktrees(checkout) else {
+        return Vec::new();
+    };
+    worktrees
+        .iter()
+        .filter(|worktree| !worktree.prunable)
+        .map(|worktree| worktree.checkout(checkout).root)
+        .filter(|root| *root != checkout.root && root.is_dir())
+        .collect()
+}
+
+/// Install (or uninstall) in one checkout, or the user's scope.
+fn run_in(options: &Options) -> Result<(), String> {
     let site = Site::new(&options.dir, options.scope)?;
     let bounds = site.bounds();
     let program = Program::this_executable();

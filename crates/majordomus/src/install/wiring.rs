@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::document::{Ours, Part};
+use super::document::{Ours, Part, hook_command};
 use crate::capabilities::hooks::HookClient;
 use crate::hooks::clients::{edit_matcher, events};
 
@@ -32,6 +32,9 @@ impl Scope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Json,
+    /// JSON read by a strict parser: no comments, no trailing commas. Claude Code ignores a
+    /// settings file that has any ("Found 0 total hooks"), so install never writes one.
+    StrictJson,
     Toml,
 }
 
@@ -100,13 +103,17 @@ impl Program {
     }
 
     fn hook(&self, client: HookClient, event: &str) -> String {
-        format!("{} hook {client} {event}", self.shell_word)
+        hook_command(&self.shell_word, client.as_str(), event)
     }
 
     fn server(&self) -> Value {
         json!({"command": self.path, "args": ["mcp"]})
     }
 }
+
+/// The project files install writes that hold one person's approvals (Claude Code's approval
+/// of the project's server): kept out of git, since a teammate approves for themselves.
+pub const PERSONAL_FILES: &[&str] = &[".claude/settings.local.json"];
 
 /// The name of majordomus's server in every client's list of MCP servers.
 pub const SERVER_NAME: &str = "majordomus";
@@ -157,15 +164,20 @@ pub fn wiring(
         format: Format::Json,
         parts,
     };
+    let strict = |path: PathBuf, parts: Vec<Part>| FileParts {
+        path,
+        format: Format::StrictJson,
+        parts,
+    };
     match client {
         HookClient::ClaudeCode => {
             let seconds = json!(HOOK_TIMEOUT_SECONDS);
             match scope {
                 Scope::Project => vec![
                     json(base.join(".mcp.json"), vec![server_entry(program.server())]),
-                    json(base.join(".claude/settings.json"), hooks(seconds, false)),
-                    json(
-                        base.join(".claude/settings.local.json"),
+                    strict(base.join(".claude/settings.json"), hooks(seconds, false)),
+                    strict(
+                        base.join(PERSONAL_FILES[0]),
                         vec![Part::ListItem {
                             parents: &[],
                             key: "enabledMcpjsonServers",
@@ -178,7 +190,7 @@ pub fn wiring(
                         base.join(".claude.json"),
                         vec![server_entry(program.server())],
                     ),
-                    json(base.join(".claude/settings.json"), hooks(seconds, false)),
+                    strict(base.join(".claude/settings.json"), hooks(seconds, false)),
                 ],
             }
         }
@@ -255,6 +267,7 @@ fn toml_has_hooks(config: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_checkout::changes::OWN_WIRING_FILES;
 
     #[test]
     fn a_path_with_spaces_is_quoted_for_the_shell_only() {
@@ -263,12 +276,78 @@ mod tests {
         assert_eq!(program.shell_word, "'/opt/my tools/majordomus'");
         assert_eq!(
             program.hook(HookClient::Codex, "PreToolUse"),
-            "'/opt/my tools/majordomus' hook codex PreToolUse"
+            concat!(
+                r"sh -c 'command -v '\''/opt/my tools/majordomus'\'' >/dev/null 2>&1 ",
+                r"|| exit 0; exec '\''/opt/my tools/majordomus'\'' hook codex PreToolUse'"
+            )
         );
         assert_eq!(
             Program::at(Path::new("/usr/bin/majordomus")).shell_word,
             "/usr/bin/majordomus"
         );
+    }
+
+    /// What a client runs when the executable is missing exits 0 (Gemini CLI takes any other
+    /// status but 1 for "deny"), and runs the hook when it is there.
+    #[test]
+    fn a_hook_command_exits_0_without_majordomus_and_runs_it_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |program: &Program| {
+            let command = program.hook(HookClient::GeminiCli, "BeforeTool");
+            // as the clients run it: through a shell
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .env("PATH", "/usr/bin:/bin")
+                .output()
+                .unwrap()
+        };
+        let missing = run(&Program::at(&dir.path().join("my tools/majordomus")));
+        assert_eq!(missing.status.code(), Some(0), "{missing:?}");
+        assert!(missing.stdout.is_empty() && missing.stderr.is_empty());
+        let bare = Program {
+            path: "majordomus".into(),
+            shell_word: "majordomus".into(),
+        };
+        assert_eq!(run(&bare).status.code(), Some(0), "not on PATH");
+
+        let present = dir.path().join("my tools/majordomus");
+        std::fs::create_dir_all(present.parent().unwrap()).unwrap();
+        std::fs::write(&present, "#!/bin/sh\necho \"ran $*\"\n").unwrap();
+        std::fs::set_permissions(
+            &present,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let ran = run(&Program::at(&present));
+        assert_eq!(
+            String::from_utf8_lossy(&ran.stdout),
+            "ran hook gemini-cli BeforeTool\n"
+        );
+    }
+
+    /// The board leaves out exactly the files install writes into a checkout.
+    #[test]
+    fn every_project_file_is_one_the_board_knows_as_majordomus_s_own() {
+        let places = Places {
+            root: "/w/repo".into(),
+            home: "/home/dev".into(),
+            codex_home: "/home/dev/.codex".into(),
+        };
+        let program = Program::at(Path::new("/usr/bin/majordomus"));
+        let mut written: Vec<String> = HookClient::ALL
+            .into_iter()
+            .flat_map(|client| wiring(client, Scope::Project, &places, &program))
+            .map(|file| {
+                let relative = file.path.strip_prefix(&places.root).unwrap();
+                relative.to_string_lossy().into_owned()
+            })
+            .collect();
+        written.sort();
+        written.dedup();
+        let mut own: Vec<String> = OWN_WIRING_FILES.iter().map(|f| f.to_string()).collect();
+        own.sort();
+        assert_eq!(written, own);
     }
 
     #[test]

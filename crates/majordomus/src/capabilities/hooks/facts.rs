@@ -143,6 +143,23 @@ pub async fn news(
     })
 }
 
+/// What a session hears at its start when its own checkout has no server to ask yet (Claude
+/// Code runs its session-start hook before it starts its MCP servers): the summary a server
+/// would give, read from the siblings' boards through their leases. This checkout's board
+/// is left out: a server starting meanwhile lists the reader's own connection there.
+pub async fn summary_without_a_server(ctx: &Context) -> Result<Vec<String>, CapabilityError> {
+    let mut list = listing(ctx).await?;
+    list.peers.retain(|listed| {
+        !listed
+            .peer
+            .checkout
+            .as_ref()
+            .is_some_and(|checkout| checkout.this_checkout)
+    });
+    let nobody = PeerId(String::new());
+    Ok(bounded(summary(&list, &Me { peer: &nobody }, &[])))
+}
+
 /// Every other claim in `list` that meets one of `paths`, live peers first and this
 /// checkout's before the others', at most [`FINDINGS_LISTED`]; and how many more there are.
 ///
