@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use common::fake_model::{FakeModel, Turn};
 use common::real_client::{Client, ClientRun, Workspace};
-use common::{ServeProcess, TempRepo, run_cli};
+use common::{McpClient, ServeProcess, TempRepo, run_cli};
 
 const WRITTEN: &str = "pub fn tidy() {}\n";
 
@@ -116,4 +116,86 @@ async fn codex_announces_and_writes_headless() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gemini_cli_announces_and_writes_headless() {
     announce_then_write(Client::GeminiCli).await;
+}
+
+/// Under the default policy, with another live session claiming `src/lib.rs` in the same
+/// checkout: Claude Code's `Write` of it, `sed -i` on it and `git checkout -- .` are stopped
+/// before they run, each refusal naming the holder, its worktree, branch and intent; `git
+/// status` runs untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = McpClient::http(&lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the \"parser\"", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    std::fs::write(checkout.join("README.md"), "uncommitted work\n").unwrap();
+    let fake = FakeModel::start(vec![
+        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Turn::call(
+            "Bash",
+            json!({"command": "sed -i 's/nothing/something/' src/lib.rs", "description": "edit"}),
+        ),
+        Turn::call(
+            "Bash",
+            json!({"command": "git checkout -- .", "description": "discard"}),
+        ),
+        Turn::call(
+            "Bash",
+            json!({"command": "git status", "description": "status"}),
+        ),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "the claimed file is unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("README.md")).unwrap(),
+        "uncommitted work\n",
+        "`git checkout -- .` did not run"
+    );
+    let worktree = checkout.to_string_lossy().into_owned();
+    let write = fake.tool_result("Write").expect("the Write's result");
+    let shells = fake.tool_results("Bash");
+    assert_eq!(shells.len(), 3, "{shells:?}");
+    for refused in [&write, &shells[0], &shells[1]] {
+        assert!(
+            refused.contains("stopped this tool call before it ran")
+                && refused.contains("holder-agent")
+                && refused.contains(&worktree)
+                && refused.contains("branch")
+                && refused.contains("port the \\\"parser\\\""),
+            "the refusal names the holder, its worktree, branch and intent: {refused}"
+        );
+    }
+    assert!(
+        shells[1].contains("git checkout -- .") && shells[1].contains("discards"),
+        "{}",
+        shells[1]
+    );
+    assert!(
+        shells[2].contains("On branch") && !shells[2].contains("majordomus"),
+        "`git status` ran untouched: {}",
+        shells[2]
+    );
+    holder.close().await;
 }

@@ -16,6 +16,7 @@
 pub mod clients;
 pub mod locate;
 pub mod patch;
+pub mod shell;
 
 use std::collections::HashSet;
 use std::io::Read as _;
@@ -24,14 +25,14 @@ use std::time::{Duration, Instant};
 
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::lease::{LeaseReading, read_lease};
-use majordomus_domain::limits;
+use majordomus_domain::{limits, text};
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput,
+    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput, facts,
 };
 use crate::registry::Operation;
-use clients::{Action, Said};
+use clients::{Action, Found, Said};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
 /// gives up (fails open) rather than hold an arbitrary amount in memory.
@@ -216,9 +217,53 @@ async fn ask(
                 .into_iter()
                 .map(|files| async move { server.post::<HooksGuard>(&files).await });
             let guarded = futures::future::try_join_all(asked).await?;
+            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
-                lines: with_unread(guarded),
+                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                found: found(guarded),
+            })
+        }
+        Action::Shell(effects) => {
+            let mut guarded = Vec::new();
+            if !effects.writes.is_empty() {
+                let asked = files(effects.writes)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|files| async move { server.post::<HooksGuard>(&files).await });
+                guarded = futures::future::try_join_all(asked).await?;
+            }
+            let mut found = found(guarded);
+            if let Some(command) = &effects.discards {
+                let whole = in_requests(client, &event.session_id, vec![".".to_owned()]);
+                let here = server.post::<HooksGuard>(&whole[0]).await?;
+                let working_here: Vec<String> = here
+                    .findings
+                    .iter()
+                    .filter(|finding| {
+                        finding.attached
+                            && finding.checkout.as_ref().is_some_and(|c| c.this_checkout)
+                    })
+                    .map(facts::working_here_line)
+                    .collect();
+                if !working_here.is_empty() {
+                    found.live.insert(
+                        0,
+                        format!(
+                            "{} discards or rewrites uncommitted work in this checkout, where \
+                             other live sessions work:",
+                            text::quoted(command, 200)
+                        ),
+                    );
+                    let at = found.live.len().min(1);
+                    found.live.splice(at..at, working_here);
+                }
+            }
+            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
+            Ok(Said::Claimed {
+                policy: config.hooks.policy,
+                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                found,
             })
         }
         Action::Edit(paths) => {
@@ -256,6 +301,34 @@ fn in_requests(client: HookClient, session_id: &str, paths: Vec<String>) -> Vec<
             paths: chunk.to_vec(),
         })
         .collect()
+}
+
+/// The guards' findings, each once, split by what they call for, followed by the boards
+/// the guards could not read when they found something.
+fn found(answers: Vec<Guarded>) -> Found {
+    let mut seen = HashSet::new();
+    let mut found = Found::default();
+    for finding in answers.iter().flat_map(|guarded| &guarded.findings) {
+        let line = facts::finding_line(finding);
+        if seen.insert(line.clone()) {
+            if finding.attached {
+                found.live.push(line);
+            } else {
+                found.departed.push(line);
+            }
+        }
+    }
+    found.live = facts::bounded(found.live);
+    found.departed = facts::bounded(found.departed);
+    if !(found.live.is_empty() && found.departed.is_empty()) {
+        let unread = answers
+            .iter()
+            .flat_map(|guarded| &guarded.unread)
+            .filter(|line| seen.insert((*line).clone()))
+            .cloned();
+        found.departed.extend(unread);
+    }
+    found
 }
 
 /// The guards' lines, each once, followed by the boards they could not read when they found

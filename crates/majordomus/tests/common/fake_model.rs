@@ -157,6 +157,24 @@ impl FakeModel {
             .find_map(|request| result_in(&request.body, call))
     }
 
+    /// The results the client sent back for every call the fake made to `tool`, in the
+    /// order of the calls; a call whose result no request carried yet is left out.
+    pub fn tool_results(&self, tool: &str) -> Vec<String> {
+        let script = self.script.lock().unwrap();
+        let suffix = format!("_{tool}");
+        script
+            .calls
+            .iter()
+            .filter(|call| call.name == tool || call.name.ends_with(&suffix))
+            .filter_map(|call| {
+                script
+                    .requests
+                    .iter()
+                    .find_map(|request| result_in(&request.body, call))
+            })
+            .collect()
+    }
+
     /// One line per request (method, path, the main loop's last message kinds), for failure
     /// messages.
     pub fn summary(&self) -> String {

@@ -366,7 +366,7 @@ fn unread(list: &PeerList) -> Vec<String> {
 }
 
 /// A finding as a line: this session's files, the other session, its claim.
-fn finding_line(finding: &Finding) -> String {
+pub(crate) fn finding_line(finding: &Finding) -> String {
     let yours: Vec<&str> = finding.yours.iter().map(String::as_str).collect();
     let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
     let who = describe(
@@ -389,6 +389,27 @@ fn finding_line(finding: &Finding) -> String {
         format!(
             "{yours} {} in the claim of {who} on {theirs}, for {}",
             if many { "lie" } else { "lies" },
+            quoted(&finding.intent, QUOTED_BYTES)
+        )
+    }
+}
+
+/// Another session working in this checkout, with its claim: what a command that discards
+/// the checkout's uncommitted work would take from it.
+pub(crate) fn working_here_line(finding: &Finding) -> String {
+    let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
+    let who = describe(
+        &finding.peer,
+        &finding.client,
+        finding.checkout.as_ref(),
+        finding.attached,
+    );
+    if finding.claim.as_deref() == Some(EDITS_CLAIM) {
+        format!("{who} edited {}", path_list(&theirs, finding.more_theirs))
+    } else {
+        format!(
+            "{who} claims {} for {}",
+            path_list(&theirs, finding.more_theirs),
             quoted(&finding.intent, QUOTED_BYTES)
         )
     }
@@ -435,7 +456,7 @@ fn path_list(paths: &[&str], more: usize) -> String {
 
 /// The lines that fit in [`LINES_BYTES`], in order; when some do not, a last line says how
 /// many were left out.
-fn bounded(lines: Vec<String>) -> Vec<String> {
+pub(crate) fn bounded(lines: Vec<String>) -> Vec<String> {
     let mut kept = Vec::new();
     let mut used = 0;
     let total = lines.len();
