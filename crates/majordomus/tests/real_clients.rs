@@ -199,3 +199,68 @@ async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
     );
     holder.close().await;
 }
+
+/// Under the default policy, another worktree's uncommitted change to `src/lib.rs` that is
+/// predicted to conflict with this worktree's own: Claude Code's first `Write` of it is
+/// refused with both facts; the same `Write` repeated goes ahead.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    std::fs::write(beta.join("src/lib.rs"), "pub fn beta() {}\n").unwrap();
+    std::fs::write(checkout.join("src/lib.rs"), "pub fn alpha() {}\n").unwrap();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let reader = McpClient::http(&lease, "reader", "1.0").await;
+    // The server reads the worktrees and predicts their conflicts in the background; a
+    // listing waits for that reading, and the guard reads the same one.
+    common::eventually("the conflict on src/lib.rs predicted", || async {
+        let listed = reader.answer("majordomus_peers", json!({})).await;
+        let conflicts = listed["conflicts"]["conflicts"].to_string();
+        if conflicts.contains("src/lib.rs") {
+            Ok(())
+        } else {
+            Err(listed["conflicts"].to_string())
+        }
+    })
+    .await;
+    let fake = FakeModel::start(vec![
+        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    let writes = fake.tool_results("Write");
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let beta = beta.to_string_lossy().into_owned();
+    assert!(
+        writes[0].contains("stopped this edit once")
+            && writes[0].contains(&format!(
+                "worktree \"{beta}\" (branch \"beta\") has uncommitted changes to \"src/lib.rs\""
+            ))
+            && writes[0].contains("predicted to conflict on \"src/lib.rs\""),
+        "the first attempt is refused with the facts: {}",
+        writes[0]
+    );
+    assert!(
+        !writes[1].contains("stopped"),
+        "the repeated edit passes: {}",
+        writes[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        WRITTEN,
+        "the repeated edit was written"
+    );
+    reader.close().await;
+}

@@ -170,17 +170,27 @@ fn edited_files(client: HookClient, input: &Value) -> Option<Vec<String>> {
 pub struct Found {
     /// Live other sessions' claims on the files: under `guard`, they stop the edit.
     pub live: Vec<String>,
+    /// Other worktrees' uncommitted changes to the files and conflicts predicted on them:
+    /// under `guard`, the first attempt is refused and the same edit repeated soon passes.
+    pub bumps: Vec<String>,
+    /// Whether this edit is the repetition that passes the speed bumps.
+    pub bump_passed: bool,
     /// Departed sessions' claims on the files: a line of context under `guard`.
     pub departed: Vec<String>,
 }
 
 impl Found {
     fn is_empty(&self) -> bool {
-        self.live.is_empty() && self.departed.is_empty()
+        self.live.is_empty() && self.bumps.is_empty() && self.departed.is_empty()
     }
 
     fn all(&self) -> Vec<String> {
-        self.live.iter().chain(&self.departed).cloned().collect()
+        self.live
+            .iter()
+            .chain(&self.bumps)
+            .chain(&self.departed)
+            .cloned()
+            .collect()
     }
 }
 
@@ -294,6 +304,29 @@ fn guard_answer(
                 &all,
             ),
         )),
+        GuardPolicy::Guard if found.live.is_empty() && !found.bumps.is_empty() => {
+            Some(if found.bump_passed {
+                warning(
+                    client,
+                    event,
+                    &text(
+                        "this edit was stopped once and repeated, so it goes ahead:",
+                        &all,
+                    ),
+                )
+            } else {
+                let mut stopped = text(
+                    "majordomus stopped this edit once, before it ran: it meets other \
+                     worktrees' work.",
+                    &all,
+                );
+                stopped.push_str(
+                    "\nNothing was written. Repeat the same edit within five minutes and it \
+                     goes ahead; or look at the other worktree's work first.",
+                );
+                refusal(client, event, &stopped)
+            })
+        }
         GuardPolicy::Guard if found.live.is_empty() => Some(warning(
             client,
             event,
@@ -394,12 +427,12 @@ mod tests {
         if live {
             Found {
                 live: vec![line],
-                departed: vec![],
+                ..Found::default()
             }
         } else {
             Found {
-                live: vec![],
                 departed: vec![line],
+                ..Found::default()
             }
         }
     }
@@ -466,6 +499,25 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("have left")
+        );
+        let bump = |bump_passed| Said::Claimed {
+            policy: GuardPolicy::Guard,
+            person: true,
+            found: Found {
+                bumps: vec!["worktree \"/w/b\" has uncommitted changes to \"src/x.rs\"".into()],
+                bump_passed,
+                ..Found::default()
+            },
+        };
+        let first = answer(HookClient::ClaudeCode, "PreToolUse", &bump(false)).unwrap();
+        assert_eq!(first["hookSpecificOutput"]["permissionDecision"], "deny");
+        let again = answer(HookClient::ClaudeCode, "PreToolUse", &bump(true)).unwrap();
+        assert!(again["hookSpecificOutput"]["permissionDecision"].is_null());
+        assert!(
+            again["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .unwrap()
+                .contains("goes ahead")
         );
         let off = Said::Claimed {
             policy: GuardPolicy::Off,

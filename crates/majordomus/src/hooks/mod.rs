@@ -318,9 +318,18 @@ fn found(answers: Vec<Guarded>) -> Found {
             }
         }
     }
+    for guarded in &answers {
+        found.bump_passed |= guarded.bump_passed;
+        for line in &guarded.bumps {
+            if seen.insert(line.clone()) {
+                found.bumps.push(line.clone());
+            }
+        }
+    }
     found.live = facts::bounded(found.live);
+    found.bumps = facts::bounded(found.bumps);
     found.departed = facts::bounded(found.departed);
-    if !(found.live.is_empty() && found.departed.is_empty()) {
+    if !(found.live.is_empty() && found.bumps.is_empty() && found.departed.is_empty()) {
         let unread = answers
             .iter()
             .flat_map(|guarded| &guarded.unread)
