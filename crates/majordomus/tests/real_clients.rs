@@ -202,7 +202,8 @@ async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
 
 /// Under the default policy, another worktree's uncommitted change to `src/lib.rs` that is
 /// predicted to conflict with this worktree's own: Claude Code's first `Write` of it is
-/// refused with both facts; the same `Write` repeated goes ahead.
+/// refused with both facts, the other side's conflicting lines quoted; the same `Write`
+/// repeated goes ahead.
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
     let repo = TempRepo::new();
@@ -248,7 +249,8 @@ async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
             && writes[0].contains(&format!(
                 "worktree \"{beta}\" (branch \"beta\") has uncommitted changes to \"src/lib.rs\""
             ))
-            && writes[0].contains("predicted to conflict on \"src/lib.rs\""),
+            && writes[0].contains("predicted to conflict on \"src/lib.rs\"")
+            && writes[0].contains("first conflicting hunk:\n```\npub fn beta() {}\n```"),
         "the first attempt is refused with the facts: {}",
         writes[0]
     );

@@ -1529,6 +1529,7 @@ mod tests {
                 theirs: side("gamma"),
                 paths: (0..20).map(|n| format!("src/{n:02}.rs")).collect(),
                 more_paths: 5,
+                hunks: Vec::new(),
             }],
             complete: false,
         };
@@ -1580,6 +1581,7 @@ mod tests {
                     theirs: side(theirs),
                     paths: vec!["src/lib.rs".into()],
                     more_paths: 0,
+                    hunks: Vec::new(),
                 })
             })
             .collect();

@@ -187,10 +187,10 @@ fn speed_bumps(
         ));
     }
     for conflict in &reading.conflicts.conflicts {
-        let other = if conflict.ours.worktree == here {
-            &conflict.theirs
+        let (other, other_is_theirs) = if conflict.ours.worktree == here {
+            (&conflict.theirs, true)
         } else if conflict.theirs.worktree == here {
-            &conflict.ours
+            (&conflict.ours, false)
         } else {
             continue;
         };
@@ -203,7 +203,7 @@ fn speed_bumps(
         if conflicting.is_empty() {
             continue;
         }
-        let line = format!(
+        let mut line = format!(
             "merging this worktree with worktree {}{} is predicted to conflict on {}",
             quoted(&other.worktree, QUOTED_BYTES),
             match &other.branch {
@@ -212,9 +212,39 @@ fn speed_bumps(
             },
             path_list(&conflicting, 0)
         );
+        for hunk in conflict
+            .hunks
+            .iter()
+            .filter(|hunk| conflicting.contains(&hunk.path.as_str()))
+        {
+            let theirs = if other_is_theirs {
+                &hunk.theirs
+            } else {
+                &hunk.ours
+            };
+            line.push_str(&format!(
+                "; their side of {}'s first conflicting hunk:\n{}",
+                quoted(&hunk.path, QUOTED_BYTES),
+                fenced(theirs)
+            ));
+        }
         lines.push(line);
     }
     lines
+}
+
+/// Another worktree's lines, fenced so that nothing in them reads as part of the answer: the
+/// fence is longer than any run of backticks they hold, and control characters other than
+/// line ends are escaped.
+fn fenced(lines: &str) -> String {
+    let longest_run = lines.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat((longest_run + 1).max(3));
+    let body: String = lines
+        .lines()
+        .map(for_terminal)
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!("{fence}\n{body}\n{fence}")
 }
 
 /// What `peer`, speaking for `session_id`, is told at `moment`: a summary at session start
