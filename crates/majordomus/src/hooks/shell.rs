@@ -89,7 +89,7 @@ fn read_simple(words: &[String], effects: &mut ShellEffects) {
     // program.
     let start = arguments
         .iter()
-        .position(|word| !(word.contains('=') && !word.starts_with('-')))
+        .position(|word| !word.contains('=') || word.starts_with('-'))
         .unwrap_or(arguments.len());
     let mut arguments = &arguments[start..];
     while let Some((first, rest)) = arguments.split_first() {
@@ -188,7 +188,7 @@ fn git_discards(arguments: &[&str]) -> bool {
     let has = |flag: &str| rest.contains(&flag);
     match verb {
         "reset" => has("--hard") || has("--merge") || has("--keep"),
-        "checkout" => !(has("-b") || has("-B")) && !rest.is_empty(),
+        "checkout" => !(has("-b") || has("-B") || rest.is_empty()),
         "switch" => !(has("-c") || has("-C") || has("--create")),
         "restore" | "rebase" => true,
         "clean" => rest.iter().any(|word| {
