@@ -266,3 +266,80 @@ async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
     );
     reader.close().await;
 }
+
+/// Under the default policy, with another live session claiming `src/lib.rs`, `client`'s
+/// own edit tool does not write it, and the model reads who holds it: its client, worktree,
+/// branch and intent.
+async fn stopped_before_writing_a_claimed_file(client: Client) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let holder = McpClient::http(&beta_lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    let fake = FakeModel::start(vec![
+        client.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "{client:?} did not write the claimed file:\n{}",
+        run.output()
+    );
+    let tool = match client {
+        Client::ClaudeCode => "Write",
+        Client::Codex => "apply_patch",
+        Client::GeminiCli => "write_file",
+    };
+    let refused = fake.tool_result(tool).unwrap_or_else(|| {
+        panic!(
+            "no result of the edit reached the model:\n{}",
+            fake.summary()
+        )
+    });
+    let beta = beta.to_string_lossy().into_owned();
+    assert!(
+        refused.contains("stopped this tool call before it ran")
+            && refused.contains("holder-agent")
+            && refused.contains(&beta)
+            && refused.contains("branch")
+            && refused.contains("beta")
+            && refused.contains("port the parser"),
+        "the model read the holder, its worktree, branch and intent: {refused}"
+    );
+    holder.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_is_stopped_before_writing_a_file_a_live_session_claims() {
+    stopped_before_writing_a_claimed_file(Client::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_is_stopped_before_writing_a_file_a_live_session_claims() {
+    stopped_before_writing_a_claimed_file(Client::GeminiCli).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_is_stopped_before_writing_a_file_claimed_in_another_worktree() {
+    stopped_before_writing_a_claimed_file(Client::ClaudeCode).await;
+}
