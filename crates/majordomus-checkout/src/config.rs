@@ -124,6 +124,22 @@ impl GuardPolicy {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
+
+    /// What the guard does under this policy, in a person's words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            GuardPolicy::Guard => {
+                "a live session's claimed file is stopped before the write (the person is \
+                 asked where the client can ask, the edit refused where it cannot); another \
+                 worktree's uncommitted change or a predicted conflict refuses the first \
+                 attempt only"
+            }
+            GuardPolicy::Warn => "the agent is told of other sessions' claims; nothing is refused",
+            GuardPolicy::Ask => "the person is asked before a claimed file is edited",
+            GuardPolicy::Deny => "an edit that meets anything the guard finds is refused",
+            GuardPolicy::Off => "the guard says nothing",
+        }
+    }
 }
 
 impl Default for HooksConfig {

@@ -427,7 +427,16 @@ async fn doctor_says_which_clients_are_wired_and_what_to_run() {
         );
     }
 
-    setup.run(&["install", "claude-code"]).await;
+    assert!(
+        told.contains("the guard's policy is `guard` (`[hooks] policy` in majordomus.toml)"),
+        "the policy in force, by default: {told}"
+    );
+
+    let installed = setup.run(&["install", "claude-code"]).await;
+    assert!(
+        installed.contains("the guard's policy is `guard`"),
+        "install names the policy in force: {installed}"
+    );
     setup.run(&["install", "codex", "--scope", "user"]).await;
     let told = setup.run(&["doctor"]).await;
     assert!(
