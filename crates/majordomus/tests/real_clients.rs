@@ -343,3 +343,61 @@ async fn gemini_cli_is_stopped_before_writing_a_file_a_live_session_claims() {
 async fn claude_code_is_stopped_before_writing_a_file_claimed_in_another_worktree() {
     stopped_before_writing_a_claimed_file(Client::ClaudeCode).await;
 }
+
+/// A write Claude Code's shell aims at another worktree of the repository is checked there,
+/// and the refusal says where it lands.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_writing_into_another_worktree_is_told_where_it_lands() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let holder = McpClient::http(&beta_lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(beta.join("src/lib.rs")).unwrap();
+    // `../beta/src/lib.rs` from this checkout: resolved on disk before it is compared.
+    let relative = Path::new("..")
+        .join(beta.file_name().unwrap())
+        .join("src/lib.rs");
+    assert!(
+        checkout.join(&relative).exists(),
+        "the worktrees are siblings"
+    );
+    let fake = FakeModel::start(vec![
+        Turn::call(
+            "Bash",
+            json!({
+                "command": format!("sed -i 's/nothing/something/' {}", relative.display()),
+                "description": "edit"
+            }),
+        ),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace
+        .run(&checkout, &fake, "Change beta's src/lib.rs.")
+        .await;
+    assert_eq!(fake.unplayed(), 0, "{}\n{}", fake.summary(), run.output());
+    assert_eq!(
+        std::fs::read_to_string(beta.join("src/lib.rs")).unwrap(),
+        before,
+        "the claimed file in the other worktree is unchanged"
+    );
+    let refused = fake.tool_result("Bash").expect("the command's result");
+    assert!(
+        refused.contains(&format!(
+            "this write lands in worktree \"{}\"",
+            beta.display()
+        )) && refused.contains("holder-agent"),
+        "{refused}"
+    );
+    holder.close().await;
+}

@@ -177,6 +177,9 @@ pub struct Found {
     pub bump_passed: bool,
     /// Departed sessions' claims on the files: a line of context under `guard`.
     pub departed: Vec<String>,
+    /// For a write that lands in another worktree than the session's own, a line naming
+    /// it: said with the findings, never alone.
+    pub landing: Vec<String>,
 }
 
 impl Found {
@@ -185,8 +188,9 @@ impl Found {
     }
 
     fn all(&self) -> Vec<String> {
-        self.live
+        self.landing
             .iter()
+            .chain(&self.live)
             .chain(&self.bumps)
             .chain(&self.departed)
             .cloned()

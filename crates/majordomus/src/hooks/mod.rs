@@ -115,14 +115,7 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     };
     let said = tokio::time::timeout(
         budget,
-        ask(
-            &server,
-            client,
-            &config,
-            &located.root,
-            &cwd,
-            event_of_input,
-        ),
+        ask(&server, client, &config, &located, &cwd, event_of_input),
     )
     .await
     .map_err(|_| Silence::OutOfTime)??;
@@ -197,14 +190,34 @@ async fn ask(
     server: &Server,
     client: HookClient,
     config: &Config,
-    root: &Path,
+    located: &locate::Located,
     cwd: &Path,
     event: clients::Event,
 ) -> Result<Said, Silence> {
-    let files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
+    let root = located.root.as_path();
+    // A write that lands in another worktree of the repository is checked there, by its
+    // path in that worktree, and named as landing elsewhere.
+    let own_common_dir = located.common_dir();
+    let mut landing = Vec::new();
+    let mut files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
         let paths: Vec<String> = paths
             .iter()
-            .filter_map(|path| locate::relative_to(root, cwd, path))
+            .filter_map(|path| {
+                if let Some(inside) = locate::relative_to(root, cwd, path) {
+                    return Some(inside);
+                }
+                let other = locate::checkout_of_file(cwd, path)?;
+                if other.root == root || other.common_dir() != own_common_dir {
+                    return None;
+                }
+                let there = locate::relative_to(&other.root, cwd, path)?;
+                landing.push(format!(
+                    "this write lands in worktree {}, not in this session's own ({})",
+                    text::quoted(&other.root.to_string_lossy(), 200),
+                    text::quoted(&root.to_string_lossy(), 200)
+                ));
+                Some(there)
+            })
             .collect();
         if paths.is_empty() {
             return Err(Silence::NoFile);
@@ -218,10 +231,12 @@ async fn ask(
                 .map(|files| async move { server.post::<HooksGuard>(&files).await });
             let guarded = futures::future::try_join_all(asked).await?;
             let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
+            let mut found = found(guarded);
+            found.landing = landing;
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
                 person: clients::can_ask_person(client, entrypoint.as_deref()),
-                found: found(guarded),
+                found,
             })
         }
         Action::Shell(effects) => {
@@ -234,6 +249,7 @@ async fn ask(
                 guarded = futures::future::try_join_all(asked).await?;
             }
             let mut found = found(guarded);
+            found.landing = std::mem::take(&mut landing);
             if let Some(command) = &effects.discards {
                 let whole = in_requests(client, &event.session_id, vec![".".to_owned()]);
                 let here = server.post::<HooksGuard>(&whole[0]).await?;
