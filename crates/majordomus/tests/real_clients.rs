@@ -401,3 +401,47 @@ async fn claude_code_writing_into_another_worktree_is_told_where_it_lands() {
     );
     holder.close().await;
 }
+
+/// Under the default policy, a shell command of `client` that edits a file a live session
+/// claims (`sed -i`) is stopped before it runs.
+async fn shell_write_of_a_claimed_file_is_stopped(client: Client, tool: &str, arguments: Value) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = McpClient::http(&lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    let fake = FakeModel::start(vec![Turn::call(tool, arguments), Turn::answer("done")]).await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(fake.unplayed(), 0, "{}\n{}", fake.summary(), run.output());
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "{client:?}'s shell did not edit the claimed file:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    let refused = fake.tool_result(tool).expect("the command's result");
+    assert!(
+        refused.contains("stopped this tool call before it ran")
+            && refused.contains("holder-agent")
+            && refused.contains("port the parser"),
+        "{refused}"
+    );
+    holder.close().await;
+}
+
+const SED: &str = "sed -i 's/nothing/something/' src/lib.rs";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_shell_write_of_a_claimed_file_is_stopped() {
+    shell_write_of_a_claimed_file_is_stopped(Client::Codex, "exec_command", json!({"cmd": SED}))
+        .await;
+}
