@@ -201,17 +201,16 @@ async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
 }
 
 /// Under the default policy, another worktree's uncommitted change to `src/lib.rs` that is
-/// predicted to conflict with this worktree's own: Claude Code's first `Write` of it is
-/// refused with both facts, the other side's conflicting lines quoted; the same `Write`
+/// predicted to conflict with this worktree's own: `client`'s first edit of it is
+/// refused with both facts, the other side's conflicting lines quoted; the same edit
 /// repeated goes ahead.
-#[tokio::test(flavor = "multi_thread")]
-async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
+async fn speed_bump_once_for_another_worktrees_change(client: Client) {
     let repo = TempRepo::new();
     let checkout = repo.root().to_path_buf();
     let beta = repo.add_worktree("beta");
     std::fs::write(beta.join("src/lib.rs"), "pub fn beta() {}\n").unwrap();
     std::fs::write(checkout.join("src/lib.rs"), "pub fn alpha() {}\n").unwrap();
-    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    let workspace = Workspace::new(&repo, client);
     workspace.install(&checkout).await;
     let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
     let reader = McpClient::http(&lease, "reader", "1.0").await;
@@ -228,8 +227,8 @@ async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
     })
     .await;
     let fake = FakeModel::start(vec![
-        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
-        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+        client.write_file(&checkout, "src/lib.rs", WRITTEN),
+        client.write_file(&checkout, "src/lib.rs", WRITTEN),
         Turn::answer("done"),
     ])
     .await;
@@ -241,7 +240,12 @@ async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
         fake.summary(),
         run.output()
     );
-    let writes = fake.tool_results("Write");
+    let tool = match client {
+        Client::ClaudeCode => "Write",
+        Client::Codex => "apply_patch",
+        Client::GeminiCli => "write_file",
+    };
+    let writes = fake.tool_results(tool);
     assert_eq!(writes.len(), 2, "{writes:?}");
     let beta = beta.to_string_lossy().into_owned();
     assert!(
@@ -265,6 +269,16 @@ async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
         "the repeated edit was written"
     );
     reader.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::GeminiCli).await;
 }
 
 /// Under the default policy, with another live session claiming `src/lib.rs`, `client`'s

@@ -447,8 +447,8 @@ fn offered_tools(body: &Value) -> Vec<Offered> {
 
 /// The text of the result `call` got, when `body` carries it.
 fn result_in(body: &Value, call: &MadeCall) -> Option<String> {
-    // A string as it is; Anthropic's text blocks and Gemini's `{"output": …}` by their text;
-    // anything else (Gemini's `{"error": …}`) as JSON.
+    // A string as it is; Anthropic's text blocks and Gemini's `{"output": …}` and
+    // `{"error": …}` by their text; anything else as JSON.
     let text = |value: &Value| match value {
         Value::String(text) => text.clone(),
         Value::Array(blocks) if blocks.iter().all(|b| b["text"].is_string()) => blocks
@@ -457,9 +457,10 @@ fn result_in(body: &Value, call: &MadeCall) -> Option<String> {
             .collect::<Vec<_>>()
             .join("\n"),
         Value::Object(fields)
-            if fields.len() == 1 && fields.get("output").is_some_and(Value::is_string) =>
+            if fields.len() == 1
+                && let Some(Value::String(text)) = fields.get("output").or(fields.get("error")) =>
         {
-            fields["output"].as_str().unwrap_or_default().to_owned()
+            text.clone()
         }
         other => other.to_string(),
     };
