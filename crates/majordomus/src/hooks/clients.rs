@@ -67,12 +67,15 @@ pub fn events(client: HookClient) -> &'static [&'static str] {
 /// matcher names them; `None` for an event that is not about a tool.
 pub fn edit_matcher(client: HookClient, event: &str) -> Option<&'static str> {
     match (client, event) {
-        (HookClient::ClaudeCode, "PreToolUse") => Some("Write|Edit|MultiEdit|NotebookEdit|Bash"),
-        (HookClient::ClaudeCode, "PostToolUse") => Some("Write|Edit|MultiEdit|NotebookEdit"),
-        (HookClient::Codex, "PreToolUse") => Some("apply_patch|Bash|exec_command|shell"),
-        (HookClient::Codex, "PostToolUse") => Some("apply_patch"),
-        (HookClient::GeminiCli, "BeforeTool") => Some("write_file|replace|run_shell_command"),
-        (HookClient::GeminiCli, "AfterTool") => Some("write_file|replace"),
+        (HookClient::ClaudeCode, "PreToolUse" | "PostToolUse") => {
+            Some("Write|Edit|MultiEdit|NotebookEdit|Bash")
+        }
+        (HookClient::Codex, "PreToolUse" | "PostToolUse") => {
+            Some("apply_patch|Bash|exec_command|shell")
+        }
+        (HookClient::GeminiCli, "BeforeTool" | "AfterTool") => {
+            Some("write_file|replace|run_shell_command")
+        }
         _ => None,
     }
 }
@@ -103,7 +106,15 @@ pub fn parse(client: HookClient, event: &str, input: &Value) -> Option<Event> {
             None => Action::Guard(edited_files(client, input)?),
         },
         (HookClient::ClaudeCode | HookClient::Codex, "PostToolUse")
-        | (HookClient::GeminiCli, "AfterTool") => Action::Edit(edited_files(client, input)?),
+        | (HookClient::GeminiCli, "AfterTool") => match shell_command(client, input) {
+            // What a shell command wrote joins the session's `edits` claim as an edit does.
+            Some(command) => Action::Edit(
+                shell::effects(&command)
+                    .map(|effects| effects.writes)
+                    .filter(|writes| !writes.is_empty())?,
+            ),
+            None => Action::Edit(edited_files(client, input)?),
+        },
         (HookClient::Cursor, "afterFileEdit") => {
             Action::Edit(vec![input.get("file_path")?.as_str()?.to_owned()])
         }
@@ -568,6 +579,13 @@ mod tests {
             panic!("a shell write is the guard's business");
         };
         assert_eq!(effects.writes, ["src/lib.rs"]);
+        let ran = json!({"session_id": "s", "tool_name": "Bash",
+            "tool_input": {"command": "echo x > notes.md"}, "tool_response": {}});
+        assert_eq!(
+            parse(HookClient::ClaudeCode, "PostToolUse", &ran).map(|event| event.action),
+            Some(Action::Edit(vec!["notes.md".into()])),
+            "what a shell command wrote joins the session's edits"
+        );
         let stop = json!({"session_id": "s"});
         assert_eq!(parse(HookClient::ClaudeCode, "Stop", &stop), None);
         let nameless = json!({"tool_name": "Write", "tool_input": {"file_path": "/x"}});
