@@ -226,12 +226,18 @@ async fn speed_bump_once_for_another_worktrees_change(client: Client) {
         }
     })
     .await;
-    let fake = FakeModel::start(vec![
-        client.write_file(&checkout, "src/lib.rs", WRITTEN),
-        client.write_file(&checkout, "src/lib.rs", WRITTEN),
-        Turn::answer("done"),
-    ])
-    .await;
+    // Codex's patch updates the file as it stands; the others write it whole.
+    let edit = match client {
+        Client::Codex => Turn::call(
+            "apply_patch",
+            Value::String(format!(
+                "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn alpha() {{}}\n+{}*** End Patch",
+                WRITTEN
+            )),
+        ),
+        _ => client.write_file(&checkout, "src/lib.rs", WRITTEN),
+    };
+    let fake = FakeModel::start(vec![edit.clone(), edit, Turn::answer("done")]).await;
     let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
     assert_eq!(
         fake.unplayed(),
@@ -274,6 +280,11 @@ async fn speed_bump_once_for_another_worktrees_change(client: Client) {
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
     speed_bump_once_for_another_worktrees_change(Client::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::Codex).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
