@@ -86,7 +86,9 @@ pub struct Suggested {
 #[serde(default, deny_unknown_fields)]
 pub struct HooksConfig {
     /// What the pre-edit guard does when the file about to change is claimed by another
-    /// session: tell the agent (`warn`), ask the person (`ask`), or refuse the edit (`deny`).
+    /// session: stop a live session's claim before the write (`guard`, the default), tell
+    /// the agent (`warn`), ask the person (`ask`), refuse the edit (`deny`), or nothing
+    /// (`off`).
     pub policy: GuardPolicy,
     /// How long a hook may take, from its start to its answer, before it gives up and lets
     /// the client carry on as if majordomus were absent. At most [`HOOK_BUDGET_MS`]'s end.
@@ -102,13 +104,19 @@ pub struct HooksConfig {
 #[strum(serialize_all = "lowercase")]
 #[cfg_attr(test, derive(strum::VariantArray))]
 pub enum GuardPolicy {
-    /// A line of context for the agent naming the other session; the edit goes ahead.
+    /// A live other session's claim stops the edit before it is written: the person is
+    /// asked where the client has one to ask, the edit refused where it has none (a
+    /// headless run, Codex). A departed session's claim is a line of context.
     #[default]
+    Guard,
+    /// A line of context for the agent naming the other session; the edit goes ahead.
     Warn,
     /// The person is asked before the edit, where the client can ask; elsewhere a warning.
     Ask,
     /// The edit is refused, with the other session named as the reason.
     Deny,
+    /// The guard says nothing.
+    Off,
 }
 
 impl GuardPolicy {
@@ -116,12 +124,28 @@ impl GuardPolicy {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
+
+    /// What the guard does under this policy, in a person's words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            GuardPolicy::Guard => {
+                "a live session's claimed file is stopped before the write (the person is \
+                 asked where the client can ask, the edit refused where it cannot); another \
+                 worktree's uncommitted change or a predicted conflict refuses the first \
+                 attempt only"
+            }
+            GuardPolicy::Warn => "the agent is told of other sessions' claims; nothing is refused",
+            GuardPolicy::Ask => "the person is asked before a claimed file is edited",
+            GuardPolicy::Deny => "an edit that meets anything the guard finds is refused",
+            GuardPolicy::Off => "the guard says nothing",
+        }
+    }
 }
 
 impl Default for HooksConfig {
     fn default() -> HooksConfig {
         HooksConfig {
-            policy: GuardPolicy::Warn,
+            policy: GuardPolicy::Guard,
             budget_ms: 500,
             session_idle_secs: 600,
         }
@@ -926,7 +950,7 @@ mod tests {
         assert!(config.timings.bridge_ping_interval() < config.timings.bridge_silence() / 2);
         assert_eq!(config.episodes.command, None);
         assert_eq!(config.episodes.timeout(), Duration::from_secs(2));
-        assert_eq!(config.hooks.policy, GuardPolicy::Warn);
+        assert_eq!(config.hooks.policy, GuardPolicy::Guard);
         assert_eq!(config.hooks.budget(), Duration::from_millis(500));
         assert_eq!(config.hooks.session_idle(), Duration::from_secs(600));
     }

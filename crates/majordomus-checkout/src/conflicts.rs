@@ -272,7 +272,7 @@ pub fn merge_conflicts(
     dir: &Path,
     ours: &Snapshot,
     theirs: &Snapshot,
-) -> Result<Vec<String>, CheckoutError> {
+) -> Result<(Vec<String>, Vec<ConflictHunk>), CheckoutError> {
     let args = [
         "merge-tree",
         "--write-tree",
@@ -294,11 +294,12 @@ pub fn merge_conflicts(
     area.direct(&mut command, &written, &reads);
     let output = command.output().map_err(CheckoutError::GitUnavailable)?;
     match output.status.code() {
-        Some(0) => Ok(Vec::new()),
+        Some(0) => Ok((Vec::new(), Vec::new())),
         Some(1) => {
             // the merged tree's id, then each conflicting path once per conflicting stage
+            let mut fields = output.stdout.split(|&b| b == 0);
+            let tree = String::from_utf8_lossy(fields.next().unwrap_or_default()).into_owned();
             let mut paths: Vec<String> = Vec::new();
-            let fields = output.stdout.split(|&b| b == 0).skip(1);
             for field in fields.filter(|f| !f.is_empty()) {
                 let path = String::from_utf8_lossy(field).into_owned();
                 if is_own_wiring(&path) {
@@ -308,10 +309,119 @@ pub fn merge_conflicts(
                     paths.push(path);
                 }
             }
-            Ok(paths)
+            let hunks = paths
+                .iter()
+                .take(HUNK_FILES)
+                .filter_map(|path| {
+                    let merged = merged_file(area, &written, &reads, dir, &tree, path)?;
+                    first_hunk(path, &merged)
+                })
+                .collect();
+            Ok((paths, hunks))
         }
         _ => Err(git_failed(dir, &args, &output)),
     }
+}
+
+/// How many conflicting files of one pair of worktrees keep a hunk.
+pub const HUNK_FILES: usize = 8;
+
+/// Bytes of one side of a kept hunk, at most.
+pub const HUNK_BYTES: usize = 1_000;
+
+/// Lines of one side of a kept hunk, at most.
+pub const HUNK_LINES: usize = 20;
+
+/// The largest merged file read for its hunk.
+const MERGED_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The first conflicting hunk of one file, each side's lines as the merge left them between
+/// its markers, cut to [`HUNK_LINES`] lines and [`HUNK_BYTES`] bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictHunk {
+    /// The file, repository-relative.
+    pub path: String,
+    /// The lines of the snapshot merged first (`ours`).
+    pub ours: String,
+    /// The lines of the snapshot merged second (`theirs`).
+    pub theirs: String,
+}
+
+/// The merged file `path` of `tree`, with its conflict markers, when it is a blob of at most
+/// [`MERGED_FILE_BYTES`]; `None` when it cannot be read.
+fn merged_file(
+    area: &Arc<ScratchArea>,
+    written: &ObjectDir,
+    reads: &[&ObjectDir],
+    dir: &Path,
+    tree: &str,
+    path: &str,
+) -> Option<String> {
+    let object = format!("{tree}:{path}");
+    let run = |args: &[&str]| -> Option<Vec<u8>> {
+        let mut command = git_command(dir, args);
+        area.direct(&mut command, written, reads);
+        let output = command.output().ok()?;
+        output.status.success().then_some(output.stdout)
+    };
+    let size: u64 = String::from_utf8_lossy(&run(&["cat-file", "-s", &object])?)
+        .trim()
+        .parse()
+        .ok()?;
+    if size > MERGED_FILE_BYTES {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&run(&["cat-file", "blob", &object])?).into_owned())
+}
+
+/// The first region between `<<<<<<<`, `=======` and `>>>>>>>` in `merged`, each side
+/// bounded; `None` when there is none (a conflict of modes or of a deleted file).
+pub fn first_hunk(path: &str, merged: &str) -> Option<ConflictHunk> {
+    let mut ours: Vec<&str> = Vec::new();
+    let mut theirs: Vec<&str> = Vec::new();
+    let mut side = 0;
+    for line in merged.lines() {
+        match side {
+            0 if line.starts_with("<<<<<<<") => side = 1,
+            1 if line.starts_with("|||||||") => side = 3,
+            1 | 3 if line.starts_with("=======") => side = 2,
+            2 if line.starts_with(">>>>>>>") => {
+                return Some(ConflictHunk {
+                    path: path.to_owned(),
+                    ours: bounded_side(&ours),
+                    theirs: bounded_side(&theirs),
+                });
+            }
+            1 => ours.push(line),
+            2 => theirs.push(line),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The lines joined, at most [`HUNK_LINES`] of them and [`HUNK_BYTES`] bytes, cut at a
+/// character boundary, with a last line saying so when cut.
+fn bounded_side(lines: &[&str]) -> String {
+    let mut text = String::new();
+    for line in lines.iter().take(HUNK_LINES) {
+        if text.len() + line.len() + 1 > HUNK_BYTES {
+            let mut end = HUNK_BYTES.saturating_sub(text.len());
+            while !line.is_char_boundary(end.min(line.len())) {
+                end -= 1;
+            }
+            text.push_str(&line[..end.min(line.len())]);
+            text.push('\n');
+            text.push_str("[cut]");
+            return text;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    if lines.len() > HUNK_LINES {
+        text.push_str(&format!("[{} more lines]", lines.len() - HUNK_LINES));
+    }
+    text.trim_end_matches('\n').to_owned()
 }
 
 /// What predicting one pair of worktrees found.
@@ -321,6 +431,9 @@ pub struct PairConflicts {
     pub paths: Vec<String>,
     /// Conflicting paths beyond the cap.
     pub omitted: usize,
+    /// The first conflicting hunk of each of the first [`HUNK_FILES`] paths that has one,
+    /// `ours` being the snapshot asked for as `ours`.
+    pub hunks: Vec<ConflictHunk>,
 }
 
 /// Snapshots and merge results kept between predictions, so a prediction over unchanged
@@ -479,19 +592,32 @@ impl ConflictPredictor {
             (theirs, ours)
         };
         let key = (first.commit.clone(), second.commit.clone());
+        let swapped = ours.commit > theirs.commit;
+        let as_asked = |mut found: PairConflicts| {
+            if swapped {
+                for hunk in &mut found.hunks {
+                    std::mem::swap(&mut hunk.ours, &mut hunk.theirs);
+                }
+            }
+            found
+        };
         if let Some(found) = self.merges.lock_or_recover().get(&key) {
-            return Ok(found.clone());
+            return Ok(as_asked(found.clone()));
         }
-        let mut paths = merge_conflicts(&self.area()?, dir, first, second)?;
+        let (mut paths, hunks) = merge_conflicts(&self.area()?, dir, first, second)?;
         let omitted = paths.len().saturating_sub(MAX_CONFLICT_PATHS);
         paths.truncate(MAX_CONFLICT_PATHS);
-        let found = PairConflicts { paths, omitted };
+        let found = PairConflicts {
+            paths,
+            omitted,
+            hunks,
+        };
         let mut merges = self.merges.lock_or_recover();
         if merges.len() >= MERGES_KEPT {
             merges.clear();
         }
         merges.insert(key, found.clone());
-        Ok(found)
+        Ok(as_asked(found))
     }
 
     /// Forgets the snapshots of worktrees not in `roots`, and with them their objects.
@@ -516,6 +642,29 @@ impl ConflictPredictor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hunk_keeps_each_side_of_the_first_conflict_bounded() {
+        let merged = "keep\n<<<<<<< aaa\nours\n=======\ntheirs 1\ntheirs 2\n>>>>>>> bbb\n\
+            <<<<<<< aaa\nsecond\n=======\nsecond\n>>>>>>> bbb\n";
+        let hunk = first_hunk("src/lib.rs", merged).unwrap();
+        assert_eq!(
+            (hunk.ours.as_str(), hunk.theirs.as_str()),
+            ("ours", "theirs 1\ntheirs 2")
+        );
+        let long: String = (0..100)
+            .map(|n| format!("line {n} {}\n", "x".repeat(80)))
+            .collect();
+        let merged = format!("<<<<<<< a\n=======\n{long}>>>>>>> b\n");
+        let hunk = first_hunk("f", &merged).unwrap();
+        assert!(
+            hunk.theirs.len() <= HUNK_BYTES + 10,
+            "{}",
+            hunk.theirs.len()
+        );
+        assert!(hunk.theirs.ends_with("[cut]"));
+        assert_eq!(first_hunk("f", "no conflict here\n"), None);
+    }
     use crate::changes::read_changes;
     use crate::testing::{Repository, git};
 
@@ -614,11 +763,18 @@ mod tests {
 
         let ab = predictor.conflicts(&root, &a, &b).unwrap();
         assert_eq!(ab.paths, ["src/parser.rs"]);
-        assert!(predictor.conflicts(&root, &a, &c).unwrap().paths.is_empty());
         assert_eq!(
-            predictor.conflicts(&root, &b, &a).unwrap(),
-            ab,
-            "cached either way round"
+            (ab.hunks[0].ours.as_str(), ab.hunks[0].theirs.as_str()),
+            ("alpha's line", "beta's line"),
+            "each side's lines of the conflict are kept"
+        );
+        assert!(predictor.conflicts(&root, &a, &c).unwrap().paths.is_empty());
+        let ba = predictor.conflicts(&root, &b, &a).unwrap();
+        assert_eq!(ba.paths, ab.paths, "cached either way round");
+        assert_eq!(
+            (ba.hunks[0].ours.as_str(), ba.hunks[0].theirs.as_str()),
+            ("beta's line", "alpha's line"),
+            "the sides as asked"
         );
 
         let after: Vec<String> = [&alpha, &beta, &gamma]

@@ -207,6 +207,10 @@ pub trait BoardPort: Send + Sync {
     /// The facts `session_id` was not told yet, which count as told from now on.
     fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact>;
 
+    /// Whether the edit `key` names (a session and its files) was stopped by a speed bump
+    /// within [`SPEED_BUMP_WINDOW`]; remembered from now on when it was not.
+    fn bumped_before(&self, key: u64) -> bool;
+
     /// The serving process's link to other machines' boards, and what it holds of them.
     fn federation(&self) -> &Federation;
 
@@ -217,11 +221,65 @@ pub trait BoardPort: Send + Sync {
     fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard>;
 }
 
+/// How long an edit stopped once by a speed bump (another worktree's uncommitted change, a
+/// predicted conflict) passes when it is repeated.
+pub const SPEED_BUMP_WINDOW: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// The most edits a server remembers having stopped by a speed bump; the oldest go first.
+pub const SPEED_BUMPS_KEPT: usize = 1_024;
+
+/// The edits stopped once by a speed bump, and when: bounded by [`SPEED_BUMPS_KEPT`].
+#[derive(Debug, Default)]
+pub struct SpeedBumps {
+    stopped: std::collections::HashMap<u64, std::time::Instant>,
+}
+
+impl SpeedBumps {
+    /// Whether `key` was stopped within [`SPEED_BUMP_WINDOW`] before `now`; when it was
+    /// not, it is remembered as stopped at `now`.
+    pub fn bumped_before(&mut self, key: u64, now: std::time::Instant) -> bool {
+        if let Some(at) = self.stopped.get(&key)
+            && now.duration_since(*at) < SPEED_BUMP_WINDOW
+        {
+            return true;
+        }
+        self.stopped
+            .retain(|_, at| now.duration_since(*at) < SPEED_BUMP_WINDOW);
+        if self.stopped.len() >= SPEED_BUMPS_KEPT
+            && let Some(oldest) = self
+                .stopped
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(key, _)| *key)
+        {
+            self.stopped.remove(&oldest);
+        }
+        self.stopped.insert(key, now);
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+
+    #[test]
+    fn a_speed_bump_lets_the_same_edit_pass_within_the_window_and_stays_bounded() {
+        let mut bumps = SpeedBumps::default();
+        let start = std::time::Instant::now();
+        assert!(!bumps.bumped_before(7, start));
+        assert!(bumps.bumped_before(7, start + Duration::from_secs(60)));
+        assert!(!bumps.bumped_before(7, start + SPEED_BUMP_WINDOW + Duration::from_secs(1)));
+        for key in 0..(3 * SPEED_BUMPS_KEPT as u64) {
+            bumps.bumped_before(
+                100 + key,
+                start + SPEED_BUMP_WINDOW + Duration::from_secs(2),
+            );
+        }
+        assert!(bumps.stopped.len() <= SPEED_BUMPS_KEPT);
+    }
 
     #[test]
     fn a_kept_listing_serves_only_its_version_inputs_and_ages() {

@@ -186,11 +186,23 @@ fn names_the_codex_session(text: &str, scene: &Scene) {
     }
 }
 
-/// 1. Claude Code: a warning as context by default; `ask` and `deny` as permission
-///    decisions; an edit elsewhere gets nothing.
+/// 1. Claude Code: by default a live session's claim is refused with the way forward (no
+///    person to ask in a hook run outside Claude Code's terminal); a warning as context
+///    under `warn`; `ask` and `deny` as permission decisions; an edit elsewhere gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_is_warned_asked_or_refused_as_the_repository_says() {
     let scene = Scene::new(None).await;
+    let stopped = scene
+        .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
+        .await
+        .answer();
+    let output = &stopped["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{stopped:#}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    names_the_codex_session(reason, &scene);
+    assert!(reason.contains("Nothing was written. Wait"), "{reason}");
+
+    configure(scene.root(), "[hooks]\npolicy = \"warn\"\n");
     let warned = scene
         .hook("claude-code", "PreToolUse", CLAIMED_FILE, "claude-1")
         .await
@@ -267,11 +279,21 @@ async fn codex_is_warned_or_refused_and_never_answered_allow_or_ask() {
     }
 }
 
-/// 1. Gemini CLI: the person is shown the warning before the edit and the model reads it
-///    after; `ask` asks; `deny` is `decision: "deny"` with a reason; elsewhere, nothing.
+/// 1. Gemini CLI: by default a live session's claim is refused (a hook cannot tell a
+///    headless run, where `ask` waits forever); under `warn` the person is shown the warning
+///    before the edit and the model reads it after; `ask`, with nobody to ask, refuses
+///    saying so; `deny` is `decision: "deny"` with a reason; elsewhere, nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_cli_is_shown_or_refused_as_the_repository_says() {
     let scene = Scene::new(None).await;
+    let stopped = scene
+        .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
+        .await
+        .answer();
+    assert_eq!(stopped["decision"], "deny", "{stopped:#}");
+    names_the_codex_session(stopped["reason"].as_str().unwrap(), &scene);
+
+    configure(scene.root(), "[hooks]\npolicy = \"warn\"\n");
     let shown = scene
         .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
         .await
@@ -295,11 +317,10 @@ async fn gemini_cli_is_shown_or_refused_as_the_repository_says() {
         .hook("gemini-cli", "BeforeTool", CLAIMED_FILE, "gemini-1")
         .await
         .answer();
-    // a headless `gemini -p` waits forever on "ask": the edit is refused instead
     assert_eq!(asked["decision"], "deny", "{asked:#}");
     let reason = asked["reason"].as_str().unwrap();
-    assert!(reason.contains("policy = \"ask\""), "{reason}");
     names_the_codex_session(reason, &scene);
+    assert!(reason.contains("no person to ask"), "{reason}");
 
     configure(scene.root(), "[hooks]\npolicy = \"deny\"\n");
     let refused = scene

@@ -259,7 +259,7 @@ async fn install_merges_is_idempotent_and_uninstall_restores_every_byte() {
     }
     assert_eq!(
         codex_hooks["hooks"]["PreToolUse"][0]["matcher"],
-        "apply_patch"
+        "apply_patch|Bash|exec_command|shell"
     );
 
     // Gemini CLI: the server trusted, the hooks beside the other one, timeouts in ms.
@@ -269,7 +269,10 @@ async fn install_merges_is_idempotent_and_uninstall_restores_every_byte() {
     let before_tool = &gemini["hooks"]["BeforeTool"];
     assert!(commands(before_tool).contains(&"./scripts/check-command".to_string()));
     assert_eq!(ours(&commands(before_tool), "gemini-cli", "BeforeTool"), 1);
-    assert_eq!(before_tool[1]["matcher"], "write_file|replace");
+    assert_eq!(
+        before_tool[1]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
     assert_eq!(before_tool[1]["hooks"][0]["timeout"], 5000);
 
     // Cursor: the comment stays; the hook beside the other one.
@@ -424,7 +427,16 @@ async fn doctor_says_which_clients_are_wired_and_what_to_run() {
         );
     }
 
-    setup.run(&["install", "claude-code"]).await;
+    assert!(
+        told.contains("the guard's policy is `guard` (`[hooks] policy` in majordomus.toml)"),
+        "the policy in force, by default: {told}"
+    );
+
+    let installed = setup.run(&["install", "claude-code"]).await;
+    assert!(
+        installed.contains("the guard's policy is `guard`"),
+        "install names the policy in force: {installed}"
+    );
     setup.run(&["install", "codex", "--scope", "user"]).await;
     let told = setup.run(&["doctor"]).await;
     assert!(

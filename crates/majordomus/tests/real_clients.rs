@@ -242,3 +242,356 @@ async fn gemini_cli_headless_under_ask_is_never_left_waiting() {
     );
     codex.close().await;
 }
+
+/// Under the default policy, with another live session claiming `src/lib.rs` in the same
+/// checkout: Claude Code's `Write` of it, `sed -i` on it and `git checkout -- .` are stopped
+/// before they run, each refusal naming the holder, its worktree, branch and intent; `git
+/// status` runs untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = McpClient::http(&lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the \"parser\"", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    std::fs::write(checkout.join("README.md"), "uncommitted work\n").unwrap();
+    let fake = FakeModel::start(vec![
+        Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Turn::call(
+            "Bash",
+            json!({"command": "sed -i 's/nothing/something/' src/lib.rs", "description": "edit"}),
+        ),
+        Turn::call(
+            "Bash",
+            json!({"command": "git checkout -- .", "description": "discard"}),
+        ),
+        Turn::call(
+            "Bash",
+            json!({"command": "git status", "description": "status"}),
+        ),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "the claimed file is unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("README.md")).unwrap(),
+        "uncommitted work\n",
+        "`git checkout -- .` did not run"
+    );
+    let worktree = checkout.to_string_lossy().into_owned();
+    let write = fake.tool_result("Write").expect("the Write's result");
+    let shells = fake.tool_results("Bash");
+    assert_eq!(shells.len(), 3, "{shells:?}");
+    for refused in [&write, &shells[0], &shells[1]] {
+        assert!(
+            refused.contains("stopped this tool call before it ran")
+                && refused.contains("holder-agent")
+                && refused.contains(&worktree)
+                && refused.contains("branch")
+                && refused.contains("port the \\\"parser\\\""),
+            "the refusal names the holder, its worktree, branch and intent: {refused}"
+        );
+    }
+    assert!(
+        shells[1].contains("git checkout -- .") && shells[1].contains("discards"),
+        "{}",
+        shells[1]
+    );
+    assert!(
+        shells[2].contains("On branch") && !shells[2].contains("majordomus"),
+        "`git status` ran untouched: {}",
+        shells[2]
+    );
+    holder.close().await;
+}
+
+/// Under the default policy, another worktree's uncommitted change to `src/lib.rs` that is
+/// predicted to conflict with this worktree's own: `client`'s first edit of it is
+/// refused with both facts, the other side's conflicting lines quoted; the same edit
+/// repeated goes ahead.
+async fn speed_bump_once_for_another_worktrees_change(client: Client) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    std::fs::write(beta.join("src/lib.rs"), "pub fn beta() {}\n").unwrap();
+    std::fs::write(checkout.join("src/lib.rs"), "pub fn alpha() {}\n").unwrap();
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let reader = McpClient::http(&lease, "reader", "1.0").await;
+    // The server reads the worktrees and predicts their conflicts in the background; a
+    // listing waits for that reading, and the guard reads the same one.
+    common::eventually("the conflict on src/lib.rs predicted", || async {
+        let listed = reader.answer("majordomus_peers", json!({})).await;
+        let conflicts = listed["conflicts"]["conflicts"].to_string();
+        if conflicts.contains("src/lib.rs") {
+            Ok(())
+        } else {
+            Err(listed["conflicts"].to_string())
+        }
+    })
+    .await;
+    // Codex's patch updates the file as it stands; the others write it whole.
+    let edit = match client {
+        Client::Codex => Turn::call(
+            "apply_patch",
+            Value::String(format!(
+                "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn alpha() {{}}\n+{}*** End Patch",
+                WRITTEN
+            )),
+        ),
+        _ => client.write_file(&checkout, "src/lib.rs", WRITTEN),
+    };
+    let fake = FakeModel::start(vec![edit.clone(), edit, Turn::answer("done")]).await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    let tool = match client {
+        Client::ClaudeCode => "Write",
+        Client::Codex => "apply_patch",
+        Client::GeminiCli => "write_file",
+    };
+    let writes = fake.tool_results(tool);
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let beta = beta.to_string_lossy().into_owned();
+    assert!(
+        writes[0].contains("stopped this edit once")
+            && writes[0].contains(&format!(
+                "worktree \"{beta}\" (branch \"beta\") has uncommitted changes to \"src/lib.rs\""
+            ))
+            && writes[0].contains("predicted to conflict on \"src/lib.rs\"")
+            && writes[0].contains("first conflicting hunk:\n```\npub fn beta() {}\n```"),
+        "the first attempt is refused with the facts: {}",
+        writes[0]
+    );
+    assert!(
+        !writes[1].contains("stopped"),
+        "the repeated edit passes: {}",
+        writes[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        WRITTEN,
+        "the repeated edit was written"
+    );
+    reader.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_meets_a_speed_bump_once_for_another_worktrees_change() {
+    speed_bump_once_for_another_worktrees_change(Client::GeminiCli).await;
+}
+
+/// Under the default policy, with another live session claiming `src/lib.rs`, `client`'s
+/// own edit tool does not write it, and the model reads who holds it: its client, worktree,
+/// branch and intent.
+async fn stopped_before_writing_a_claimed_file(client: Client) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let holder = McpClient::http(&beta_lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    let fake = FakeModel::start(vec![
+        client.write_file(&checkout, "src/lib.rs", WRITTEN),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "{client:?} did not write the claimed file:\n{}",
+        run.output()
+    );
+    let tool = match client {
+        Client::ClaudeCode => "Write",
+        Client::Codex => "apply_patch",
+        Client::GeminiCli => "write_file",
+    };
+    let refused = fake.tool_result(tool).unwrap_or_else(|| {
+        panic!(
+            "no result of the edit reached the model:\n{}",
+            fake.summary()
+        )
+    });
+    let beta = beta.to_string_lossy().into_owned();
+    assert!(
+        refused.contains("stopped this tool call before it ran")
+            && refused.contains("holder-agent")
+            && refused.contains(&beta)
+            && refused.contains("branch")
+            && refused.contains("beta")
+            && refused.contains("port the parser"),
+        "the model read the holder, its worktree, branch and intent: {refused}"
+    );
+    holder.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_is_stopped_before_writing_a_file_a_live_session_claims() {
+    stopped_before_writing_a_claimed_file(Client::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_is_stopped_before_writing_a_file_a_live_session_claims() {
+    stopped_before_writing_a_claimed_file(Client::GeminiCli).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_is_stopped_before_writing_a_file_claimed_in_another_worktree() {
+    stopped_before_writing_a_claimed_file(Client::ClaudeCode).await;
+}
+
+/// A write Claude Code's shell aims at another worktree of the repository is checked there,
+/// and the refusal says where it lands.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_writing_into_another_worktree_is_told_where_it_lands() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let holder = McpClient::http(&beta_lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(beta.join("src/lib.rs")).unwrap();
+    // `../beta/src/lib.rs` from this checkout: resolved on disk before it is compared.
+    let relative = Path::new("..")
+        .join(beta.file_name().unwrap())
+        .join("src/lib.rs");
+    assert!(
+        checkout.join(&relative).exists(),
+        "the worktrees are siblings"
+    );
+    let fake = FakeModel::start(vec![
+        Turn::call(
+            "Bash",
+            json!({
+                "command": format!("sed -i 's/nothing/something/' {}", relative.display()),
+                "description": "edit"
+            }),
+        ),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace
+        .run(&checkout, &fake, "Change beta's src/lib.rs.")
+        .await;
+    assert_eq!(fake.unplayed(), 0, "{}\n{}", fake.summary(), run.output());
+    assert_eq!(
+        std::fs::read_to_string(beta.join("src/lib.rs")).unwrap(),
+        before,
+        "the claimed file in the other worktree is unchanged"
+    );
+    let refused = fake.tool_result("Bash").expect("the command's result");
+    assert!(
+        refused.contains(&format!(
+            "this write lands in worktree \"{}\"",
+            beta.display()
+        )) && refused.contains("holder-agent"),
+        "{refused}"
+    );
+    holder.close().await;
+}
+
+/// Under the default policy, a shell command of `client` that edits a file a live session
+/// claims (`sed -i`) is stopped before it runs.
+async fn shell_write_of_a_claimed_file_is_stopped(client: Client, tool: &str, arguments: Value) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = McpClient::http(&lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let before = std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap();
+    let fake = FakeModel::start(vec![Turn::call(tool, arguments), Turn::answer("done")]).await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(fake.unplayed(), 0, "{}\n{}", fake.summary(), run.output());
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/lib.rs")).unwrap(),
+        before,
+        "{client:?}'s shell did not edit the claimed file:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    let refused = fake.tool_result(tool).expect("the command's result");
+    assert!(
+        refused.contains("stopped this tool call before it ran")
+            && refused.contains("holder-agent")
+            && refused.contains("port the parser"),
+        "{refused}"
+    );
+    holder.close().await;
+}
+
+const SED: &str = "sed -i 's/nothing/something/' src/lib.rs";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_shell_write_of_a_claimed_file_is_stopped() {
+    shell_write_of_a_claimed_file_is_stopped(Client::Codex, "exec_command", json!({"cmd": SED}))
+        .await;
+}

@@ -10,7 +10,7 @@ use majordomus_domain::checkouts::Checkouts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use majordomus_domain::conflicts::{ConflictSide, PredictedConflict};
+use majordomus_domain::conflicts::{ConflictHunk, ConflictSide, PredictedConflict};
 
 use crate::api::CapabilityError;
 use crate::context::{Context, Site};
@@ -273,6 +273,15 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
                 theirs: side(&answer.worktrees[*theirs]),
                 paths: found.paths,
                 more_paths: found.omitted,
+                hunks: found
+                    .hunks
+                    .into_iter()
+                    .map(|hunk| ConflictHunk {
+                        path: hunk.path,
+                        ours: hunk.ours,
+                        theirs: hunk.theirs,
+                    })
+                    .collect(),
             }),
             Err(error) => {
                 answer.complete = false;

@@ -1155,6 +1155,14 @@ fn conflicts_read(reading: Option<&RepositoryReading>) -> ConflictSummary {
     }
 }
 
+/// The repository's latest reading of every worktree's changes and the conflicts predicted
+/// between them, as a listing waits for it: what the guard compares a file with. `None` for
+/// a checkout that has no siblings, or while no reading has finished.
+pub(crate) async fn repository_reading(ctx: &Context) -> Option<Arc<RepositoryReading>> {
+    ctx.site.checkout.common_dir.as_ref()?;
+    latest_reading(&ctx.site, ctx.site.probe_timeout() / 2).await
+}
+
 /// The latest reading of the whole repository, a new one started in the background when it
 /// is older than a second; see [`Site::repository_reading`] for how long it is waited for.
 async fn latest_reading(site: &Arc<Site>, wait: Duration) -> Option<Arc<RepositoryReading>> {
@@ -1521,6 +1529,7 @@ mod tests {
                 theirs: side("gamma"),
                 paths: (0..20).map(|n| format!("src/{n:02}.rs")).collect(),
                 more_paths: 5,
+                hunks: Vec::new(),
             }],
             complete: false,
         };
@@ -1572,6 +1581,7 @@ mod tests {
                     theirs: side(theirs),
                     paths: vec!["src/lib.rs".into()],
                     more_paths: 0,
+                    hunks: Vec::new(),
                 })
             })
             .collect();

@@ -21,6 +21,31 @@ pub struct Located {
     pub lease: PathBuf,
 }
 
+impl Located {
+    /// The git dir every checkout of the repository shares, read the way git reads it (a
+    /// linked worktree's git dir names it in `commondir`): two checkouts with the same one
+    /// are worktrees of one repository.
+    pub fn common_dir(&self) -> Option<PathBuf> {
+        let git_dir = self.lease.parent()?.parent()?;
+        let common = match fs::read_to_string(git_dir.join("commondir")) {
+            Ok(named) => git_dir.join(named.trim()),
+            Err(_) => git_dir.to_path_buf(),
+        };
+        common.canonicalize().ok()
+    }
+}
+
+/// The checkout `file` (absolute, or relative to `cwd`) lands in, found from the nearest
+/// of its directories that exists; `None` when it lands in none.
+pub fn checkout_of_file(cwd: &Path, file: &str) -> Option<Located> {
+    let joined = cwd.join(file);
+    joined
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.is_dir())
+        .and_then(checkout_of)
+}
+
 /// The checkout containing `dir`, if `dir` exists.
 pub fn checkout_of(dir: &Path) -> Option<Located> {
     let dir = dir.canonicalize().ok()?;

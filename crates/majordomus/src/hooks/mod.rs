@@ -17,6 +17,7 @@
 pub mod clients;
 pub mod locate;
 pub mod patch;
+pub mod shell;
 pub mod unanswered;
 
 use std::collections::HashSet;
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
-use majordomus_domain::limits;
+use majordomus_domain::{limits, text};
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
@@ -36,7 +37,7 @@ use crate::capabilities::hooks::{
 };
 use crate::context::{Context, Site};
 use crate::registry::Operation;
-use clients::{Action, Said};
+use clients::{Action, Found, Said};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
 /// gives up (fails open) rather than hold an arbitrary amount in memory.
@@ -154,14 +155,7 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     // once. Once half the budget has passed the server is probed: one that does not answer
     // that either within the probe's short timeout is given up on then, and remembered.
     let asked = tokio::time::timeout(budget, async {
-        let asking = ask(
-            &server,
-            client,
-            &config,
-            &located.root,
-            &cwd,
-            event_of_input,
-        );
+        let asking = ask(&server, client, &config, &located, &cwd, event_of_input);
         tokio::pin!(asking);
         let probing = async {
             tokio::time::sleep(budget / 2).await;
@@ -276,14 +270,34 @@ async fn ask(
     server: &Server,
     client: HookClient,
     config: &Config,
-    root: &Path,
+    located: &locate::Located,
     cwd: &Path,
     event: clients::Event,
 ) -> Result<Said, Silence> {
-    let files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
+    let root = located.root.as_path();
+    // A write that lands in another worktree of the repository is checked there, by its
+    // path in that worktree, and named as landing elsewhere.
+    let own_common_dir = located.common_dir();
+    let mut landing = Vec::new();
+    let mut files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
         let paths: Vec<String> = paths
             .iter()
-            .filter_map(|path| locate::relative_to(root, cwd, path))
+            .filter_map(|path| {
+                if let Some(inside) = locate::relative_to(root, cwd, path) {
+                    return Some(inside);
+                }
+                let other = locate::checkout_of_file(cwd, path)?;
+                if other.root == root || other.common_dir() != own_common_dir {
+                    return None;
+                }
+                let there = locate::relative_to(&other.root, cwd, path)?;
+                landing.push(format!(
+                    "this write lands in worktree {}, not in this session's own ({})",
+                    text::quoted(&other.root.to_string_lossy(), 200),
+                    text::quoted(&root.to_string_lossy(), 200)
+                ));
+                Some(there)
+            })
             .collect();
         if paths.is_empty() {
             return Err(Silence::NoFile);
@@ -296,9 +310,56 @@ async fn ask(
                 .into_iter()
                 .map(|files| async move { server.post::<HooksGuard>(&files).await });
             let guarded = futures::future::try_join_all(asked).await?;
+            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
+            let mut found = found(guarded);
+            found.landing = landing;
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
-                lines: with_unread(guarded),
+                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                found,
+            })
+        }
+        Action::Shell(effects) => {
+            let mut guarded = Vec::new();
+            if !effects.writes.is_empty() {
+                let asked = files(effects.writes)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|files| async move { server.post::<HooksGuard>(&files).await });
+                guarded = futures::future::try_join_all(asked).await?;
+            }
+            let mut found = found(guarded);
+            found.landing = std::mem::take(&mut landing);
+            if let Some(command) = &effects.discards {
+                let whole = in_requests(client, &event.session_id, vec![".".to_owned()]);
+                let here = server.post::<HooksGuard>(&whole[0]).await?;
+                let working_here: Vec<String> = here
+                    .findings
+                    .iter()
+                    .filter(|finding| {
+                        finding.attached
+                            && finding.checkout.as_ref().is_some_and(|c| c.this_checkout)
+                    })
+                    .map(facts::working_here_line)
+                    .collect();
+                if !working_here.is_empty() {
+                    found.live.insert(
+                        0,
+                        format!(
+                            "{} discards or rewrites uncommitted work in this checkout, where \
+                             other live sessions work:",
+                            text::quoted(command, 200)
+                        ),
+                    );
+                    let at = found.live.len().min(1);
+                    found.live.splice(at..at, working_here);
+                }
+            }
+            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
+            Ok(Said::Claimed {
+                policy: config.hooks.policy,
+                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                found,
             })
         }
         Action::Edit(paths) => {
@@ -336,6 +397,43 @@ fn in_requests(client: HookClient, session_id: &str, paths: Vec<String>) -> Vec<
             paths: chunk.to_vec(),
         })
         .collect()
+}
+
+/// The guards' findings, each once, split by what they call for, followed by the boards
+/// the guards could not read when they found something.
+fn found(answers: Vec<Guarded>) -> Found {
+    let mut seen = HashSet::new();
+    let mut found = Found::default();
+    for finding in answers.iter().flat_map(|guarded| &guarded.findings) {
+        let line = facts::finding_line(finding);
+        if seen.insert(line.clone()) {
+            if finding.attached {
+                found.live.push(line);
+            } else {
+                found.departed.push(line);
+            }
+        }
+    }
+    for guarded in &answers {
+        found.bump_passed |= guarded.bump_passed;
+        for line in &guarded.bumps {
+            if seen.insert(line.clone()) {
+                found.bumps.push(line.clone());
+            }
+        }
+    }
+    found.live = facts::bounded(found.live);
+    found.bumps = facts::bounded(found.bumps);
+    found.departed = facts::bounded(found.departed);
+    if !(found.live.is_empty() && found.bumps.is_empty() && found.departed.is_empty()) {
+        let unread = answers
+            .iter()
+            .flat_map(|guarded| &guarded.unread)
+            .filter(|line| seen.insert((*line).clone()))
+            .cloned();
+        found.departed.extend(unread);
+    }
+    found
 }
 
 /// The guards' lines, each once, followed by the boards they could not read when they found

@@ -186,6 +186,16 @@ fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
     Ok(())
 }
 
+/// The guard's policy in force, and what it does.
+pub fn policy_line(policy: config::GuardPolicy) -> String {
+    format!(
+        "the guard's policy is `{}` (`[hooks] policy` in {}): {}",
+        policy.as_str(),
+        config::CONFIG_FILE,
+        policy.meaning()
+    )
+}
+
 /// Says what the repository's `majordomus.toml` suggests, whether each suggestion is allowed,
 /// and the command that allows it; or why the configuration cannot be used.
 fn suggestions(dir: &Path) {
@@ -202,6 +212,7 @@ fn suggestions(dir: &Path) {
         Ok(config) => config,
         Err(error) => return crate::render::say!("the configuration cannot be used: {error}"),
     };
+    crate::render::say!("{}", policy_line(config.hooks.policy));
     for (kind, suggested) in config.suggestions.made() {
         let described = kind.described();
         if suggested.allowed {

@@ -359,10 +359,16 @@ fn run_in(options: &Options) -> Result<(), String> {
         crate::render::say!("nothing to change");
     }
     if !options.uninstall && options.scope == Scope::Project {
+        let wired_now = !written.is_empty();
         for client in written {
             if let Some(note) = doctor::first_run_note(client) {
                 crate::render::say!("{client}: {note}");
             }
+        }
+        if wired_now
+            && let Ok(config) = majordomus_checkout::config::load_repository(&site.places.root)
+        {
+            crate::render::say!("{}", doctor::policy_line(config.hooks.policy));
         }
     }
     if problems.is_empty() {

@@ -98,6 +98,8 @@ pub struct ServerState {
     pub(crate) listing: ListingCache,
     /// The claims handed to the next server of the checkout should this process end.
     handover: handover::HandOver,
+    /// The edits the guard stopped once by a speed bump, which pass when repeated soon.
+    speed_bumps: Mutex<crate::port::SpeedBumps>,
 }
 
 impl ServerState {
@@ -131,6 +133,7 @@ impl ServerState {
                 events: events::EventBus::new(&site),
                 dashboard: dashboard::Access::default(),
                 sessions: Mutex::new(Default::default()),
+                speed_bumps: Mutex::new(Default::default()),
                 federation,
                 parking: Arc::new(parking::Parking::new(
                     site.config.timings.session_park(),

@@ -18,6 +18,13 @@ use crate::federation::{Federation, Published};
 use crate::port::{BoardPort, BoardSnapshot, Fact, ListingCache, SiblingBoard};
 
 impl BoardPort for ServerState {
+    fn bumped_before(&self, key: u64) -> bool {
+        self.speed_bumps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .bumped_before(key, std::time::Instant::now())
+    }
+
     fn own_standing(&self) -> ServerStanding {
         ServerState::own_standing(self)
     }

@@ -157,6 +157,24 @@ impl FakeModel {
             .find_map(|request| result_in(&request.body, call))
     }
 
+    /// The results the client sent back for every call the fake made to `tool`, in the
+    /// order of the calls; a call whose result no request carried yet is left out.
+    pub fn tool_results(&self, tool: &str) -> Vec<String> {
+        let script = self.script.lock().unwrap();
+        let suffix = format!("_{tool}");
+        script
+            .calls
+            .iter()
+            .filter(|call| call.name == tool || call.name.ends_with(&suffix))
+            .filter_map(|call| {
+                script
+                    .requests
+                    .iter()
+                    .find_map(|request| result_in(&request.body, call))
+            })
+            .collect()
+    }
+
     /// One line per request (method, path, the main loop's last message kinds), for failure
     /// messages.
     pub fn summary(&self) -> String {
@@ -429,7 +447,8 @@ fn offered_tools(body: &Value) -> Vec<Offered> {
 
 /// The text of the result `call` got, when `body` carries it.
 fn result_in(body: &Value, call: &MadeCall) -> Option<String> {
-    // A string as it is; Anthropic's text blocks and Gemini's `{"output": …}` by their text.
+    // A string as it is; Anthropic's text blocks and Gemini's `{"output": …}` and
+    // `{"error": …}` by their text; anything else as JSON.
     let text = |value: &Value| match value {
         Value::String(text) => text.clone(),
         Value::Array(blocks) if blocks.iter().all(|b| b["text"].is_string()) => blocks
@@ -437,8 +456,11 @@ fn result_in(body: &Value, call: &MadeCall) -> Option<String> {
             .filter_map(|b| b["text"].as_str())
             .collect::<Vec<_>>()
             .join("\n"),
-        Value::Object(fields) if fields.len() == 1 && fields["output"].is_string() => {
-            fields["output"].as_str().unwrap_or_default().to_owned()
+        Value::Object(fields)
+            if fields.len() == 1
+                && let Some(Value::String(text)) = fields.get("output").or(fields.get("error")) =>
+        {
+            text.clone()
         }
         other => other.to_string(),
     };

@@ -22,7 +22,9 @@ use super::{Guarded, NewsMoment};
 use crate::api::CapabilityError;
 use crate::capabilities::peers::{self, Detail, PeerList};
 use crate::context::Context;
+use crate::context::RepositoryReading;
 use crate::port::{EDITS_CLAIM, Fact};
+use majordomus_domain::changes::{ChangeKind, WorktreeChanges};
 
 /// How many other claims a guard lists; the rest are counted.
 pub const FINDINGS_LISTED: usize = 8;
@@ -99,17 +101,150 @@ pub async fn guard(
     peer: &PeerId,
     paths: &[ClaimPath],
 ) -> Result<Guarded, CapabilityError> {
-    let list = listing(ctx).await?;
+    let (list, reading) = tokio::join!(listing(ctx), peers::repository_reading(ctx));
+    let list = list?;
     let (findings, more_findings) = findings(&list, &Me { peer }, paths);
     let lines = bounded(findings.iter().map(finding_line).collect());
+    let bumps = match reading {
+        Some(reading) => bounded(speed_bumps(
+            &reading,
+            &list,
+            &ctx.site.checkout.root.to_string_lossy(),
+            paths,
+        )),
+        None => Vec::new(),
+    };
     Ok(Guarded {
         peer: peer.clone(),
         findings,
         more_findings,
         lines,
+        bumps,
+        bump_passed: false,
         complete: list.complete,
         unread: unread(&list),
     })
+}
+
+/// The facts about `paths` that are a speed bump: another worktree's uncommitted change to
+/// one of them, and a predicted merge conflict between this worktree and another on one of
+/// them, read from the repository's latest reading (no git is run for them).
+fn speed_bumps(
+    reading: &RepositoryReading,
+    list: &PeerList,
+    here: &str,
+    paths: &[ClaimPath],
+) -> Vec<String> {
+    let mut index = PathIndex::new();
+    for (at, path) in paths.iter().enumerate() {
+        index.insert(path.components(), at);
+    }
+    let meets = |path: &str| -> bool {
+        let Ok(path) = normalize_relative(path) else {
+            return false;
+        };
+        let mut met = false;
+        index.for_each_meeting(path.components(), |_| met = true);
+        met
+    };
+    let branch_of = |worktree: &str| {
+        list.boards
+            .iter()
+            .find(|board| board.worktree == worktree)
+            .and_then(|board| board.branch.clone())
+    };
+    let mut lines = Vec::new();
+    let mut worktrees: Vec<(&String, &WorktreeChanges)> = reading
+        .changes
+        .iter()
+        .filter(|(worktree, _)| worktree.as_str() != here)
+        .collect();
+    worktrees.sort_by_key(|(worktree, _)| *worktree);
+    for (worktree, changes) in worktrees {
+        let changed: Vec<&str> = changes
+            .paths
+            .iter()
+            .filter(|changed| {
+                changed
+                    .kinds
+                    .iter()
+                    .any(|kind| *kind != ChangeKind::Committed)
+            })
+            .map(|changed| changed.path.as_str())
+            .filter(|path| meets(path))
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        lines.push(format!(
+            "worktree {}{} has uncommitted changes to {}",
+            quoted(worktree, QUOTED_BYTES),
+            match branch_of(worktree) {
+                Some(branch) => format!(" (branch {})", quoted(&branch, QUOTED_BYTES)),
+                None => String::new(),
+            },
+            path_list(&changed, 0)
+        ));
+    }
+    for conflict in &reading.conflicts.conflicts {
+        let (other, other_is_theirs) = if conflict.ours.worktree == here {
+            (&conflict.theirs, true)
+        } else if conflict.theirs.worktree == here {
+            (&conflict.ours, false)
+        } else {
+            continue;
+        };
+        let conflicting: Vec<&str> = conflict
+            .paths
+            .iter()
+            .map(String::as_str)
+            .filter(|path| meets(path))
+            .collect();
+        if conflicting.is_empty() {
+            continue;
+        }
+        let mut line = format!(
+            "merging this worktree with worktree {}{} is predicted to conflict on {}",
+            quoted(&other.worktree, QUOTED_BYTES),
+            match &other.branch {
+                Some(branch) => format!(" (branch {})", quoted(branch, QUOTED_BYTES)),
+                None => String::new(),
+            },
+            path_list(&conflicting, 0)
+        );
+        for hunk in conflict
+            .hunks
+            .iter()
+            .filter(|hunk| conflicting.contains(&hunk.path.as_str()))
+        {
+            let theirs = if other_is_theirs {
+                &hunk.theirs
+            } else {
+                &hunk.ours
+            };
+            line.push_str(&format!(
+                "; their side of {}'s first conflicting hunk:\n{}",
+                quoted(&hunk.path, QUOTED_BYTES),
+                fenced(theirs)
+            ));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// Another worktree's lines, fenced so that nothing in them reads as part of the answer: the
+/// fence is longer than any run of backticks they hold, and control characters other than
+/// line ends are escaped.
+fn fenced(lines: &str) -> String {
+    let longest_run = lines.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat((longest_run + 1).max(3));
+    let body: String = lines
+        .lines()
+        .map(for_terminal)
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!("{fence}\n{body}\n{fence}")
 }
 
 /// What `peer`, speaking for `session_id`, is told at `moment`: a summary at session start
@@ -383,7 +518,7 @@ fn unread(list: &PeerList) -> Vec<String> {
 }
 
 /// A finding as a line: this session's files, the other session, its claim.
-fn finding_line(finding: &Finding) -> String {
+pub(crate) fn finding_line(finding: &Finding) -> String {
     let yours: Vec<&str> = finding.yours.iter().map(String::as_str).collect();
     let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
     let who = describe(
@@ -406,6 +541,27 @@ fn finding_line(finding: &Finding) -> String {
         format!(
             "{yours} {} in the claim of {who} on {theirs}, for {}",
             if many { "lie" } else { "lies" },
+            quoted(&finding.intent, QUOTED_BYTES)
+        )
+    }
+}
+
+/// Another session working in this checkout, with its claim: what a command that discards
+/// the checkout's uncommitted work would take from it.
+pub(crate) fn working_here_line(finding: &Finding) -> String {
+    let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
+    let who = describe(
+        &finding.peer,
+        &finding.client,
+        finding.checkout.as_ref(),
+        finding.attached,
+    );
+    if finding.claim.as_deref() == Some(EDITS_CLAIM) {
+        format!("{who} edited {}", path_list(&theirs, finding.more_theirs))
+    } else {
+        format!(
+            "{who} claims {} for {}",
+            path_list(&theirs, finding.more_theirs),
             quoted(&finding.intent, QUOTED_BYTES)
         )
     }
@@ -452,7 +608,7 @@ fn path_list(paths: &[&str], more: usize) -> String {
 
 /// The lines that fit in [`LINES_BYTES`], in order; when some do not, a last line says how
 /// many were left out.
-fn bounded(lines: Vec<String>) -> Vec<String> {
+pub(crate) fn bounded(lines: Vec<String>) -> Vec<String> {
     let mut kept = Vec::new();
     let mut used = 0;
     let total = lines.len();

@@ -8,6 +8,8 @@
 
 pub mod facts;
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::PeerId;
 use majordomus_domain::{limits, text};
@@ -159,6 +161,16 @@ pub struct Guarded {
     /// The findings as lines for an agent: facts, with what other sessions wrote quoted and
     /// escaped. Empty when nothing was found.
     pub lines: Vec<String>,
+    /// Speed bumps, as lines: another worktree's uncommitted change to one of the files, a
+    /// merge conflict on one of them predicted between this worktree and another (with the
+    /// other side's conflicting lines quoted and fenced when known). Read from the latest
+    /// reading of the repository, never from git in the guard's own time.
+    #[serde(default)]
+    pub bumps: Vec<String>,
+    /// Whether the same session was stopped by these speed bumps for the same files within
+    /// the last five minutes: a repeated edit passes.
+    #[serde(default)]
+    pub bump_passed: bool,
     /// Whether every board of the repository was read.
     pub complete: bool,
     /// A line for each board that could not be read, saying why.
@@ -269,7 +281,15 @@ impl Operation for HooksGuard {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id)
             .await;
-        facts::guard(ctx, &peer, &paths).await
+        let mut guarded = facts::guard(ctx, &peer, &paths).await?;
+        if !guarded.bumps.is_empty() {
+            let mut hasher = DefaultHasher::new();
+            let mut files: Vec<&str> = paths.iter().map(ClaimPath::as_written).collect();
+            files.sort_unstable();
+            (&input.session_id, files).hash(&mut hasher);
+            guarded.bump_passed = server.bumped_before(hasher.finish());
+        }
+        Ok(guarded)
     }
 }
 
