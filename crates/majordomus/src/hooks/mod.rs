@@ -28,8 +28,10 @@ use majordomus_domain::limits;
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput,
+    EndInput, Guarded, HookClient, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews,
+    NewsInput,
 };
+use majordomus_checkout::ancestry::{self, ProcessStamp};
 use crate::registry::Operation;
 use clients::{Action, Said};
 
@@ -200,6 +202,9 @@ async fn ask(
     cwd: &Path,
     event: clients::Event,
 ) -> Result<Said, Silence> {
+    // The processes this hook runs under: the client is among them, and so the server finds
+    // the client's MCP connection where no session id reached it.
+    let ancestors = ancestry::ancestors();
     let files = |paths: Vec<String>| -> Result<Vec<HookFiles>, Silence> {
         let paths: Vec<String> = paths
             .iter()
@@ -208,7 +213,7 @@ async fn ask(
         if paths.is_empty() {
             return Err(Silence::NoFile);
         }
-        Ok(in_requests(client, &event.session_id, paths))
+        Ok(in_requests(client, &event.session_id, &ancestors, paths))
     };
     match event.action {
         Action::Guard(paths) => {
@@ -235,6 +240,7 @@ async fn ask(
                 client,
                 session_id: event.session_id.clone(),
                 moment,
+                ancestors: ancestors.clone(),
             };
             let news = server.post::<HooksNews>(&input).await?;
             Ok(Said::News {
@@ -242,18 +248,32 @@ async fn ask(
                 lines: news.lines,
             })
         }
+        Action::End => {
+            let input = EndInput {
+                client,
+                session_id: event.session_id.clone(),
+            };
+            server.post::<HooksEnd>(&input).await?;
+            Ok(Said::Ended)
+        }
     }
 }
 
 /// `paths` in as many requests as the server's bound on one request's files
 /// ([`limits::SCOPE_PATHS`]) makes: a Codex patch may touch thousands, and each is checked.
-fn in_requests(client: HookClient, session_id: &str, paths: Vec<String>) -> Vec<HookFiles> {
+fn in_requests(
+    client: HookClient,
+    session_id: &str,
+    ancestors: &[ProcessStamp],
+    paths: Vec<String>,
+) -> Vec<HookFiles> {
     paths
         .chunks(limits::SCOPE_PATHS)
         .map(|chunk| HookFiles {
             client,
             session_id: session_id.to_owned(),
             paths: chunk.to_vec(),
+            ancestors: ancestors.to_vec(),
         })
         .collect()
 }

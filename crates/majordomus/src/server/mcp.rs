@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
@@ -91,6 +92,14 @@ impl McpSession {
             *known = Some(session_id.to_owned());
         }
         self.state.adopt_session(peer, session_id).await;
+    }
+
+    /// The connection runs for the client process `stamp` (a `majordomus mcp` process's
+    /// parent): the client's hooks join its peer, and its end ends the peer.
+    pub async fn adopt_client_process(&self, stamp: ProcessStamp) {
+        if let Some(peer) = self.peer.get() {
+            self.state.join_client_process(peer, stamp).await;
+        }
     }
 
     /// The instructions this connection's client is given in `initialize`.
@@ -200,6 +209,19 @@ pub fn is_let_go(error: &McpError) -> bool {
 /// The `_meta` key under which a bridge names its client's session (the client's own
 /// conversation id), in `initialize` and on every `tools/call` it forwards.
 pub const CLIENT_SESSION_META_KEY: &str = "majordomus/client-session";
+
+/// The `initialize` `_meta` key under which a bridge names its client process: its own
+/// parent, `{"pid": …, "start": …}`.
+pub const CLIENT_PROCESS_META_KEY: &str = "majordomus/client-process";
+
+/// The client process an `initialize` `_meta` names, when it names one well.
+pub fn client_process_of(metas: &[Option<&JsonObject>]) -> Option<ProcessStamp> {
+    metas
+        .iter()
+        .flatten()
+        .find_map(|meta| meta.get(CLIENT_PROCESS_META_KEY))
+        .and_then(|value| serde_json::from_value(value.clone()).ok())
+}
 
 /// The `_meta` key under which Codex describes the turn of every `tools/call`, its
 /// `session_id` included.
@@ -408,6 +430,9 @@ impl ServerHandler for McpSession {
             .start_notices(&self.state.events, peer, context.peer.clone());
         if let Some(session) = client_session_of(&sent) {
             self.adopt_client_session(&session).await;
+        }
+        if let Some(stamp) = client_process_of(&sent) {
+            self.adopt_client_process(stamp).await;
         }
         Ok(result.with_instructions(self.state.instructions(peer)))
     }
