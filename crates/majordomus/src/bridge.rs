@@ -988,21 +988,11 @@ impl ServerHandler for SharedBridge {
             self.0.note_client_session(id);
         }
         let _ = self.0.client.set(request);
-        let (upstream, _) = self
-            .0
+        self.0
             .current()
             .await
             .map_err(|error| McpError::internal_error(error.to_string(), None))?;
-        let instructions = match upstream {
-            Upstream::Local(session) => session.instructions(),
-            Upstream::Remote { peer, .. } => {
-                peer.peer_info().and_then(|info| info.instructions.clone())
-            }
-        };
-        Ok(match instructions {
-            Some(instructions) => negotiated.with_instructions(instructions),
-            None => negotiated,
-        })
+        Ok(negotiated)
     }
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {

@@ -102,11 +102,6 @@ impl McpSession {
         }
     }
 
-    /// The instructions this connection's client is given in `initialize`.
-    pub fn instructions(&self) -> Option<String> {
-        self.peer.get().map(|peer| self.state.instructions(peer))
-    }
-
     /// Serves one `tools/call` for this connection, as the MCP transport would.
     pub async fn call_tool_directly(
         &self,
@@ -367,11 +362,15 @@ pub fn negotiate(
     handler.negotiate_initialize(request)
 }
 
+/// What every handler declares, the instructions included: the same for every session in
+/// `initialize` and in `server/discover`.
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-        Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
-            .with_title("majordomus — the board of the agents on this repository"),
-    )
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(
+            Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
+                .with_title("majordomus — the board of the agents on this repository"),
+        )
+        .with_instructions(majordomus_domain::briefing::INSTRUCTIONS)
 }
 
 /// What a session served here declares: [`server_config`] with the resources and logging.
@@ -434,7 +433,7 @@ impl ServerHandler for McpSession {
         if let Some(stamp) = client_process_of(&sent) {
             self.adopt_client_process(stamp).await;
         }
-        Ok(result.with_instructions(self.state.instructions(peer)))
+        Ok(result)
     }
 
     /// Over HTTP, the session is known by its id from now on: it can be parked when idle.

@@ -478,9 +478,4 @@ impl ServerState {
         self.claims_changed();
         Ok(announced)
     }
-
-    /// The `initialize` instructions: what the board is for, the caller's id, who else is here.
-    pub(crate) fn instructions(&self, me: &PeerId) -> String {
-        majordomus_domain::briefing::instructions(me, &self.board_peers(SystemTime::now()))
-    }
 }
