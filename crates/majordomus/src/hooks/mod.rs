@@ -22,18 +22,17 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use majordomus_checkout::config::{self, Config, HooksConfig};
+use majordomus_checkout::config::{self, Config, GuardPolicy, HooksConfig};
 use majordomus_checkout::lease::{LeaseReading, read_lease};
 use majordomus_domain::limits;
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    EndInput, Guarded, HookClient, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews,
-    NewsInput,
+    EndInput, Guarded, HookClient, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews, NewsInput,
 };
-use majordomus_checkout::ancestry::{self, ProcessStamp};
 use crate::registry::Operation;
 use clients::{Action, Said};
+use majordomus_checkout::ancestry::{self, ProcessStamp};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
 /// gives up (fails open) rather than hold an arbitrary amount in memory.
@@ -221,8 +220,16 @@ async fn ask(
                 .into_iter()
                 .map(|files| async move { server.post::<HooksGuard>(&files).await });
             let guarded = futures::future::try_join_all(asked).await?;
+            // A departed session's claim is information: it refuses nobody and asks nobody.
+            let live = guarded
+                .iter()
+                .any(|answer| answer.findings.iter().any(|finding| finding.attached));
             Ok(Said::Claimed {
-                policy: config.hooks.policy,
+                policy: if live {
+                    config.hooks.policy
+                } else {
+                    GuardPolicy::Warn
+                },
                 lines: with_unread(guarded),
             })
         }
