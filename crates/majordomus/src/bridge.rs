@@ -47,8 +47,8 @@ use crate::context::Site;
 use crate::registry::Operation;
 use crate::server::Worker;
 use crate::server::mcp::{
-    BRIDGED_META_KEY, CLIENT_PROCESS_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
-    is_let_go, metas, negotiate, tool_list,
+    BRIDGED_META_KEY, CLIENT_PROCESS_META_KEY, CLIENT_SESSION_META_KEY, McpSession,
+    WORKER_META_KEY, client_session_of, is_let_go, metas, negotiate, tool_list,
 };
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StartError, StopRequests, elect_and_start,

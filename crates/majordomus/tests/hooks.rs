@@ -620,7 +620,11 @@ async fn without_a_shared_session_id_the_client_process_makes_one_peer() {
     let started = run("SessionStart", FREE_FILE, "gemini-one").await;
     started.assert_silent("nobody else is here");
     let listing = client.answer("majordomus_peers", json!({})).await;
-    assert_eq!(attached(&listing).len(), 1, "one session, one peer: {listing:#}");
+    assert_eq!(
+        attached(&listing).len(),
+        1,
+        "one session, one peer: {listing:#}"
+    );
     let me = listing["caller"].clone();
     client
         .answer(

@@ -637,8 +637,14 @@ async fn the_instructions_are_the_same_for_everyone_in_both_protocol_eras() {
     let discovered = answer_on_pipes(&repo, "mcp-discover-crowded", discover).await;
 
     assert_eq!(initialized, alone, "initialize over HTTP");
-    assert_eq!(bridged["result"]["instructions"], alone, "initialize through a bridge");
-    assert_eq!(discovered["result"]["instructions"], alone, "server/discover");
+    assert_eq!(
+        bridged["result"]["instructions"], alone,
+        "initialize through a bridge"
+    );
+    assert_eq!(
+        discovered["result"]["instructions"], alone,
+        "server/discover"
+    );
     for words in ["evil", "SYSTEM", "ignore previous", "you are peer"] {
         assert!(!alone.contains(words), "{alone}");
     }

@@ -320,7 +320,11 @@ mod tests {
         assert_eq!(parse(HookClient::ClaudeCode, "PreToolUse", &bash), None);
         let stop = json!({"session_id": "s"});
         assert_eq!(parse(HookClient::ClaudeCode, "Stop", &stop), None);
-        for client in [HookClient::ClaudeCode, HookClient::Codex, HookClient::GeminiCli] {
+        for client in [
+            HookClient::ClaudeCode,
+            HookClient::Codex,
+            HookClient::GeminiCli,
+        ] {
             let ended = parse(client, "SessionEnd", &stop).unwrap();
             assert_eq!(ended.action, Action::End);
         }

@@ -275,17 +275,13 @@ impl ServerState {
             }
             sessions.named += 1;
             let order = sessions.named;
-            sessions.clients.insert(
-                peer.clone(),
-                ClientProcess {
-                    stamp,
-                    held,
-                    order,
-                },
-            );
-            let speaks_already = sessions.sessions.values().any(|session| {
-                !session.made_for_hooks && session.peer.as_ref() == Some(peer)
-            });
+            sessions
+                .clients
+                .insert(peer.clone(), ClientProcess { stamp, held, order });
+            let speaks_already = sessions
+                .sessions
+                .values()
+                .any(|session| !session.made_for_hooks && session.peer.as_ref() == Some(peer));
             if speaks_already {
                 return;
             }
@@ -438,6 +434,11 @@ impl ServerState {
             CapabilityError::refused(format!("the edit was not recorded: {error}"))
         })?;
         Ok(scope)
+    }
+
+    /// The peer that speaks for `session_id` now, if any.
+    pub(crate) fn session_peer(&self, session_id: &str) -> Option<PeerId> {
+        self.sessions().sessions.get(session_id)?.peer.clone()
     }
 
     /// Remembers that `session_id` was told the facts of `keys`.

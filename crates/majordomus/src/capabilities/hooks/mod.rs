@@ -367,7 +367,17 @@ impl Operation for HooksNews {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
-        let lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
+        let mut lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
+        // The session's MCP connection may have taken it over meanwhile (Claude Code runs
+        // its session-start hook as it starts its MCP servers): the news are told from the
+        // peer that speaks for the session now, so it never meets its own connection.
+        let peer = match server.session_peer(&input.session_id) {
+            Some(now) if now != peer => {
+                lines = facts::news(ctx, &now, &input.session_id, input.moment).await?;
+                now
+            }
+            _ => peer,
+        };
         Ok(News { peer, lines })
     }
 }
