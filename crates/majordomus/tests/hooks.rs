@@ -699,6 +699,57 @@ async fn without_a_shared_session_id_the_client_process_makes_one_peer() {
     client.close().await;
 }
 
+/// 4d. Cursor names its conversation `conversation_id` in its hooks and nothing reaches its
+///     MCP server: its recorded `afterFileEdit` payload joins the MCP connection of the same
+///     client process, and a second conversation's does not take the first one's peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_conversations_join_their_mcp_connection_by_the_client_process() {
+    let repo = TempRepo::new();
+    let client = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "cursor-vscode",
+        "1.0.0",
+    )
+    .await;
+    let lease = wait_ready(repo.root()).await;
+    let edit = payload(
+        "cursor",
+        "afterFileEdit",
+        repo.root(),
+        "src/lexer.rs",
+        "cursor-conversation-1",
+    );
+    hook(&repo, "cursor", "afterFileEdit", &edit)
+        .await
+        .assert_silent("Cursor reads no answer after an edit");
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    let peers = attached(&listing);
+    assert_eq!(peers.len(), 1, "one conversation, one peer: {listing:#}");
+    assert_eq!(peers[0]["id"], listing["caller"]);
+    assert_eq!(peers[0]["claims"][0]["name"], "edits");
+    assert_eq!(peers[0]["claims"][0]["scope"], json!(["src/lexer.rs"]));
+
+    let other = payload(
+        "cursor",
+        "afterFileEdit",
+        repo.root(),
+        "docs/guide.md",
+        "cursor-conversation-2",
+    );
+    hook(&repo, "cursor", "afterFileEdit", &other)
+        .await
+        .assert_silent("a second conversation's edit");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let peers = attached(&listing);
+    assert_eq!(
+        peers.len(),
+        2,
+        "the connection speaks for its first conversation only: {listing:#}"
+    );
+    client.close().await;
+}
+
 /// 4c. A client process that ends takes its peer off the board, though its `majordomus mcp`
 ///     lives on: what it edited leaves with it (the worktree's changes show the files).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

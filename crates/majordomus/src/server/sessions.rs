@@ -306,10 +306,18 @@ impl ServerState {
 
     /// Takes off the board every MCP connection's peer whose client process has ended: the
     /// session is over even where the connection lingers (a client that leaves its servers
-    /// running, a bridge not yet told).
+    /// running, a bridge not yet told). Connections that left already are forgotten with
+    /// their process.
     pub(crate) fn let_ended_clients_go(&self) {
+        let now = SystemTime::now();
         let ended: Vec<PeerId> = {
             let mut sessions = self.sessions();
+            {
+                let board = self.board();
+                sessions
+                    .clients
+                    .retain(|peer, _| is_attached(&board, peer, now));
+            }
             let ended: Vec<PeerId> = sessions
                 .clients
                 .iter()
