@@ -750,6 +750,70 @@ async fn cursor_conversations_join_their_mcp_connection_by_the_client_process() 
     client.close().await;
 }
 
+/// 4e. A file whose edit was undone (`git checkout`) leaves the session's `edits` claim once
+///     the claim has settled; a file still changed stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undone_edit_leaves_the_edits_claim() {
+    let repo = TempRepo::new();
+    let root = repo.root();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lexer.rs"), "fn lex() {}\n").unwrap();
+    git(root, &["add", "src/lexer.rs"]);
+    git(root, &["commit", "-q", "-m", "lexer"]);
+    let client = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "gemini-cli-mcp-client",
+        "0.61.0",
+    )
+    .await;
+    let lease = wait_ready(root).await;
+    std::fs::write(root.join("src/lexer.rs"), "fn lex(input: &str) {}\n").unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/guide.md"), "# guide\n").unwrap();
+    for file in ["src/lexer.rs", "docs/guide.md"] {
+        let edit = payload("gemini-cli", "AfterTool", root, file, "undoing");
+        hook(&repo, "gemini-cli", "AfterTool", &edit)
+            .await
+            .assert_silent("an edit nobody else claims");
+    }
+    let edits_scope = |listing: &Value| -> Value {
+        attached(listing)
+            .first()
+            .and_then(|peer| {
+                peer["claims"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|claim| claim["name"] == "edits")
+                    .map(|claim| claim["scope"].clone())
+            })
+            .unwrap_or(Value::Null)
+    };
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(
+        edits_scope(&listing),
+        json!(["docs/guide.md", "src/lexer.rs"]),
+        "{listing:#}"
+    );
+
+    git(root, &["checkout", "--", "src/lexer.rs"]);
+    // The claim settles 10 s after its latest edit and is compared every 10 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    loop {
+        let listing = rest_get(&lease, "/api/v1/peers").await;
+        if edits_scope(&listing) == json!(["docs/guide.md"]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the undone file is still claimed: {listing:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    client.close().await;
+}
+
 /// 4c. A client process that ends takes its peer off the board, though its `majordomus mcp`
 ///     lives on: what it edited leaves with it (the worktree's changes show the files).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,7 @@ use std::sync::{Arc, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::ancestry::{ANCESTORS, ProcessStamp};
+use majordomus_checkout::changes::ChangeKind;
 use majordomus_checkout::process::ProcessHandle;
 use majordomus_domain::board::PeerBoard;
 use majordomus_domain::episodes::validate_external_id;
@@ -52,6 +53,15 @@ const HOOK_PEER_TITLE: &str = "a session seen through its hooks";
 /// How often the sessions' hooks are checked for silence.
 const REAP_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long after a session's latest recorded edit its `edits` claim is compared with the
+/// worktree's changes: long past any reading of them the edit could predate (one is kept a
+/// second), so an edit just made is never taken for one undone.
+const EDITS_SETTLED: Duration = Duration::from_secs(10);
+
+/// How many ticks of [`REAP_INTERVAL`] apart the settled `edits` claims are compared with
+/// the worktree's changes: each comparison may run `git status`.
+const PRUNE_TICKS: u32 = 10;
+
 /// Every client session this server knows, by the client's id of it.
 #[derive(Default)]
 pub(crate) struct HookSessions {
@@ -61,6 +71,8 @@ pub(crate) struct HookSessions {
     clients: HashMap<PeerId, ClientProcess>,
     /// Numbers the client processes in the order their connections named them.
     named: u64,
+    /// When each attached peer's `edits` claim last grew.
+    edited: HashMap<PeerId, Instant>,
 }
 
 /// The client process an MCP connection runs for, held so that its end is noticed.
@@ -441,12 +453,105 @@ impl ServerState {
         board.announce(peer, input, now).map_err(|error| {
             CapabilityError::refused(format!("the edit was not recorded: {error}"))
         })?;
+        drop(board);
+        self.sessions().edited.insert(peer.clone(), Instant::now());
         Ok(scope)
     }
 
     /// The peer that speaks for `session_id` now, if any.
     pub(crate) fn session_peer(&self, session_id: &str) -> Option<PeerId> {
         self.sessions().sessions.get(session_id)?.peer.clone()
+    }
+
+    /// Takes out of the `edits` claims that have not grown for [`EDITS_SETTLED`] the files
+    /// that no longer differ from `HEAD` (an edit undone, say with `git checkout`): such a
+    /// file is nobody's work any more. A claim left with no file goes. Nothing is taken
+    /// while the worktree's changes cannot be read or are too many to list.
+    pub(crate) async fn prune_undone_edits(&self) {
+        let now = SystemTime::now();
+        let settled: Vec<PeerId> = {
+            let mut sessions = self.sessions();
+            let board = self.board();
+            sessions
+                .edited
+                .retain(|peer, _| is_attached(&board, peer, now));
+            sessions
+                .edited
+                .iter()
+                .filter(|(_, at)| at.elapsed() >= EDITS_SETTLED)
+                .map(|(peer, _)| peer.clone())
+                .collect()
+        };
+        if settled.is_empty() {
+            return;
+        }
+        let site = self.site.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let default_branch = site.config.changes.default_branch.as_deref();
+            site.changes.changes(&site.checkout.root, default_branch)
+        })
+        .await;
+        let Ok(Ok(changes)) = read else {
+            return;
+        };
+        if changes.omitted > 0 {
+            return;
+        }
+        let root = self.site.checkout.root.to_string_lossy().into_owned();
+        let differing: HashSet<Vec<String>> = changes
+            .paths
+            .iter()
+            .filter(|changed| {
+                changed
+                    .kinds
+                    .iter()
+                    .any(|kind| *kind != ChangeKind::Committed)
+            })
+            .filter_map(|changed| normalize(&changed.path, &root).ok())
+            .map(|path| path.components().to_vec())
+            .collect();
+        let mut board = self.board();
+        let mut narrowed = false;
+        for peer in &settled {
+            let Some(edits) = board.peer(peer, now).and_then(|known| {
+                known
+                    .claims
+                    .into_iter()
+                    .find(|claim| claim.name.as_deref() == Some(EDITS_CLAIM))
+            }) else {
+                continue;
+            };
+            let kept: Vec<String> = edits
+                .scope
+                .iter()
+                .filter(|written| {
+                    normalize(written, &root)
+                        .is_ok_and(|path| differing.contains(path.components()))
+                })
+                .cloned()
+                .collect();
+            if kept.len() == edits.scope.len() {
+                continue;
+            }
+            narrowed = true;
+            if kept.is_empty() {
+                board.withdraw(peer, EDITS_CLAIM);
+                continue;
+            }
+            let input = AnnounceInput {
+                intent: EDITS_INTENT.to_owned(),
+                scope: kept,
+                claim: Some(EDITS_CLAIM.to_owned()),
+            };
+            if let Err(error) = board.announce(peer, input, now) {
+                tracing::debug!(%error, "an edits claim could not be narrowed");
+            }
+        }
+        drop(board);
+        if narrowed {
+            tracing::info!("files no longer changed left the edits claims");
+            self.board_changed();
+        }
     }
 
     /// Remembers that `session_id` was told the facts of `keys`.
@@ -510,12 +615,14 @@ impl ServerState {
 }
 
 /// Checks the connections' client processes for their end and the sessions' hooks for
-/// silence every [`REAP_INTERVAL`] until the server stops.
+/// silence every [`REAP_INTERVAL`], and the settled `edits` claims against the worktree's
+/// changes every [`PRUNE_TICKS`] of them, until the server stops.
 pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
     let weak: Weak<ServerState> = Arc::downgrade(state);
     let stop = state.shutdown.clone();
     state.tasks.spawn(async move {
         let mut tick = tokio::time::interval(REAP_INTERVAL);
+        let mut ticks: u32 = 0;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -523,6 +630,10 @@ pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
                     Some(state) => {
                         state.let_ended_clients_go();
                         state.reap_quiet_sessions();
+                        ticks = ticks.wrapping_add(1);
+                        if ticks.is_multiple_of(PRUNE_TICKS) {
+                            state.prune_undone_edits().await;
+                        }
                     }
                     None => break,
                 },
