@@ -11,6 +11,7 @@
 //! election loop; this crate supplies the building blocks and the pure decisions.
 
 pub mod allowances;
+pub mod ancestry;
 pub mod changes;
 pub mod config;
 pub mod conflicts;

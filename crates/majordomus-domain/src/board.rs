@@ -335,6 +335,23 @@ impl PeerBoard {
         released
     }
 
+    /// Takes the claim named `name` of peer `id` off the board; whether there was one.
+    pub fn withdraw(&mut self, id: &PeerId, name: &str) -> bool {
+        let Some(number) = peer_number(id) else {
+            return false;
+        };
+        let Some(slot) = self.peers.get_mut(&number) else {
+            return false;
+        };
+        let key = Some(name.to_owned());
+        let Some(claim) = slot.claims.remove(&key) else {
+            return false;
+        };
+        unindex(&mut self.index, number, &key, &claim.paths);
+        self.version += 1;
+        true
+    }
+
     /// Releases the claims of every peer that left at least `grace` before `now`: they
     /// leave the board, and are returned so that their release can be recorded. A clock
     /// that stepped back keeps them.

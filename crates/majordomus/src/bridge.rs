@@ -39,14 +39,16 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use majordomus_checkout::ancestry::{self, ProcessStamp};
+
 use crate::capabilities::episodes::{EpisodesAttach, EpisodesDetach};
 use crate::capabilities::peers::PeersAnnounce;
 use crate::context::Site;
 use crate::registry::Operation;
 use crate::server::Worker;
 use crate::server::mcp::{
-    BRIDGED_META_KEY, CLIENT_SESSION_META_KEY, McpSession, WORKER_META_KEY, client_session_of,
-    is_let_go, metas, negotiate, tool_list,
+    BRIDGED_META_KEY, CLIENT_PROCESS_META_KEY, CLIENT_SESSION_META_KEY, McpSession,
+    WORKER_META_KEY, client_session_of, is_let_go, metas, negotiate, tool_list,
 };
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StartError, StopRequests, elect_and_start,
@@ -289,6 +291,9 @@ pub struct Bridge {
     /// The client's conversation id, from the environment or from Codex's turn metadata;
     /// every upstream is told it, so the client's hooks and this connection are one peer.
     client_session: std::sync::Mutex<Option<String>>,
+    /// This process's parent, which is its client: every upstream is told it, so the
+    /// client's hooks (which run under the same process) join this connection's peer.
+    client_process: Option<ProcessStamp>,
 }
 
 /// Why the bridge has no upstream for its client.
@@ -333,6 +338,7 @@ impl Bridge {
             first_lease: std::sync::Mutex::new(None),
             stops: stops.clone(),
             client_session: std::sync::Mutex::new(client_session_from_environment()),
+            client_process: ancestry::parent(),
         });
         // Elect at once, so the checkout has its server before the client says anything.
         match elect_and_start(&site).await? {
@@ -424,6 +430,9 @@ impl Bridge {
                 if let Some(id) = self.client_session() {
                     session.adopt_client_session(&id).await;
                 }
+                if let Some(stamp) = self.client_process {
+                    session.adopt_client_process(stamp).await;
+                }
                 return Ok(Connection {
                     upstream: Upstream::Local(session),
                     generation,
@@ -484,6 +493,12 @@ impl Bridge {
             meta.0
                 .0
                 .insert(CLIENT_SESSION_META_KEY.into(), Value::String(id));
+        }
+        if let Some(stamp) = self.client_process {
+            meta.0.0.insert(
+                CLIENT_PROCESS_META_KEY.into(),
+                serde_json::json!({ "pid": stamp.pid, "start": stamp.start }),
+            );
         }
         introduction.meta = Some(meta);
         let patience = self.site.config.timings.busy_grace() + self.site.probe_timeout();
@@ -967,22 +982,17 @@ impl ServerHandler for SharedBridge {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         let negotiated = negotiate(self, &request, &context)?;
+        // A client that names its conversation in `initialize` is taken at its word, as one
+        // naming it on a tool call is.
+        if let Some(id) = client_session_of(&metas(&context, request.meta.as_ref())) {
+            self.0.note_client_session(id);
+        }
         let _ = self.0.client.set(request);
-        let (upstream, _) = self
-            .0
+        self.0
             .current()
             .await
             .map_err(|error| McpError::internal_error(error.to_string(), None))?;
-        let instructions = match upstream {
-            Upstream::Local(session) => session.instructions(),
-            Upstream::Remote { peer, .. } => {
-                peer.peer_info().and_then(|info| info.instructions.clone())
-            }
-        };
-        Ok(match instructions {
-            Some(instructions) => negotiated.with_instructions(instructions),
-            None => negotiated,
-        })
+        Ok(negotiated)
     }
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {

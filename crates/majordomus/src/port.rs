@@ -25,6 +25,7 @@ use majordomus_domain::sync::LockExt;
 
 use crate::api::CapabilityError;
 use crate::federation::Federation;
+use majordomus_checkout::ancestry::ProcessStamp;
 
 /// The name of the claim that holds the files a session edited
 /// ([`BoardPort::record_edits`]); the hooks' answers say which claims are edits by it.
@@ -190,8 +191,21 @@ pub trait BoardPort: Send + Sync {
     ) -> BoxFuture<'a, Option<ConnectionEpisode>>;
 
     /// The peer that speaks for the client session `session_id` of the client named
-    /// `client`: its MCP connection's, or one made for its hooks.
-    fn hook_peer<'a>(&'a self, client: &'a str, session_id: &'a str) -> BoxFuture<'a, PeerId>;
+    /// `client`, whose hook runs under the processes `ancestors`: its MCP connection's
+    /// (named by the session id, else by the client process), or one made for its hooks.
+    fn hook_peer<'a>(
+        &'a self,
+        client: &'a str,
+        session_id: &'a str,
+        ancestors: &'a [ProcessStamp],
+    ) -> BoxFuture<'a, PeerId>;
+
+    /// The peer that speaks for the client session `session_id` now, if any: an MCP
+    /// connection may have taken the session over while a hook was being answered.
+    fn session_peer(&self, session_id: &str) -> Option<PeerId>;
+
+    /// The client's hook says the session `session_id` ended.
+    fn end_session(&self, session_id: &str) -> bool;
 
     /// Puts `paths` at the front of `peer`'s [`EDITS_CLAIM`]; answers the claim as it now
     /// stands.

@@ -628,26 +628,301 @@ async fn hooks_and_the_mcp_connection_of_one_session_are_one_peer() {
         "{episodes:#}"
     );
 
-    // Quiet for longer than `session_idle_secs`: it leaves, its claim stays as a departed
-    // peer's does; the MCP connection's peer stays attached.
+    // Quiet for longer than `session_idle_secs`: it leaves, and its `edits` claim with it
+    // (what it edited shows as the worktree's changes); the MCP connection's peer stays.
     let departed = eventually("the quiet hook session to leave the board", || async {
         let listing = rest_get(&lease, "/api/v1/peers").await;
-        let lone = peers_of(&listing, "gemini-cli")
-            .first()
-            .map(|peer| (*peer).clone())
-            .ok_or("the lone session's peer is gone altogether")?;
-        if lone["attached"] == true {
-            return Err(format!("still attached: {lone}"));
+        match peers_of(&listing, "gemini-cli").first() {
+            Some(lone) => Err(format!("still listed: {lone}")),
+            None => Ok(listing),
         }
-        Ok(listing)
     })
     .await;
-    assert_eq!(
-        peers_of(&departed, "gemini-cli")[0]["claims"][0]["scope"],
-        json!(["docs/guide.md"])
-    );
     assert_eq!(peers_of(&departed, "claude-code")[0]["attached"], true);
     assert_eq!(departed["count"], 1, "{departed:#}");
+    client.close().await;
+}
+
+/// A `majordomus mcp` for `repo` that is told no session id, as Gemini CLI starts it.
+fn mcp_without_a_session_id(repo: &TempRepo) -> tokio::process::Command {
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("GEMINI_SESSION_ID");
+    command
+}
+
+/// The attached peers of a listing.
+fn attached(listing: &Value) -> Vec<&Value> {
+    listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|peer| peer["attached"] == true)
+        .collect()
+}
+
+/// 4b. Where no session id reaches the MCP server, the client process joins the two doors:
+///     `majordomus mcp` names its parent, a hook its ancestors (here both run under this
+///     test, which plays the client). One peer from the first hook on, whichever door came
+///     first; its own announce followed by its own edit is not refused under `deny`; the
+///     session's end takes its `edits` claim off the board and leaves its announced claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_shared_session_id_the_client_process_makes_one_peer() {
+    let repo = TempRepo::new();
+    configure(repo.root(), "[hooks]\npolicy = \"deny\"\n");
+    let client = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "gemini-cli-mcp-client",
+        "0.61.0",
+    )
+    .await;
+    let lease = wait_ready(repo.root()).await;
+    let run = |event: &'static str, file: &'static str, session: &'static str| {
+        let input = payload("gemini-cli", event, repo.root(), file, session);
+        let repo = &repo;
+        async move { hook(repo, "gemini-cli", event, &input).await }
+    };
+
+    // The MCP connection first, then the hooks.
+    let started = run("SessionStart", FREE_FILE, "gemini-one").await;
+    started.assert_silent("nobody else is here");
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    assert_eq!(
+        attached(&listing).len(),
+        1,
+        "one session, one peer: {listing:#}"
+    );
+    let me = listing["caller"].clone();
+    client
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "tidy the lexer", "scope": ["src/lexer.rs"]}),
+        )
+        .await;
+    run("BeforeTool", "src/lexer.rs", "gemini-one")
+        .await
+        .assert_silent("its own claim refuses nothing and is not mentioned");
+    run("AfterTool", "src/lexer.rs", "gemini-one")
+        .await
+        .assert_silent("its own claim is no other session's");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let peers = attached(&listing);
+    assert_eq!(peers.len(), 1, "{listing:#}");
+    assert_eq!(peers[0]["id"], me, "the hooks speak through the MCP peer");
+    let names: Vec<&Value> = peers[0]["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|claim| &claim["name"])
+        .collect();
+    assert!(names.contains(&&json!("edits")), "{listing:#}");
+
+    // The hooks first, then the MCP connection (a second client process would do the
+    // same; here a second session of the same client, whose connection opens later).
+    run("AfterTool", "docs/notes.md", "gemini-two")
+        .await
+        .assert_silent("an edit of a free file");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(
+        attached(&listing).len(),
+        2,
+        "the first session's connection speaks for it alone: {listing:#}"
+    );
+    let second = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "gemini-cli-mcp-client",
+        "0.61.0",
+    )
+    .await;
+    let listing = second.answer("majordomus_peers", json!({})).await;
+    assert_eq!(attached(&listing).len(), 2, "{listing:#}");
+    let joined = attached(&listing)
+        .into_iter()
+        .find(|peer| peer["id"] == listing["caller"])
+        .cloned()
+        .expect("the second connection is listed");
+    assert_eq!(
+        joined["claims"][0]["scope"],
+        json!(["docs/notes.md"]),
+        "the connection took over the hooks' session: {listing:#}"
+    );
+
+    // The first session ends: its `edits` claim goes, its announce stays.
+    run("SessionEnd", FREE_FILE, "gemini-one")
+        .await
+        .assert_silent("nothing is answered to a session's end");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let mine = listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|peer| peer["id"] == me)
+        .expect("the first session is listed");
+    let claims: Vec<&Value> = mine["claims"].as_array().unwrap().iter().collect();
+    assert_eq!(claims.len(), 1, "{listing:#}");
+    assert_eq!(claims[0]["intent"], "tidy the lexer");
+    second.close().await;
+    client.close().await;
+}
+
+/// 4d. Cursor names its conversation `conversation_id` in its hooks and nothing reaches its
+///     MCP server: its recorded `afterFileEdit` payload joins the MCP connection of the same
+///     client process, and a second conversation's does not take the first one's peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_conversations_join_their_mcp_connection_by_the_client_process() {
+    let repo = TempRepo::new();
+    let client = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "cursor-vscode",
+        "1.0.0",
+    )
+    .await;
+    let lease = wait_ready(repo.root()).await;
+    let edit = payload(
+        "cursor",
+        "afterFileEdit",
+        repo.root(),
+        "src/lexer.rs",
+        "cursor-conversation-1",
+    );
+    hook(&repo, "cursor", "afterFileEdit", &edit)
+        .await
+        .assert_silent("Cursor reads no answer after an edit");
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    let peers = attached(&listing);
+    assert_eq!(peers.len(), 1, "one conversation, one peer: {listing:#}");
+    assert_eq!(peers[0]["id"], listing["caller"]);
+    assert_eq!(peers[0]["claims"][0]["name"], "edits");
+    assert_eq!(peers[0]["claims"][0]["scope"], json!(["src/lexer.rs"]));
+
+    let other = payload(
+        "cursor",
+        "afterFileEdit",
+        repo.root(),
+        "docs/guide.md",
+        "cursor-conversation-2",
+    );
+    hook(&repo, "cursor", "afterFileEdit", &other)
+        .await
+        .assert_silent("a second conversation's edit");
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    let peers = attached(&listing);
+    assert_eq!(
+        peers.len(),
+        2,
+        "the connection speaks for its first conversation only: {listing:#}"
+    );
+    client.close().await;
+}
+
+/// 4e. A file whose edit was undone (`git checkout`) leaves the session's `edits` claim once
+///     the claim has settled; a file still changed stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undone_edit_leaves_the_edits_claim() {
+    let repo = TempRepo::new();
+    let root = repo.root();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lexer.rs"), "fn lex() {}\n").unwrap();
+    git(root, &["add", "src/lexer.rs"]);
+    git(root, &["commit", "-q", "-m", "lexer"]);
+    let client = McpClient::stdio_command(
+        &repo,
+        mcp_without_a_session_id(&repo),
+        "gemini-cli-mcp-client",
+        "0.61.0",
+    )
+    .await;
+    let lease = wait_ready(root).await;
+    std::fs::write(root.join("src/lexer.rs"), "fn lex(input: &str) {}\n").unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/guide.md"), "# guide\n").unwrap();
+    for file in ["src/lexer.rs", "docs/guide.md"] {
+        let edit = payload("gemini-cli", "AfterTool", root, file, "undoing");
+        hook(&repo, "gemini-cli", "AfterTool", &edit)
+            .await
+            .assert_silent("an edit nobody else claims");
+    }
+    let edits_scope = |listing: &Value| -> Value {
+        attached(listing)
+            .first()
+            .and_then(|peer| {
+                peer["claims"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|claim| claim["name"] == "edits")
+                    .map(|claim| claim["scope"].clone())
+            })
+            .unwrap_or(Value::Null)
+    };
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(
+        edits_scope(&listing),
+        json!(["docs/guide.md", "src/lexer.rs"]),
+        "{listing:#}"
+    );
+
+    git(root, &["checkout", "--", "src/lexer.rs"]);
+    // The claim settles 10 s after its latest edit and is compared every 10 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    loop {
+        let listing = rest_get(&lease, "/api/v1/peers").await;
+        if edits_scope(&listing) == json!(["docs/guide.md"]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the undone file is still claimed: {listing:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    client.close().await;
+}
+
+/// 4c. A client process that ends takes its peer off the board, though its `majordomus mcp`
+///     lives on: what it edited leaves with it (the worktree's changes show the files).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_when_its_client_process_ends() {
+    let repo = TempRepo::new();
+    // The client: a shell that runs `majordomus mcp` and stays its parent until killed.
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg("\"$0\" mcp --repo \"$1\"; exit 0")
+        .arg(mcp_without_a_session_id(&repo).as_std().get_program())
+        .arg(repo.root())
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("GEMINI_SESSION_ID")
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true);
+    let client = McpClient::stdio_command(&repo, command, "gemini-cli-mcp-client", "0.61.0").await;
+    let shell = client.pid.expect("the client runs as a process");
+    let lease = wait_ready(repo.root()).await;
+    client
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "tidy the lexer", "scope": ["src/lexer.rs"]}),
+        )
+        .await;
+    let listing = rest_get(&lease, "/api/v1/peers").await;
+    assert_eq!(attached(&listing).len(), 1, "{listing:#}");
+
+    // SAFETY: a signal to the shell this test started.
+    assert_eq!(unsafe { libc::kill(shell as i32, libc::SIGKILL) }, 0);
+    eventually("the ended client's peer to leave the board", || async {
+        let listing = rest_get(&lease, "/api/v1/peers").await;
+        if attached(&listing).is_empty() {
+            Ok(listing)
+        } else {
+            Err(format!("still attached: {listing}"))
+        }
+    })
+    .await;
     client.close().await;
 }
 
@@ -761,12 +1036,15 @@ async fn a_server_whose_client_left_ends_though_a_session_of_hooks_is_on_its_boa
     use tokio::io::AsyncBufReadExt as _;
     let repo = TempRepo::new();
     let (mut child, mut stdin, mut stdout) = mcp_on_pipes(&repo, "mcp-own-client");
+    // The connection names a conversation of its own, so the hooks of another one (run by
+    // this same test process) do not join it.
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "claude-code", "version": "2.1.0"}
+            "clientInfo": {"name": "claude-code", "version": "2.1.0"},
+            "_meta": {"majordomus/client-session": "the-clients-own"}
         }
     });
     stdin

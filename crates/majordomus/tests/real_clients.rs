@@ -7,10 +7,11 @@
 mod common;
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::fake_model::{FakeModel, Turn};
+use common::fake_model::{FakeModel, Recorded, Turn};
 use common::real_client::{Client, ClientRun, Workspace};
 use common::{McpClient, ServeProcess, TempRepo, run_cli};
 
@@ -594,4 +595,179 @@ const SED: &str = "sed -i 's/nothing/something/' src/lib.rs";
 async fn codex_shell_write_of_a_claimed_file_is_stopped() {
     shell_write_of_a_claimed_file_is_stopped(Client::Codex, "exec_command", json!({"cmd": SED}))
         .await;
+}
+
+/// Every text the model received, in every request: the system prompt, the tools' results,
+/// the hooks' context.
+fn texts_received(requests: &[Recorded]) -> Vec<String> {
+    fn strings(value: &Value, into: &mut Vec<String>) {
+        match value {
+            Value::String(text) => into.push(text.clone()),
+            Value::Array(items) => items.iter().for_each(|item| strings(item, into)),
+            Value::Object(fields) => fields.values().for_each(|field| strings(field, into)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for request in requests {
+        strings(&request.body, &mut found);
+    }
+    found
+}
+
+/// The peers of `board` in `checkout`'s own board that are attached.
+fn attached_here(board: &Value) -> Vec<Value> {
+    board["peers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|peer| peer["attached"] == true && peer["checkout"]["this_checkout"] == true)
+        .cloned()
+        .collect()
+}
+
+/// One headless run of `client` under `[hooks] policy = "deny"`: announce `src/util.rs`,
+/// write it, list the board, answer "done". Nothing the model received refuses the edit or
+/// names the session itself as another; `alone`, nothing names any claim as another's.
+/// Returns the fake, whose record is what the model received, and the listing it got.
+async fn run_under_deny(
+    client: Client,
+    repo: &TempRepo,
+    workspace: &Workspace<'_>,
+    content: &str,
+    alone: bool,
+) -> (FakeModel, Value) {
+    let checkout = repo.root();
+    let fake = FakeModel::start(vec![
+        Turn::call(
+            "majordomus_announce",
+            json!({"intent": "tidy util", "scope": ["src/util.rs"]}),
+        ),
+        client.write_file(checkout, "src/util.rs", content),
+        Turn::call("majordomus_peers", json!({})),
+        Turn::answer("done"),
+    ])
+    .await;
+    let run: ClientRun = workspace.run(checkout, &fake, "Tidy src/util.rs.").await;
+    assert!(
+        run.status.success(),
+        "{client:?} failed ({}):\n{}\nthe fake model saw:\n{}",
+        run.status,
+        run.output(),
+        fake.summary()
+    );
+    assert_eq!(fake.unplayed(), 0, "{}", fake.summary());
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/util.rs"))
+            .ok()
+            .as_deref(),
+        Some(content),
+        "the session's own claim did not stop its own edit:\n{}",
+        run.output()
+    );
+    let listed = fake
+        .tool_result("majordomus_peers")
+        .unwrap_or_else(|| panic!("the listing reached the model:\n{}", fake.summary()));
+    // Some clients wrap a tool's text (Gemini CLI in `<untrusted_context>`): the JSON inside.
+    let json_text = listed
+        .find('{')
+        .zip(listed.rfind('}'))
+        .map_or("", |(start, end)| &listed[start..=end]);
+    let listed: Value = serde_json::from_str(json_text)
+        .unwrap_or_else(|e| panic!("the listing is JSON ({e}): {listed}"));
+    let me = listed["caller"]
+        .as_str()
+        .expect("the listing names its caller");
+    let named_as_another = format!("{me} (\"");
+    for text in texts_received(&fake.requests()) {
+        assert!(
+            !text.contains("majordomus refused"),
+            "the edit was refused: {text}"
+        );
+        assert!(
+            !text.contains(&named_as_another),
+            "the model was shown its own session ({me}) as another: {text}"
+        );
+        if alone {
+            for finding in ["other sessions claim", "lies in the claim of"] {
+                assert!(
+                    !text.contains(finding),
+                    "the model was told of its own claim as another session's: {text}"
+                );
+            }
+        }
+    }
+    (fake, listed)
+}
+
+/// One session is one peer, is gone with its `edits` claim once it exits, and the next
+/// session's edit of the same file is not refused.
+async fn one_session_one_peer_gone_at_exit(client: Client) {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    std::fs::write(
+        checkout.join("majordomus.toml"),
+        "[hooks]\npolicy = \"deny\"\n",
+    )
+    .unwrap();
+    let workspace = Workspace::new(&repo, client);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+
+    let (_, listed) = run_under_deny(client, &repo, &workspace, WRITTEN, true).await;
+    let here = attached_here(&listed);
+    assert_eq!(
+        here.len(),
+        1,
+        "one session, one peer, its hooks and its MCP connection alike: {listed:#}"
+    );
+    assert_eq!(here[0]["id"], listed["caller"], "{listed:#}");
+    let claims: Vec<&Value> = here[0]["claims"].as_array().unwrap().iter().collect();
+    assert!(
+        claims.iter().any(|claim| claim["name"] == "edits"),
+        "the hooks' edit landed on the MCP connection's peer: {listed:#}"
+    );
+    assert!(
+        claims.iter().any(|claim| claim["intent"] == "tidy util"),
+        "{listed:#}"
+    );
+
+    // Gone within 5 s of its exit: no attached peer, no `edits` claim.
+    let exited = Instant::now();
+    loop {
+        let board = peers(&repo, &checkout).await;
+        let edits = board["peers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|peer| peer["claims"].as_array().into_iter().flatten())
+            .any(|claim| claim["name"] == "edits");
+        if attached_here(&board).is_empty() && !edits {
+            break;
+        }
+        assert!(
+            exited.elapsed() < Duration::from_secs(5),
+            "the finished session is still on the board: {board:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The same person's next run on the same file: not refused.
+    // The finished session's announced claim may be told to it, as information.
+    run_under_deny(client, &repo, &workspace, "pub fn tidier() {}\n", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_is_one_peer_and_leaves_at_exit() {
+    one_session_one_peer_gone_at_exit(Client::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_is_one_peer_and_leaves_at_exit() {
+    one_session_one_peer_gone_at_exit(Client::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_is_one_peer_and_leaves_at_exit() {
+    one_session_one_peer_gone_at_exit(Client::GeminiCli).await;
 }

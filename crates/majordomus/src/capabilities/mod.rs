@@ -26,6 +26,7 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<hooks::HooksGuard>(),
         Capability::of::<hooks::HooksEdit>(),
         Capability::of::<hooks::HooksNews>(),
+        Capability::of::<hooks::HooksEnd>(),
     ]
 }
 

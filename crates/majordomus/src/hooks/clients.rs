@@ -17,6 +17,9 @@
 //!   to the person and the model reads it once the edit is done.
 //! - Cursor: `afterFileEdit` (`file_path`), which cannot block and whose answer is ignored.
 //!
+//! Claude Code, Codex and Gemini CLI say when a session ends (`SessionEnd`); nothing is
+//! answered to it.
+//!
 //! Every client names the conversation: `session_id`, or Cursor's `conversation_id`.
 
 use majordomus_checkout::config::GuardPolicy;
@@ -37,6 +40,8 @@ pub enum Action {
     Edit(Vec<String>),
     /// Tell the session what it has not heard yet.
     News(NewsMoment),
+    /// The session ended.
+    End,
 }
 
 /// A hook event as majordomus understands it.
@@ -58,8 +63,15 @@ pub fn events(client: HookClient) -> &'static [&'static str] {
             "PostToolUse",
             "SessionStart",
             "UserPromptSubmit",
+            "SessionEnd",
         ],
-        HookClient::GeminiCli => &["BeforeTool", "AfterTool", "SessionStart", "BeforeAgent"],
+        HookClient::GeminiCli => &[
+            "BeforeTool",
+            "AfterTool",
+            "SessionStart",
+            "BeforeAgent",
+            "SessionEnd",
+        ],
         HookClient::Cursor => &["afterFileEdit"],
     }
 }
@@ -124,6 +136,9 @@ pub fn parse(client: HookClient, event: &str, input: &Value) -> Option<Event> {
         }
         (HookClient::ClaudeCode | HookClient::Codex, "UserPromptSubmit")
         | (HookClient::GeminiCli, "BeforeAgent") => Action::News(NewsMoment::Prompt),
+        (HookClient::ClaudeCode | HookClient::Codex | HookClient::GeminiCli, "SessionEnd") => {
+            Action::End
+        }
         _ => return None,
     };
     Some(Event {
@@ -227,6 +242,8 @@ pub enum Said {
         moment: NewsMoment,
         lines: Vec<String>,
     },
+    /// The server heard the session end; the client is told nothing.
+    Ended,
 }
 
 /// Whether the client running this hook has a person to ask. Claude Code names how it was
@@ -247,6 +264,7 @@ pub fn answer(client: HookClient, event: &str, said: &Said) -> Option<Value> {
     match said {
         Said::Claimed { found, .. } if found.is_empty() => None,
         Said::ClaimedAfterEdit(lines) | Said::News { lines, .. } if lines.is_empty() => None,
+        Said::Ended => None,
         Said::Claimed {
             policy,
             person,
@@ -589,6 +607,14 @@ mod tests {
         );
         let stop = json!({"session_id": "s"});
         assert_eq!(parse(HookClient::ClaudeCode, "Stop", &stop), None);
+        for client in [
+            HookClient::ClaudeCode,
+            HookClient::Codex,
+            HookClient::GeminiCli,
+        ] {
+            let ended = parse(client, "SessionEnd", &stop).unwrap();
+            assert_eq!(ended.action, Action::End);
+        }
         let nameless = json!({"tool_name": "Write", "tool_input": {"file_path": "/x"}});
         assert_eq!(parse(HookClient::ClaudeCode, "PreToolUse", &nameless), None);
         let blank =

@@ -33,11 +33,13 @@ use majordomus_domain::{limits, text};
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    Guarded, HookClient, HookFiles, HooksEdit, HooksGuard, HooksNews, NewsInput, NewsMoment, facts,
+    EndInput, Guarded, HookClient, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews,
+    NewsInput, NewsMoment, facts,
 };
 use crate::context::{Context, Site};
 use crate::registry::Operation;
 use clients::{Action, Found, Said};
+use majordomus_checkout::ancestry::{self, ProcessStamp};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
 /// gives up (fails open) rather than hold an arbitrary amount in memory.
@@ -274,6 +276,9 @@ async fn ask(
     cwd: &Path,
     event: clients::Event,
 ) -> Result<Said, Silence> {
+    // The processes this hook runs under: the client is among them, and so the server finds
+    // the client's MCP connection where no session id reached it.
+    let ancestors = ancestry::ancestors();
     let root = located.root.as_path();
     // A write that lands in another worktree of the repository is checked there, by its
     // path in that worktree, and named as landing elsewhere.
@@ -302,7 +307,7 @@ async fn ask(
         if paths.is_empty() {
             return Err(Silence::NoFile);
         }
-        Ok(in_requests(client, &event.session_id, paths))
+        Ok(in_requests(client, &event.session_id, &ancestors, paths))
     };
     match event.action {
         Action::Guard(paths) => {
@@ -331,7 +336,8 @@ async fn ask(
             let mut found = found(guarded);
             found.landing = std::mem::take(&mut landing);
             if let Some(command) = &effects.discards {
-                let whole = in_requests(client, &event.session_id, vec![".".to_owned()]);
+                let whole =
+                    in_requests(client, &event.session_id, &ancestors, vec![".".to_owned()]);
                 let here = server.post::<HooksGuard>(&whole[0]).await?;
                 let working_here: Vec<String> = here
                     .findings
@@ -376,6 +382,7 @@ async fn ask(
                 client,
                 session_id: event.session_id.clone(),
                 moment,
+                ancestors: ancestors.clone(),
             };
             let news = server.post::<HooksNews>(&input).await?;
             Ok(Said::News {
@@ -383,18 +390,32 @@ async fn ask(
                 lines: news.lines,
             })
         }
+        Action::End => {
+            let input = EndInput {
+                client,
+                session_id: event.session_id.clone(),
+            };
+            server.post::<HooksEnd>(&input).await?;
+            Ok(Said::Ended)
+        }
     }
 }
 
 /// `paths` in as many requests as the server's bound on one request's files
 /// ([`limits::SCOPE_PATHS`]) makes: a Codex patch may touch thousands, and each is checked.
-fn in_requests(client: HookClient, session_id: &str, paths: Vec<String>) -> Vec<HookFiles> {
+fn in_requests(
+    client: HookClient,
+    session_id: &str,
+    ancestors: &[ProcessStamp],
+    paths: Vec<String>,
+) -> Vec<HookFiles> {
     paths
         .chunks(limits::SCOPE_PATHS)
         .map(|chunk| HookFiles {
             client,
             session_id: session_id.to_owned(),
             paths: chunk.to_vec(),
+            ancestors: ancestors.to_vec(),
         })
         .collect()
 }

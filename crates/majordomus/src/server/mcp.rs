@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
@@ -93,9 +94,12 @@ impl McpSession {
         self.state.adopt_session(peer, session_id).await;
     }
 
-    /// The instructions this connection's client is given in `initialize`.
-    pub fn instructions(&self) -> Option<String> {
-        self.peer.get().map(|peer| self.state.instructions(peer))
+    /// The connection runs for the client process `stamp` (a `majordomus mcp` process's
+    /// parent): the client's hooks join its peer, and its end ends the peer.
+    pub async fn adopt_client_process(&self, stamp: ProcessStamp) {
+        if let Some(peer) = self.peer.get() {
+            self.state.join_client_process(peer, stamp).await;
+        }
     }
 
     /// Serves one `tools/call` for this connection, as the MCP transport would.
@@ -200,6 +204,19 @@ pub fn is_let_go(error: &McpError) -> bool {
 /// The `_meta` key under which a bridge names its client's session (the client's own
 /// conversation id), in `initialize` and on every `tools/call` it forwards.
 pub const CLIENT_SESSION_META_KEY: &str = "majordomus/client-session";
+
+/// The `initialize` `_meta` key under which a bridge names its client process: its own
+/// parent, `{"pid": …, "start": …}`.
+pub const CLIENT_PROCESS_META_KEY: &str = "majordomus/client-process";
+
+/// The client process an `initialize` `_meta` names, when it names one well.
+pub fn client_process_of(metas: &[Option<&JsonObject>]) -> Option<ProcessStamp> {
+    metas
+        .iter()
+        .flatten()
+        .find_map(|meta| meta.get(CLIENT_PROCESS_META_KEY))
+        .and_then(|value| serde_json::from_value(value.clone()).ok())
+}
 
 /// The `_meta` key under which Codex describes the turn of every `tools/call`, its
 /// `session_id` included.
@@ -345,11 +362,15 @@ pub fn negotiate(
     handler.negotiate_initialize(request)
 }
 
+/// What every handler declares, the instructions included: the same for every session in
+/// `initialize` and in `server/discover`.
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-        Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
-            .with_title("majordomus — the board of the agents on this repository"),
-    )
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(
+            Implementation::new("majordomus", env!("CARGO_PKG_VERSION"))
+                .with_title("majordomus — the board of the agents on this repository"),
+        )
+        .with_instructions(majordomus_domain::briefing::INSTRUCTIONS)
 }
 
 /// What a session served here declares: [`server_config`] with the resources and logging.
@@ -409,7 +430,10 @@ impl ServerHandler for McpSession {
         if let Some(session) = client_session_of(&sent) {
             self.adopt_client_session(&session).await;
         }
-        Ok(result.with_instructions(self.state.instructions(peer)))
+        if let Some(stamp) = client_process_of(&sent) {
+            self.adopt_client_process(stamp).await;
+        }
+        Ok(result)
     }
 
     /// Over HTTP, the session is known by its id from now on: it can be parked when idle.

@@ -358,7 +358,9 @@ impl ServerState {
     }
 
     /// A connection went away: its peer departs (or is forgotten when it claimed nothing) and
-    /// its episode waits for its client to come back.
+    /// its episode waits for its client to come back. Its `edits` claim goes with it: the
+    /// files it edited show as the worktree's changes, and a lock on them would only refuse
+    /// the next session; what it announced stays, departed, for the grace.
     pub(crate) fn connection_lost(&self, peer: &PeerId) {
         self.workers().heard.remove(peer);
         let now = SystemTime::now();
@@ -366,6 +368,7 @@ impl ServerState {
             let episodes = self.episode_board();
             let held = episodes.held_by(peer);
             let mut board = self.board();
+            board.withdraw(peer, crate::port::EDITS_CLAIM);
             let released = board.detach(peer, held, now);
             self.events.left(&board, peer);
             drop(board);
@@ -477,10 +480,5 @@ impl ServerState {
         self.note_claims(caller, &announced);
         self.claims_changed();
         Ok(announced)
-    }
-
-    /// The `initialize` instructions: what the board is for, the caller's id, who else is here.
-    pub(crate) fn instructions(&self, me: &PeerId) -> String {
-        majordomus_domain::briefing::instructions(me, &self.board_peers(SystemTime::now()))
     }
 }

@@ -12,6 +12,8 @@ use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
 
+use majordomus_checkout::ancestry::ProcessStamp;
+
 use super::ServerState;
 use crate::api::CapabilityError;
 use crate::federation::{Federation, Published};
@@ -109,8 +111,21 @@ impl BoardPort for ServerState {
         Box::pin(ServerState::close_episode(self, external_id))
     }
 
-    fn hook_peer<'a>(&'a self, client: &'a str, session_id: &'a str) -> BoxFuture<'a, PeerId> {
-        Box::pin(ServerState::hook_peer(self, client, session_id))
+    fn hook_peer<'a>(
+        &'a self,
+        client: &'a str,
+        session_id: &'a str,
+        ancestors: &'a [ProcessStamp],
+    ) -> BoxFuture<'a, PeerId> {
+        Box::pin(ServerState::hook_peer(self, client, session_id, ancestors))
+    }
+
+    fn session_peer(&self, session_id: &str) -> Option<PeerId> {
+        ServerState::session_peer(self, session_id)
+    }
+
+    fn end_session(&self, session_id: &str) -> bool {
+        ServerState::end_session(self, session_id)
     }
 
     fn record_edits(

@@ -7,9 +7,15 @@
 //! id its `majordomus mcp` was given (an environment variable the bridge passes on in
 //! `initialize`, or Codex's turn metadata on each `tools/call`). The first door to name a
 //! session makes it known; whichever peer speaks for it then carries the session's claims,
-//! so hook edits and MCP announcements are one peer on the board. A session whose MCP
-//! connection never named it gets a peer of its own, named after its client, which leaves
-//! the board once its hooks have been quiet for `[hooks] session_idle_secs`.
+//! so hook edits and MCP announcements are one peer on the board.
+//!
+//! Where no id reaches both doors (Gemini CLI's MCP server is told none, Codex's only with
+//! its first tool call), the client process joins them: a `majordomus mcp` names its parent,
+//! which is the client, and a hook names its ancestors (pid and start time each, so a reused
+//! pid joins nothing); a hook whose ancestors include an MCP connection's client is that
+//! connection's session. The client process is held, and its end ends the session's peer. A
+//! session that neither door joins gets a peer of its own, named after its client, which
+//! leaves the board once its hooks have been quiet for `[hooks] session_idle_secs`.
 //!
 //! Everything here is bounded: at most [`HOOK_SESSIONS`] sessions are remembered (the one
 //! heard from least recently goes first), and each remembers at most [`TOLD_FACTS`] facts.
@@ -18,6 +24,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use majordomus_checkout::ancestry::{ANCESTORS, ProcessStamp};
+use majordomus_checkout::changes::ChangeKind;
+use majordomus_checkout::process::ProcessHandle;
 use majordomus_domain::board::PeerBoard;
 use majordomus_domain::episodes::validate_external_id;
 use majordomus_domain::limits;
@@ -44,10 +53,34 @@ const HOOK_PEER_TITLE: &str = "a session seen through its hooks";
 /// How often the sessions' hooks are checked for silence.
 const REAP_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long after a session's latest recorded edit its `edits` claim is compared with the
+/// worktree's changes: long past any reading of them the edit could predate (one is kept a
+/// second), so an edit just made is never taken for one undone.
+const EDITS_SETTLED: Duration = Duration::from_secs(10);
+
+/// How many ticks of [`REAP_INTERVAL`] apart the settled `edits` claims are compared with
+/// the worktree's changes: each comparison may run `git status`.
+const PRUNE_TICKS: u32 = 10;
+
 /// Every client session this server knows, by the client's id of it.
 #[derive(Default)]
 pub(crate) struct HookSessions {
     sessions: HashMap<String, Session>,
+    /// The client process of each MCP connection that named one, at most
+    /// [`HOOK_SESSIONS`].
+    clients: HashMap<PeerId, ClientProcess>,
+    /// Numbers the client processes in the order their connections named them.
+    named: u64,
+    /// When each attached peer's `edits` claim last grew.
+    edited: HashMap<PeerId, Instant>,
+}
+
+/// The client process an MCP connection runs for, held so that its end is noticed.
+struct ClientProcess {
+    stamp: ProcessStamp,
+    held: ProcessHandle,
+    /// Later connections of the same client (one that restarted its server) win a join.
+    order: u64,
 }
 
 struct Session {
@@ -59,6 +92,8 @@ struct Session {
     made_for_hooks: bool,
     /// When a hook or the MCP connection last named the session.
     heard: Instant,
+    /// The processes its latest hook ran under, at most [`ANCESTORS`].
+    ancestors: Vec<ProcessStamp>,
     told: Told,
 }
 
@@ -68,6 +103,7 @@ impl Session {
             peer: None,
             made_for_hooks: false,
             heard: now,
+            ancestors: Vec::new(),
             told: Told::default(),
         }
     }
@@ -98,6 +134,30 @@ impl Told {
 }
 
 impl HookSessions {
+    /// The attached MCP connection whose client process is among `ancestors` and that
+    /// speaks for no other session than `session_id`, the latest to name it when several do:
+    /// a client's session id, where it reaches the connection, wins over its process.
+    fn connection_of_client(
+        &self,
+        session_id: &str,
+        ancestors: &[ProcessStamp],
+        board: &PeerBoard,
+        now: SystemTime,
+    ) -> Option<PeerId> {
+        let ancestors = &ancestors[..ancestors.len().min(ANCESTORS)];
+        let speaks_for_another = |peer: &PeerId| {
+            self.sessions.iter().any(|(id, session)| {
+                id != session_id && !session.made_for_hooks && session.peer.as_ref() == Some(peer)
+            })
+        };
+        self.clients
+            .iter()
+            .filter(|(_, client)| ancestors.contains(&client.stamp))
+            .filter(|(peer, _)| is_attached(board, peer, now) && !speaks_for_another(peer))
+            .max_by_key(|(_, client)| client.order)
+            .map(|(peer, _)| peer.clone())
+    }
+
     /// The session `id`, remembered from now on; beyond [`HOOK_SESSIONS`] the session heard
     /// from least recently is forgotten, and its peer, if made for its hooks, returned to be
     /// taken off the board.
@@ -132,12 +192,39 @@ impl ServerState {
         self.sessions.lock_or_recover()
     }
 
-    /// The peer that speaks for the client session `session_id` (checked by the caller):
-    /// the MCP connection that named it while that is attached, else a peer made for its
-    /// hooks, which takes over the claims of the session's former peer. A new peer holds
-    /// the session's episode (external id = the session id) at once.
-    pub(crate) async fn hook_peer(&self, client: &str, session_id: &str) -> PeerId {
+    /// The peer that speaks for the client session `session_id` (checked by the caller),
+    /// whose hook runs under `ancestors`: the MCP connection that named it while that is
+    /// attached, else the MCP connection whose client process is among `ancestors`, else a
+    /// peer made for its hooks, which takes over the claims of the session's former peer. A
+    /// new peer holds the session's episode (external id = the session id) at once.
+    pub(crate) async fn hook_peer(
+        &self,
+        client: &str,
+        session_id: &str,
+        ancestors: &[ProcessStamp],
+    ) -> PeerId {
         let now = SystemTime::now();
+        let joined = {
+            let mut sessions = self.sessions();
+            let board = self.board();
+            let named_by_connection = {
+                let (session, _) = sessions.entry(session_id, Instant::now());
+                session.ancestors = ancestors.iter().take(ANCESTORS).copied().collect();
+                session
+                    .peer
+                    .as_ref()
+                    .filter(|peer| !session.made_for_hooks && is_attached(&board, peer, now))
+                    .is_some()
+            };
+            (!named_by_connection)
+                .then(|| sessions.connection_of_client(session_id, ancestors, &board, now))
+                .flatten()
+        };
+        if let Some(peer) = joined {
+            self.adopt_session(&peer, session_id).await;
+            self.touch(&peer);
+            return peer;
+        }
         let (peer, made, evicted) = {
             let mut sessions = self.sessions();
             let (session, evicted) = sessions.entry(session_id, Instant::now());
@@ -175,6 +262,112 @@ impl ServerState {
             self.touch_episode(&peer, now);
         }
         peer
+    }
+
+    /// The MCP connection of `peer` runs for the client process `stamp`: the client's hooks
+    /// join it from now on, and the session whose hooks already ran under that process
+    /// (the latest heard from, while no connection of its own named it) is its session now.
+    /// The process is held: when it ends, so does the peer.
+    pub(crate) async fn join_client_process(&self, peer: &PeerId, stamp: ProcessStamp) {
+        let held = ProcessHandle::open(stamp.pid, Some(stamp.start));
+        if !held.alive() {
+            return;
+        }
+        let now = SystemTime::now();
+        let waiting = {
+            let mut sessions = self.sessions();
+            let board = self.board();
+            if sessions.clients.len() >= HOOK_SESSIONS {
+                sessions
+                    .clients
+                    .retain(|peer, _| is_attached(&board, peer, now));
+            }
+            if sessions.clients.len() >= HOOK_SESSIONS {
+                return;
+            }
+            sessions.named += 1;
+            let order = sessions.named;
+            sessions
+                .clients
+                .insert(peer.clone(), ClientProcess { stamp, held, order });
+            let speaks_already = sessions
+                .sessions
+                .values()
+                .any(|session| !session.made_for_hooks && session.peer.as_ref() == Some(peer));
+            if speaks_already {
+                return;
+            }
+            sessions
+                .sessions
+                .iter()
+                .filter(|(_, session)| session.ancestors.contains(&stamp))
+                .filter(|(_, session)| {
+                    session.made_for_hooks
+                        || session
+                            .peer
+                            .as_ref()
+                            .is_none_or(|known| !is_attached(&board, known, now))
+                })
+                .max_by_key(|(_, session)| session.heard)
+                .map(|(id, _)| id.clone())
+        };
+        if let Some(session_id) = waiting {
+            self.adopt_session(peer, &session_id).await;
+        }
+    }
+
+    /// Takes off the board every MCP connection's peer whose client process has ended: the
+    /// session is over even where the connection lingers (a client that leaves its servers
+    /// running, a bridge not yet told). Connections that left already are forgotten with
+    /// their process.
+    pub(crate) fn let_ended_clients_go(&self) {
+        let now = SystemTime::now();
+        let ended: Vec<PeerId> = {
+            let mut sessions = self.sessions();
+            {
+                let board = self.board();
+                sessions
+                    .clients
+                    .retain(|peer, _| is_attached(&board, peer, now));
+            }
+            let ended: Vec<PeerId> = sessions
+                .clients
+                .iter()
+                .filter(|(_, client)| !client.held.alive())
+                .map(|(peer, _)| peer.clone())
+                .collect();
+            for peer in &ended {
+                sessions.clients.remove(peer);
+            }
+            ended
+        };
+        for peer in &ended {
+            tracing::info!(%peer, "the client of a connection ended; its peer leaves the board");
+            self.workers().silenced.insert(peer.clone());
+            self.connection_lost(peer);
+        }
+    }
+
+    /// The session `session_id` ended, as its client's session-end hook says: a peer made
+    /// for its hooks leaves the board; an MCP connection leaves when its client closes it,
+    /// and until then holds no `edits` claim any more (the changes on disk tell the files).
+    /// Whether the session was known.
+    pub(crate) fn end_session(&self, session_id: &str) -> bool {
+        let Some(session) = self.sessions().sessions.remove(session_id) else {
+            return false;
+        };
+        let Some(peer) = session.peer else {
+            return true;
+        };
+        if session.made_for_hooks {
+            if is_attached(&self.board(), &peer, SystemTime::now()) {
+                tracing::info!(%peer, "a session ended; its peer leaves the board");
+                self.connection_lost(&peer);
+            }
+        } else if self.board().withdraw(&peer, EDITS_CLAIM) {
+            self.board_changed();
+        }
+        true
     }
 
     /// Gives `to` every claim of `from` and takes `from` off the board: the same worker
@@ -260,7 +453,105 @@ impl ServerState {
         board.announce(peer, input, now).map_err(|error| {
             CapabilityError::refused(format!("the edit was not recorded: {error}"))
         })?;
+        drop(board);
+        self.sessions().edited.insert(peer.clone(), Instant::now());
         Ok(scope)
+    }
+
+    /// The peer that speaks for `session_id` now, if any.
+    pub(crate) fn session_peer(&self, session_id: &str) -> Option<PeerId> {
+        self.sessions().sessions.get(session_id)?.peer.clone()
+    }
+
+    /// Takes out of the `edits` claims that have not grown for [`EDITS_SETTLED`] the files
+    /// that no longer differ from `HEAD` (an edit undone, say with `git checkout`): such a
+    /// file is nobody's work any more. A claim left with no file goes. Nothing is taken
+    /// while the worktree's changes cannot be read or are too many to list.
+    pub(crate) async fn prune_undone_edits(&self) {
+        let now = SystemTime::now();
+        let settled: Vec<PeerId> = {
+            let mut sessions = self.sessions();
+            let board = self.board();
+            sessions
+                .edited
+                .retain(|peer, _| is_attached(&board, peer, now));
+            sessions
+                .edited
+                .iter()
+                .filter(|(_, at)| at.elapsed() >= EDITS_SETTLED)
+                .map(|(peer, _)| peer.clone())
+                .collect()
+        };
+        if settled.is_empty() {
+            return;
+        }
+        let site = self.site.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let default_branch = site.config.changes.default_branch.as_deref();
+            site.changes.changes(&site.checkout.root, default_branch)
+        })
+        .await;
+        let Ok(Ok(changes)) = read else {
+            return;
+        };
+        if changes.omitted > 0 {
+            return;
+        }
+        let root = self.site.checkout.root.to_string_lossy().into_owned();
+        let differing: HashSet<Vec<String>> = changes
+            .paths
+            .iter()
+            .filter(|changed| {
+                changed
+                    .kinds
+                    .iter()
+                    .any(|kind| *kind != ChangeKind::Committed)
+            })
+            .filter_map(|changed| normalize(&changed.path, &root).ok())
+            .map(|path| path.components().to_vec())
+            .collect();
+        let mut board = self.board();
+        let mut narrowed = false;
+        for peer in &settled {
+            let Some(edits) = board.peer(peer, now).and_then(|known| {
+                known
+                    .claims
+                    .into_iter()
+                    .find(|claim| claim.name.as_deref() == Some(EDITS_CLAIM))
+            }) else {
+                continue;
+            };
+            let kept: Vec<String> = edits
+                .scope
+                .iter()
+                .filter(|written| {
+                    normalize(written, &root)
+                        .is_ok_and(|path| differing.contains(path.components()))
+                })
+                .cloned()
+                .collect();
+            if kept.len() == edits.scope.len() {
+                continue;
+            }
+            narrowed = true;
+            if kept.is_empty() {
+                board.withdraw(peer, EDITS_CLAIM);
+                continue;
+            }
+            let input = AnnounceInput {
+                intent: EDITS_INTENT.to_owned(),
+                scope: kept,
+                claim: Some(EDITS_CLAIM.to_owned()),
+            };
+            if let Err(error) = board.announce(peer, input, now) {
+                tracing::debug!(%error, "an edits claim could not be narrowed");
+            }
+        }
+        drop(board);
+        if narrowed {
+            tracing::info!("files no longer changed left the edits claims");
+            self.board_changed();
+        }
     }
 
     /// Remembers that `session_id` was told the facts of `keys`.
@@ -323,17 +614,27 @@ impl ServerState {
     }
 }
 
-/// Checks the sessions' hooks for silence every [`REAP_INTERVAL`] until the server stops.
+/// Checks the connections' client processes for their end and the sessions' hooks for
+/// silence every [`REAP_INTERVAL`], and the settled `edits` claims against the worktree's
+/// changes every [`PRUNE_TICKS`] of them, until the server stops.
 pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
     let weak: Weak<ServerState> = Arc::downgrade(state);
     let stop = state.shutdown.clone();
     state.tasks.spawn(async move {
         let mut tick = tokio::time::interval(REAP_INTERVAL);
+        let mut ticks: u32 = 0;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tick.tick() => match weak.upgrade() {
-                    Some(state) => state.reap_quiet_sessions(),
+                    Some(state) => {
+                        state.let_ended_clients_go();
+                        state.reap_quiet_sessions();
+                        ticks = ticks.wrapping_add(1);
+                        if ticks.is_multiple_of(PRUNE_TICKS) {
+                            state.prune_undone_edits().await;
+                        }
+                    }
                     None => break,
                 },
             }

@@ -438,27 +438,34 @@ fn distinct(items: Vec<&str>) -> Vec<&str> {
         .collect()
 }
 
-/// The session-start summary: every other peer with its latest claim (at most
-/// [`SUMMARY_PEERS`]), the overlaps that involve `me`, and the boards that were not read.
-/// Empty when nobody else is on the repository's boards and every board was read.
+/// The session-start summary: every other live peer with its latest claim (at most
+/// [`SUMMARY_PEERS`]), the finished sessions that still hold claims counted in one line,
+/// the overlaps that involve `me`, and the boards that were not read. `me` is never among
+/// the others. Empty when nobody else is on the repository's boards and every board was
+/// read.
 fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
-    let mut others: Vec<&Peer> = list
+    let others: Vec<&Peer> = list
         .peers
         .iter()
         .map(|listed| &listed.peer)
         .filter(|peer| !me.is(&peer.id, peer.checkout.as_ref()))
         .collect();
-    others.sort_by_key(|peer| !peer.attached);
     let unread = unread(list);
     if others.is_empty() && unread.is_empty() {
         return Vec::new();
     }
-    let live = others.iter().filter(|peer| peer.attached).count();
+    let live: Vec<&Peer> = others
+        .iter()
+        .copied()
+        .filter(|peer| peer.attached)
+        .collect();
+    let finished = others.len() - live.len();
     let mut lines = vec![format!(
-        "{live} other session{} attached on this repository's boards, {} departed holding claims",
-        if live == 1 { " is" } else { "s are" },
-        others.len() - live
+        "{} other session{} attached on this repository's boards",
+        live.len(),
+        if live.len() == 1 { " is" } else { "s are" },
     )];
+    let others = live;
     for peer in others.iter().take(SUMMARY_PEERS) {
         let who = describe(
             &peer.id,
@@ -492,8 +499,16 @@ fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
     }
     if others.len() > SUMMARY_PEERS {
         lines.push(format!(
-            "{} more sessions are on the boards; `majordomus_peers` lists them all",
+            "{} more sessions are attached; `majordomus_peers` lists them all",
             others.len() - SUMMARY_PEERS
+        ));
+    }
+    if finished > 0 {
+        lines.push(format!(
+            "{finished} finished session{} still listed with {} announced claims for a while; \
+             `majordomus_peers` lists them",
+            if finished == 1 { " is" } else { "s are" },
+            if finished == 1 { "its" } else { "their" },
         ));
     }
     lines.extend(overlaps.iter().map(|fact| fact.line.clone()));
@@ -816,10 +831,50 @@ mod tests {
             "{lines:?}"
         );
         assert_eq!(lines.len(), 1 + SUMMARY_PEERS + 1, "{lines:?}");
-        assert!(lines[SUMMARY_PEERS + 1].starts_with("21 more sessions"));
+        assert!(lines[SUMMARY_PEERS + 1].starts_with("21 more sessions are attached"));
         assert!(lines.iter().all(|line| line.len() < 2 * QUOTED_BYTES + 100));
         let alone = list(vec![peer(1, "claude-code", ROOT, &[])]);
         assert!(summary(&alone, &me, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_summary_lists_the_live_sessions_and_counts_the_finished_in_one_line() {
+        let mut peers = vec![peer(1, "claude-code", ROOT, &[])];
+        for n in 2..=9 {
+            let mut finished = peer(n, "codex", "/w/beta", &[("tidy", &["src/old.rs"])]);
+            finished.attached = false;
+            peers.push(finished);
+        }
+        for n in 10..=12 {
+            peers.push(peer(
+                n,
+                "gemini-cli",
+                "/w/gamma",
+                &[("work", &["src/new.rs"])],
+            ));
+        }
+        let listing = list(peers);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        let lines = summary(&listing, &me, &[]);
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "3 other sessions are attached on this repository's boards"
+        );
+        for (line, n) in lines[1..4].iter().zip(10..) {
+            assert!(line.starts_with(&format!("p{n} (")), "{lines:?}");
+            assert!(!line.contains("departed"), "{lines:?}");
+        }
+        assert!(
+            lines[4].starts_with("8 finished sessions are still listed"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().all(|line| !line.starts_with("p1 ")),
+            "a session never meets itself: {lines:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod facts;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use majordomus_checkout::ancestry::{self, ProcessStamp};
 use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::PeerId;
 use majordomus_domain::{limits, text};
@@ -95,6 +96,12 @@ pub struct HookFiles {
         )
     )]
     pub paths: Vec<String>,
+    /// The processes the hook runs under, its parent first, each by pid and start time: the
+    /// session's MCP connection is found by its client among them when no session id
+    /// reached it. At most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = ancestry::ANCESTORS))]
+    pub ancestors: Vec<ProcessStamp>,
 }
 
 impl BenchCases for HookFiles {
@@ -105,6 +112,7 @@ impl BenchCases for HookFiles {
                 client: HookClient::ClaudeCode,
                 session_id: "bench-session".into(),
                 paths: vec!["src/bench/lexer.rs".into()],
+                ancestors: Vec::new(),
             },
         )]
     }
@@ -134,6 +142,12 @@ pub struct NewsInput {
     pub session_id: String,
     /// Which moment of the session this is.
     pub moment: NewsMoment,
+    /// The processes the hook runs under, its parent first, each by pid and start time: the
+    /// session's MCP connection is found by its client among them when no session id
+    /// reached it. At most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = ancestry::ANCESTORS))]
+    pub ancestors: Vec<ProcessStamp>,
 }
 
 impl BenchCases for NewsInput {
@@ -144,6 +158,7 @@ impl BenchCases for NewsInput {
                 client: HookClient::ClaudeCode,
                 session_id: "bench-session".into(),
                 moment: NewsMoment::Prompt,
+                ancestors: Vec::new(),
             },
         )]
     }
@@ -279,7 +294,7 @@ impl Operation for HooksGuard {
         let server = serving(ctx)?;
         let paths = hook_paths(&ctx.site, &input.paths)?;
         let peer = server
-            .hook_peer(input.client.as_str(), &input.session_id)
+            .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
         let mut guarded = facts::guard(ctx, &peer, &paths).await?;
         if !guarded.bumps.is_empty() {
@@ -328,7 +343,7 @@ impl Operation for HooksEdit {
         let server = serving(ctx)?;
         let paths = hook_paths(&ctx.site, &input.paths)?;
         let peer = server
-            .hook_peer(input.client.as_str(), &input.session_id)
+            .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
         let edits = server.record_edits(&peer, &paths)?;
         let guarded = facts::guard(ctx, &peer, &paths).await?;
@@ -370,10 +385,92 @@ impl Operation for HooksNews {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
         let peer = server
-            .hook_peer(input.client.as_str(), &input.session_id)
+            .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
-        let lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
+        let mut lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
+        // The session's MCP connection may have taken it over meanwhile (Claude Code runs
+        // its session-start hook as it starts its MCP servers): the news are told from the
+        // peer that speaks for the session now, so it never meets its own connection.
+        let peer = match server.session_peer(&input.session_id) {
+            Some(now) if now != peer => {
+                lines = facts::news(ctx, &now, &input.session_id, input.moment).await?;
+                now
+            }
+            _ => peer,
+        };
         Ok(News { peer, lines })
+    }
+}
+
+/// The input of `hooks.end`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndInput {
+    /// The client whose hook says so.
+    pub client: HookClient,
+    /// The client's own id of the conversation that ended, as in `hooks.guard`.
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub session_id: String,
+}
+
+impl BenchCases for EndInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "unknown_session",
+            EndInput {
+                client: HookClient::ClaudeCode,
+                session_id: "bench-session".into(),
+            },
+        )]
+    }
+}
+
+/// The answer of `hooks.end`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Ended {
+    /// Whether this server knew the session.
+    pub known: bool,
+}
+
+/// `hooks.end`.
+pub struct HooksEnd;
+
+impl Operation for HooksEnd {
+    type Input = EndInput;
+    type Output = Ended;
+    const DECLARATION: Declaration = Declaration {
+        id: "hooks.end",
+        kind: Kind::Command,
+        title: "A session ended",
+        description: "What a client's session-end hook tells: the conversation is over. A \
+            peer made for its hooks leaves the board at once; its MCP connection, which \
+            leaves when its client closes it, holds no `edits` claim from now on (the \
+            worktree's changes show the files). Its announced claims stay, departed, for \
+            the grace, and refuse nobody.",
+        exposure: Exposure {
+            mcp_tool: None,
+            http: Some((HttpMethod::Post, "/api/v1/hooks/end")),
+            cli: None,
+        },
+        tags: &["hooks", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[Moment {
+            headline: "a finished headless run refused the next run on the same file",
+            detail: "Its `edits` claim outlived it by ten minutes. The session-end hook now \
+                takes the session off the board the moment its client is done.",
+        }],
+    };
+
+    async fn run(ctx: &Context, input: EndInput) -> Result<Ended, CapabilityError> {
+        check_session_id(&input.session_id)?;
+        let server = serving(ctx)?;
+        Ok(Ended {
+            known: server.end_session(&input.session_id),
+        })
     }
 }
 
