@@ -186,7 +186,10 @@ pub fn check(root: &Path, manifests: &[Manifest]) -> Vec<String> {
             let path = root.join(&manifest.path);
             match std::fs::read_to_string(&path) {
                 Ok(text) if text == manifest.text => None,
-                Ok(_) => Some(format!("{} differs from what the code generates", path.display())),
+                Ok(_) => Some(format!(
+                    "{} differs from what the code generates",
+                    path.display()
+                )),
                 Err(error) => Some(format!("{} cannot be read: {error}", path.display())),
             }
         })
@@ -247,7 +250,10 @@ mod tests {
     fn each_plugin_hook_answers_the_events_install_wires() {
         let manifests = manifests();
         for (client, file) in [
-            (HookClient::ClaudeCode, "plugins/claude-code/hooks/hooks.json"),
+            (
+                HookClient::ClaudeCode,
+                "plugins/claude-code/hooks/hooks.json",
+            ),
             (HookClient::GeminiCli, "plugins/gemini-cli/hooks/hooks.json"),
         ] {
             let manifest = manifests
