@@ -308,3 +308,60 @@ async fn npm_packages_install_from_their_tarballs_and_serve_mcp() {
         "the launcher passes the exit code on: {status}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
+    let repo = TempRepo::new();
+    // A PATH with `sh` and no `majordomus`.
+    let bare = repo.base().join("bare-bin");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bare.join("sh")).unwrap();
+    let mut ran = 0;
+    for file in [
+        "plugins/claude-code/hooks/hooks.json",
+        "plugins/gemini-cli/hooks/hooks.json",
+    ] {
+        let hooks: Value =
+            serde_json::from_str(&std::fs::read_to_string(source_root().join(file)).unwrap())
+                .unwrap();
+        let commands = hooks["hooks"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|entries| entries.as_array().unwrap())
+            .flat_map(|entry| entry["hooks"].as_array().unwrap())
+            .map(|hook| hook["command"].as_str().unwrap().to_owned());
+        for line in commands {
+            let mut command = tokio::process::Command::new("/bin/sh");
+            command
+                .args(["-c", &line])
+                .current_dir(repo.root())
+                .env_clear()
+                .env("PATH", &bare)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            let mut child = command.spawn().unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(br#"{"session_id":"s1","cwd":"/nowhere"}"#)
+                .await
+                .unwrap();
+            drop(stdin);
+            let output = tokio::time::timeout(RUN_DEADLINE, child.wait_with_output())
+                .await
+                .expect("the hook ends in time")
+                .unwrap();
+            assert!(
+                output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
+                "{line} without majordomus: {} {}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 8, "every hook of both plugins ran");
+}
