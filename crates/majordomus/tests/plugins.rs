@@ -2,7 +2,9 @@
 //! the Claude Code plugin from the repository's marketplace and the Gemini CLI extension, each
 //! in a scratch home of the real client, which then lists majordomus's server as connected
 //! and stops listing it once the plugin is removed; and the npm packages, packed and installed
-//! from their tarballs into an empty project, whose `majordomus mcp` answers `initialize`.
+//! from their tarballs into an empty project, whose `majordomus mcp` answers `initialize`. A
+//! headless Claude Code run shows the plugin's hooks at work; without `majordomus` on PATH they
+//! let the client go on.
 
 mod common;
 
@@ -364,4 +366,55 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
         }
     }
     assert_eq!(ran, 8, "every hook of both plugins ran");
+}
+
+/// A headless Claude Code run with only the plugin installed, its model writing a file: the
+/// plugin's hooks report the edit to the checkout's server.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    let root = source_root();
+    let steps: [&[&str]; 2] = [
+        &["plugin", "marketplace", "add", root.to_str().unwrap()],
+        &["plugin", "install", "majordomus@majordomus"],
+    ];
+    for args in steps {
+        let (ok, printed) = workspace.client_cli(&checkout, args).await;
+        assert!(ok, "claude {args:?} failed:\n{printed}");
+    }
+    let (_server, _lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let fake = common::fake_model::FakeModel::start(vec![
+        Client::ClaudeCode.write_file(&checkout, "src/util.rs", "pub fn tidy() {}\n"),
+        common::fake_model::Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Tidy src/util.rs.").await;
+    assert!(
+        run.status.success(),
+        "claude failed ({}):\n{}\nthe fake model saw:\n{}",
+        run.status,
+        run.output(),
+        fake.summary()
+    );
+    let output = common::run_cli(
+        &repo,
+        ["peers", "--json", "--repo", checkout.to_str().unwrap()],
+    )
+    .await;
+    let board: Value = serde_json::from_slice(&output.stdout).expect("peers --json prints JSON");
+    // The plugin's PostToolUse hook told the server which file the session edited.
+    let edit_on_board = board["peers"].as_array().into_iter().flatten().any(|peer| {
+        peer["client"]["name"] == "claude-code"
+            && peer["claims"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|claim| claim["scope"] == json!(["src/util.rs"]))
+    });
+    assert!(
+        edit_on_board,
+        "the board shows the edit the plugin's hook reported: {board:#}"
+    );
 }
