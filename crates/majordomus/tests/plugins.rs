@@ -398,15 +398,64 @@ async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
         run.output(),
         fake.summary()
     );
+    assert_edit_on_board(&repo, &checkout, "claude-code").await;
+}
+
+/// A headless Gemini CLI run with only the extension installed, its model writing a file: the
+/// extension's hooks report the edit to the checkout's server.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_extension_hooks_fire_in_a_headless_run() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::GeminiCli);
+    let extension = source_root().join("plugins/gemini-cli");
+    let gemini_dir = workspace.home().join(".gemini");
+    std::fs::create_dir_all(&gemini_dir).unwrap();
+    std::fs::write(
+        gemini_dir.join("trustedFolders.json"),
+        json!({extension.to_str().unwrap(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let (ok, printed) = workspace
+        .client_cli(
+            &checkout,
+            &[
+                "extensions",
+                "install",
+                extension.to_str().unwrap(),
+                "--consent",
+            ],
+        )
+        .await;
+    assert!(ok, "gemini extensions install failed:\n{printed}");
+    let (_server, _lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let fake = common::fake_model::FakeModel::start(vec![
+        Client::GeminiCli.write_file(&checkout, "src/util.rs", "pub fn tidy() {}\n"),
+        common::fake_model::Turn::answer("done"),
+    ])
+    .await;
+    let run = workspace.run(&checkout, &fake, "Tidy src/util.rs.").await;
+    assert!(
+        run.status.success(),
+        "gemini failed ({}):\n{}\nthe fake model saw:\n{}",
+        run.status,
+        run.output(),
+        fake.summary()
+    );
+    assert_edit_on_board(&repo, &checkout, "gemini-cli").await;
+}
+
+/// That the board of `checkout` shows a `client` session whose edit of `src/util.rs` its
+/// hooks reported (the edit hook after the tool: nothing else claims the file).
+async fn assert_edit_on_board(repo: &TempRepo, checkout: &Path, client: &str) {
     let output = common::run_cli(
-        &repo,
+        repo,
         ["peers", "--json", "--repo", checkout.to_str().unwrap()],
     )
     .await;
     let board: Value = serde_json::from_slice(&output.stdout).expect("peers --json prints JSON");
-    // The plugin's PostToolUse hook told the server which file the session edited.
     let edit_on_board = board["peers"].as_array().into_iter().flatten().any(|peer| {
-        peer["client"]["name"] == "claude-code"
+        peer["client"]["name"] == client
             && peer["claims"]
                 .as_array()
                 .into_iter()
