@@ -1,12 +1,12 @@
-//! `majordomus-dev`: the reference pages and the benchmark, as `cargo xtask docs` and
-//! `cargo xtask bench`. A separate executable so that neither ships to users.
+//! `majordomus-dev`: the reference pages, the plugin manifests and the benchmark, as
+//! `cargo xtask docs`, `cargo xtask plugins` and `cargo xtask bench`. A separate executable so that neither ships to users.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use majordomus_dev::{bench, docs};
+use majordomus_dev::{bench, docs, plugins};
 
 #[derive(Parser)]
 #[command(
@@ -27,6 +27,15 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Write nothing: fail, naming each page, when DIR differs from what the code generates
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the plugin and package manifests (Claude Code plugin and marketplace, Gemini CLI extension, MCP Registry server.json, npm package.json files) from the wiring `majordomus install` writes
+    Plugins {
+        /// The workspace root to write under (default: this workspace's)
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Write nothing: fail, naming each file, when one differs from what the code generates
         #[arg(long)]
         check: bool,
     },
@@ -59,6 +68,9 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::Docs { out, check } => {
             docs::command(&out.unwrap_or_else(docs::default_dir), check)
+        }
+        Command::Plugins { root, check } => {
+            plugins::command(&root.unwrap_or_else(plugins::default_root), check)
         }
         Command::Bench { options } => {
             init_logging();

@@ -120,7 +120,7 @@ pub const SERVER_NAME: &str = "majordomus";
 
 /// How long a client waits for a hook: the hook gives up long before (`[hooks] budget_ms`);
 /// this only bounds a hook that could not even start its clock.
-const HOOK_TIMEOUT_SECONDS: u64 = 5;
+pub const HOOK_TIMEOUT_SECONDS: u64 = 5;
 
 /// Everything majordomus puts into `client`'s configuration for `scope`.
 pub fn wiring(

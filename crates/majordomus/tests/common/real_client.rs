@@ -191,6 +191,30 @@ impl<'a> Workspace<'a> {
         command
     }
 
+    /// The scratch home the client runs with.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The client's own command line (`claude plugin install …`, `gemini mcp list`) in `dir`,
+    /// with this workspace's environment, to its end within [`RUN_DEADLINE`]: whether it
+    /// succeeded, and what it printed (stdout then stderr).
+    pub async fn client_cli(&self, dir: &Path, args: &[&str]) -> (bool, String) {
+        let program = clients_dir().join("bin").join(self.client.program());
+        let mut command = self.command(&program, dir);
+        command.args(args).kill_on_drop(true);
+        let output = tokio::time::timeout(RUN_DEADLINE, command.output())
+            .await
+            .unwrap_or_else(|_| panic!("{} {args:?} finishes in time", self.client.program()))
+            .expect("the client starts");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), printed)
+    }
+
     /// `majordomus install <client>` in `checkout`, as the person would run it; panics with
     /// its output when it fails.
     pub async fn install(&self, checkout: &Path) {

@@ -1,0 +1,277 @@
+//! The plugin and package manifests (`cargo xtask plugins [--check]`): the Claude Code
+//! marketplace and plugin, the Gemini CLI extension, the MCP Registry `server.json` and the
+//! npm packages' `package.json` files, generated from the declarations `majordomus install`
+//! writes from — the hook events, their edit-tool matchers and their timeout, the server's
+//! name — and the workspace's version, so that a plugin wires a client exactly as
+//! `majordomus install` does.
+//!
+//! A plugin's hook must not break the client when `majordomus` is not installed: each one
+//! runs through `sh`, ends quietly when `majordomus` is not on PATH, and otherwise execs it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use majordomus::capabilities::hooks::HookClient;
+use majordomus::hooks::clients::{edit_matcher, events};
+use majordomus::install::wiring::{HOOK_TIMEOUT_SECONDS, SERVER_NAME};
+
+/// The version every manifest carries: the workspace's.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What every manifest says majordomus is.
+const DESCRIPTION: &str = "Every AI coding agent session working on one git repository sees who else works where, and where their claimed paths collide.";
+
+/// The name the MCP Registry lists the server under (the npm package's `mcpName`).
+const REGISTRY_NAME: &str = "io.github.majordomus/majordomus";
+
+/// The npm package that carries the Linux x86_64 binary.
+const NPM_LINUX_X64: &str = "majordomus-linux-x64";
+
+/// One generated file, relative to the workspace root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The workspace root, where the manifests live.
+pub fn default_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate lives at crates/majordomus-dev of the workspace")
+        .to_path_buf()
+}
+
+/// A hook command that ends quietly, letting the client go on, when `majordomus` is not on
+/// PATH.
+fn hook_command(client: HookClient, event: &str) -> String {
+    format!(
+        "sh -c 'command -v {SERVER_NAME} >/dev/null 2>&1 || exit 0; exec {SERVER_NAME} hook {client} {event}'"
+    )
+}
+
+/// The `hooks` object of a client's hook file: one entry per event majordomus answers, with
+/// the matcher and timeout `majordomus install` gives it.
+fn hooks(client: HookClient, timeout: u64, named: bool) -> Value {
+    let mut by_event = serde_json::Map::new();
+    for event in events(client) {
+        let mut hook =
+            json!({"type": "command", "command": hook_command(client, event), "timeout": timeout});
+        if named {
+            hook["name"] = json!(SERVER_NAME);
+        }
+        let entry = match edit_matcher(client, event) {
+            Some(matcher) => json!({"matcher": matcher, "hooks": [hook]}),
+            None => json!({"hooks": [hook]}),
+        };
+        by_event.insert((*event).to_owned(), json!([entry]));
+    }
+    Value::Object(by_event)
+}
+
+fn server() -> Value {
+    json!({"command": SERVER_NAME, "args": ["mcp"]})
+}
+
+/// Every manifest, in a stable order.
+pub fn manifests() -> Vec<Manifest> {
+    let claude_plugin = "plugins/claude-code";
+    let gemini_extension = "plugins/gemini-cli";
+    let files = [
+        (
+            ".claude-plugin/marketplace.json".to_owned(),
+            json!({
+                "name": SERVER_NAME,
+                "owner": {"name": "majordomus"},
+                "metadata": {"description": "The majordomus plugin for Claude Code", "version": VERSION},
+                "plugins": [{
+                    "name": SERVER_NAME,
+                    "source": format!("./{claude_plugin}"),
+                    "description": DESCRIPTION,
+                    "version": VERSION,
+                }],
+            }),
+        ),
+        (
+            format!("{claude_plugin}/.claude-plugin/plugin.json"),
+            json!({
+                "name": SERVER_NAME,
+                "version": VERSION,
+                "description": DESCRIPTION,
+                "license": "MIT OR Apache-2.0",
+            }),
+        ),
+        (
+            format!("{claude_plugin}/.mcp.json"),
+            json!({"mcpServers": {SERVER_NAME: server()}}),
+        ),
+        (
+            format!("{claude_plugin}/hooks/hooks.json"),
+            json!({"hooks": hooks(HookClient::ClaudeCode, HOOK_TIMEOUT_SECONDS, false)}),
+        ),
+        (
+            format!("{gemini_extension}/gemini-extension.json"),
+            json!({
+                "name": SERVER_NAME,
+                "version": VERSION,
+                "description": DESCRIPTION,
+                "mcpServers": {SERVER_NAME: server()},
+            }),
+        ),
+        (
+            format!("{gemini_extension}/hooks/hooks.json"),
+            json!({"hooks": hooks(HookClient::GeminiCli, HOOK_TIMEOUT_SECONDS * 1000, true)}),
+        ),
+        (
+            "server.json".to_owned(),
+            json!({
+                "$schema": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
+                "name": REGISTRY_NAME,
+                "title": SERVER_NAME,
+                "description": "The board of the AI coding agents working on one git repository: who works where, and where their paths collide.",
+                "version": VERSION,
+                "packages": [{
+                    "registryType": "npm",
+                    "identifier": SERVER_NAME,
+                    "version": VERSION,
+                    "transport": {"type": "stdio"},
+                    "packageArguments": [{"type": "positional", "value": "mcp"}],
+                }],
+            }),
+        ),
+        (
+            "npm/majordomus/package.json".to_owned(),
+            json!({
+                "name": SERVER_NAME,
+                "version": VERSION,
+                "description": DESCRIPTION,
+                "license": "MIT OR Apache-2.0",
+                "mcpName": REGISTRY_NAME,
+                "bin": {SERVER_NAME: "bin/majordomus.js"},
+                "files": ["bin/majordomus.js"],
+                "engines": {"node": ">=18"},
+                "optionalDependencies": {NPM_LINUX_X64: VERSION},
+            }),
+        ),
+        (
+            format!("npm/{NPM_LINUX_X64}/package.json"),
+            json!({
+                "name": NPM_LINUX_X64,
+                "version": VERSION,
+                "description": "The majordomus executable for Linux on x86_64 (installed by the majordomus package).",
+                "license": "MIT OR Apache-2.0",
+                "os": ["linux"],
+                "cpu": ["x64"],
+                "files": ["bin/majordomus"],
+                "preferUnplugged": true,
+            }),
+        ),
+    ];
+    files
+        .into_iter()
+        .map(|(path, value)| Manifest {
+            path: PathBuf::from(path),
+            text: serde_json::to_string_pretty(&value).expect("a JSON value serialises") + "\n",
+        })
+        .collect()
+}
+
+/// The manifests under `root` that differ from what the code generates, each named.
+pub fn check(root: &Path, manifests: &[Manifest]) -> Vec<String> {
+    manifests
+        .iter()
+        .filter_map(|manifest| {
+            let path = root.join(&manifest.path);
+            match std::fs::read_to_string(&path) {
+                Ok(text) if text == manifest.text => None,
+                Ok(_) => Some(format!(
+                    "{} differs from what the code generates",
+                    path.display()
+                )),
+                Err(error) => Some(format!("{} cannot be read: {error}", path.display())),
+            }
+        })
+        .collect()
+}
+
+/// `cargo xtask plugins [--check]`: writes the manifests under `root`, or only compares them.
+pub fn command(root: &Path, check_only: bool) -> Result<(), String> {
+    let manifests = manifests();
+    if check_only {
+        let problems = check(root, &manifests);
+        if problems.is_empty() {
+            println!(
+                "{}: all {} plugin and package manifests are what the code generates",
+                root.display(),
+                manifests.len()
+            );
+            return Ok(());
+        }
+        for problem in &problems {
+            eprintln!("{problem}");
+        }
+        return Err(format!(
+            "{} of the plugin and package manifests are not what the code generates; run `cargo xtask plugins` and commit the result",
+            problems.len()
+        ));
+    }
+    for manifest in &manifests {
+        let path = root.join(&manifest.path);
+        let parent = path.parent().expect("a manifest lives in a directory");
+        std::fs::create_dir_all(parent)
+            .and_then(|()| std::fs::write(&path, &manifest.text))
+            .map_err(|error| format!("could not write {}: {error}", path.display()))?;
+    }
+    println!(
+        "wrote {} plugin and package manifests under {}",
+        manifests.len(),
+        root.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_manifests_are_what_the_code_generates() {
+        let problems = check(&default_root(), &manifests());
+        assert!(
+            problems.is_empty(),
+            "run `cargo xtask plugins`:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn each_plugin_hook_answers_the_events_install_wires() {
+        let manifests = manifests();
+        for (client, file) in [
+            (
+                HookClient::ClaudeCode,
+                "plugins/claude-code/hooks/hooks.json",
+            ),
+            (HookClient::GeminiCli, "plugins/gemini-cli/hooks/hooks.json"),
+        ] {
+            let manifest = manifests
+                .iter()
+                .find(|manifest| manifest.path == Path::new(file))
+                .expect("the hook file is generated");
+            let hooks: Value = serde_json::from_str(&manifest.text).unwrap();
+            let wired: Vec<&str> = hooks["hooks"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let mut expected = events(client).to_vec();
+            expected.sort_unstable();
+            let mut wired = wired;
+            wired.sort_unstable();
+            assert_eq!(wired, expected, "{client}");
+        }
+    }
+}
