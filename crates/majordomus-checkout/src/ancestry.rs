@@ -24,9 +24,44 @@ pub const ANCESTORS: usize = 16;
 #[serde(deny_unknown_fields)]
 pub struct ProcessStamp {
     /// The process id.
+    #[serde(deserialize_with = "whole_number")]
     pub pid: u32,
     /// When the process started, in the system's own units.
+    #[serde(deserialize_with = "whole_number")]
     pub start: u64,
+}
+
+/// A non-negative whole number, also when written as `676.0`: JSON Schema counts that as an
+/// integer, so a client that validates against the schema may send it, and serde alone would
+/// refuse it.
+fn whole_number<'de, D, N>(deserializer: D) -> Result<N, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    N: TryFrom<u64>,
+{
+    struct Whole;
+    impl serde::de::Visitor<'_> for Whole {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a non-negative whole number")
+        }
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<u64, E> {
+            Ok(value)
+        }
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<u64, E> {
+            u64::try_from(value).map_err(|_| E::custom("a process is never negative"))
+        }
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<u64, E> {
+            // 2^64 is the first float past u64::MAX; every whole float below it fits.
+            if value.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&value) {
+                Ok(value as u64)
+            } else {
+                Err(E::custom(format!("{value} is not a whole number")))
+            }
+        }
+    }
+    let value = deserializer.deserialize_u64(Whole)?;
+    N::try_from(value).map_err(|_| serde::de::Error::custom(format!("{value} is out of range")))
 }
 
 impl ProcessStamp {
@@ -98,6 +133,28 @@ mod platform {
 
     pub fn start_time(_pid: u32) -> Option<u64> {
         None
+    }
+}
+
+#[cfg(test)]
+mod reading {
+    use super::*;
+
+    #[test]
+    fn a_stamp_is_read_from_whole_numbers_however_written() {
+        let read = |text: &str| serde_json::from_str::<ProcessStamp>(text);
+        let stamp = read(r#"{"pid": 676.0, "start": 90627}"#).unwrap();
+        assert_eq!(
+            stamp,
+            ProcessStamp {
+                pid: 676,
+                start: 90627
+            }
+        );
+        assert!(read(r#"{"pid": 1.5, "start": 1}"#).is_err());
+        assert!(read(r#"{"pid": -1, "start": 1}"#).is_err());
+        assert!(read(r#"{"pid": 4294967296, "start": 1}"#).is_err());
+        assert!(read(r#"{"pid": 1.0e30, "start": 1}"#).is_err());
     }
 }
 
