@@ -97,6 +97,14 @@ pub struct ChangedPath {
     pub kinds: Vec<ChangeKind>,
 }
 
+impl ChangedPath {
+    /// Whether the path differs from its worktree's HEAD: changed in the index or the
+    /// working tree, or untracked, rather than only committed on the branch.
+    pub fn is_uncommitted(&self) -> bool {
+        self.kinds.iter().any(|kind| *kind != ChangeKind::Committed)
+    }
+}
+
 /// What a worktree changed, as its board carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorktreeChanges {

@@ -24,7 +24,7 @@ use crate::capabilities::peers::{self, Detail, PeerList};
 use crate::context::Context;
 use crate::context::RepositoryReading;
 use crate::port::{EDITS_CLAIM, Fact};
-use majordomus_domain::changes::{ChangeKind, WorktreeChanges};
+use majordomus_domain::changes::WorktreeChanges;
 
 /// How many other claims a guard lists; the rest are counted.
 pub const FINDINGS_LISTED: usize = 8;
@@ -164,12 +164,7 @@ fn speed_bumps(
         let changed: Vec<&str> = changes
             .paths
             .iter()
-            .filter(|changed| {
-                changed
-                    .kinds
-                    .iter()
-                    .any(|kind| *kind != ChangeKind::Committed)
-            })
+            .filter(|changed| changed.is_uncommitted())
             .map(|changed| changed.path.as_str())
             .filter(|path| meets(path))
             .collect();
