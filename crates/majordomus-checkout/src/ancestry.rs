@@ -25,11 +25,17 @@ pub const ANCESTORS: usize = 16;
 pub struct ProcessStamp {
     /// The process id.
     #[serde(deserialize_with = "whole_number")]
+    #[schemars(range(max = u32::MAX))]
     pub pid: u32,
-    /// When the process started, in the system's own units.
+    /// When the process started, in the system's own units. At most 2^53 − 1, the largest
+    /// whole number every JSON reader keeps exactly (clock ticks since boot stay far below).
     #[serde(deserialize_with = "whole_number")]
+    #[schemars(range(max = START_MAX))]
     pub start: u64,
 }
+
+/// The largest start time a stamp is read with: 2^53 − 1.
+const START_MAX: u64 = (1 << 53) - 1;
 
 /// A non-negative whole number, also when written as `676.0`: JSON Schema counts that as an
 /// integer, so a client that validates against the schema may send it, and serde alone would
@@ -61,6 +67,11 @@ where
         }
     }
     let value = deserializer.deserialize_u64(Whole)?;
+    if value > START_MAX {
+        return Err(serde::de::Error::custom(format!(
+            "{value} is larger than {START_MAX}"
+        )));
+    }
     N::try_from(value).map_err(|_| serde::de::Error::custom(format!("{value} is out of range")))
 }
 
@@ -155,6 +166,8 @@ mod reading {
         assert!(read(r#"{"pid": -1, "start": 1}"#).is_err());
         assert!(read(r#"{"pid": 4294967296, "start": 1}"#).is_err());
         assert!(read(r#"{"pid": 1.0e30, "start": 1}"#).is_err());
+        assert!(read(r#"{"pid": 1, "start": 140288436594346672128}"#).is_err());
+        assert!(read(r#"{"pid": 1, "start": 9007199254740992}"#).is_err());
     }
 }
 
