@@ -167,6 +167,7 @@ mod tests {
             "post_tool_use",
             "session_start",
             "user_prompt_submit",
+            "session_end",
         ];
         let config = reviewed(&all);
         assert!(codex_trusts_project(&config, &places.root));
