@@ -365,11 +365,11 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 8, "every hook of both plugins ran");
+    assert_eq!(ran, 10, "every hook of both plugins ran");
 }
 
-/// A headless Claude Code run with only the plugin installed, its model writing a file: the
-/// plugin's hooks report the edit to the checkout's server.
+/// A headless Claude Code run with only the plugin installed, its model writing a file
+/// another live session claims: the plugin's hook stops the write before it lands.
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
     let repo = TempRepo::new();
@@ -384,7 +384,9 @@ async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
         let (ok, printed) = workspace.client_cli(&checkout, args).await;
         assert!(ok, "claude {args:?} failed:\n{printed}");
     }
-    let (_server, _lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let (_server, lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let holder = hold_util(&lease).await;
+    let before = std::fs::read_to_string(checkout.join("src/util.rs")).ok();
     let fake = common::fake_model::FakeModel::start(vec![
         Client::ClaudeCode.write_file(&checkout, "src/util.rs", "pub fn tidy() {}\n"),
         common::fake_model::Turn::answer("done"),
@@ -398,11 +400,12 @@ async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
         run.output(),
         fake.summary()
     );
-    assert_edit_on_board(&repo, &checkout, "claude-code").await;
+    assert_guarded(&fake, "Write", &checkout, before.as_deref());
+    holder.close().await;
 }
 
-/// A headless Gemini CLI run with only the extension installed, its model writing a file: the
-/// extension's hooks report the edit to the checkout's server.
+/// A headless Gemini CLI run with only the extension installed, its model writing a file
+/// another live session claims: the extension's hook stops the write before it lands.
 #[tokio::test(flavor = "multi_thread")]
 async fn gemini_cli_extension_hooks_fire_in_a_headless_run() {
     let repo = TempRepo::new();
@@ -428,7 +431,9 @@ async fn gemini_cli_extension_hooks_fire_in_a_headless_run() {
         )
         .await;
     assert!(ok, "gemini extensions install failed:\n{printed}");
-    let (_server, _lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let (_server, lease) = common::ServeProcess::start(&repo, &checkout).await;
+    let holder = hold_util(&lease).await;
+    let before = std::fs::read_to_string(checkout.join("src/util.rs")).ok();
     let fake = common::fake_model::FakeModel::start(vec![
         Client::GeminiCli.write_file(&checkout, "src/util.rs", "pub fn tidy() {}\n"),
         common::fake_model::Turn::answer("done"),
@@ -442,28 +447,41 @@ async fn gemini_cli_extension_hooks_fire_in_a_headless_run() {
         run.output(),
         fake.summary()
     );
-    assert_edit_on_board(&repo, &checkout, "gemini-cli").await;
+    assert_guarded(&fake, "write_file", &checkout, before.as_deref());
+    holder.close().await;
 }
 
-/// That the board of `checkout` shows a `client` session whose edit of `src/util.rs` its
-/// hooks reported (the edit hook after the tool: nothing else claims the file).
-async fn assert_edit_on_board(repo: &TempRepo, checkout: &Path, client: &str) {
-    let output = common::run_cli(
-        repo,
-        ["peers", "--json", "--repo", checkout.to_str().unwrap()],
-    )
-    .await;
-    let board: Value = serde_json::from_slice(&output.stdout).expect("peers --json prints JSON");
-    let edit_on_board = board["peers"].as_array().into_iter().flatten().any(|peer| {
-        peer["client"]["name"] == client
-            && peer["claims"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|claim| claim["scope"] == json!(["src/util.rs"]))
-    });
+/// Another live session, claiming `src/util.rs`.
+async fn hold_util(lease: &common::LeaseFile) -> common::McpClient {
+    let holder = common::McpClient::http(lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port util", "scope": ["src/util.rs"]}),
+        )
+        .await;
+    holder
+}
+
+/// That the plugin's hook stopped the model's `tool` before it wrote `src/util.rs`, which
+/// another live session claims, and told the model who holds it.
+fn assert_guarded(
+    fake: &common::fake_model::FakeModel,
+    tool: &str,
+    checkout: &Path,
+    before: Option<&str>,
+) {
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("src/util.rs"))
+            .ok()
+            .as_deref(),
+        before,
+        "the claimed file was not written:\n{}",
+        fake.summary()
+    );
+    let refused = fake.tool_result(tool).expect("the write's result");
     assert!(
-        edit_on_board,
-        "the board shows the edit the plugin's hook reported: {board:#}"
+        refused.contains("holder-agent") && refused.contains("port util"),
+        "the model is told who holds the file: {refused}"
     );
 }

@@ -102,18 +102,8 @@ async fn announce_then_write(client: Client) {
         announced_on_board,
         "the board lists the session's announced claim: {board:#}"
     );
-    // the client ran the hook command install wrote: the edit became an `edits` claim
-    let edited_on_board = board["peers"].as_array().into_iter().flatten().any(|peer| {
-        peer["claims"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|claim| claim["name"] == "edits" && claim["scope"] == json!(["src/util.rs"]))
-    });
-    assert!(
-        edited_on_board,
-        "the client's hooks put its edit on the board: {board:#}"
-    );
+    // The `edits` claim the client's hooks made left with the session; that it was on the
+    // board while the session ran is shown by the `*_is_one_peer_and_leaves_at_exit` tests.
 }
 
 #[tokio::test(flavor = "multi_thread")]

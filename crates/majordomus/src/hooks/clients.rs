@@ -305,6 +305,14 @@ fn guard_answer(
 ) -> Option<Value> {
     let all = found.all();
     let told = text("other sessions claim files this edit changes:", &all);
+    // What a finished session left is information under every policy: it refuses nobody
+    // and asks nobody, so a person's next session is never stopped by their last one.
+    let policy = match policy {
+        GuardPolicy::Ask | GuardPolicy::Deny if found.live.is_empty() && found.bumps.is_empty() => {
+            GuardPolicy::Warn
+        }
+        policy => policy,
+    };
     match policy {
         GuardPolicy::Off => None,
         GuardPolicy::Warn => Some(warning(client, event, &told)),
