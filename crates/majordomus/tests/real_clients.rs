@@ -6,14 +6,17 @@
 
 mod common;
 
+use std::ffi::OsString;
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::fake_model::{FakeModel, Recorded, Turn};
+use common::fake_model::{FakeModel, Recorded, Turn, Witness};
 use common::real_client::{Client, ClientRun, Workspace};
-use common::{McpClient, ServeProcess, TempRepo, run_cli};
+use common::{McpClient, ServeProcess, TempRepo, majordomus_command, run_cli};
 
 const WRITTEN: &str = "pub fn tidy() {}\n";
 
@@ -616,11 +619,47 @@ fn attached_here(board: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// One headless run of `client` under `[hooks] policy = "deny"`: announce `src/util.rs`,
-/// write it, list the board, answer "done". Nothing the model received refuses the edit or
-/// names the session itself as another; `alone`, nothing names any claim as another's.
-/// Returns the fake, whose record is what the model received, and the listing it got.
-async fn run_under_deny(
+/// What `majordomus peers --json` in `checkout` says each time the model is asked for a turn,
+/// while the client waits for it.
+fn board_witness(repo: &TempRepo, checkout: &Path) -> Witness {
+    let mut template = majordomus_command([
+        "peers".as_ref(),
+        "--json".as_ref(),
+        "--repo".as_ref(),
+        checkout.as_os_str(),
+    ]);
+    repo.user_env(template.as_std_mut());
+    let template = template.as_std();
+    let program = template.get_program().to_owned();
+    let args: Vec<OsString> = template.get_args().map(ToOwned::to_owned).collect();
+    let envs: Vec<(OsString, Option<OsString>)> = template
+        .get_envs()
+        .map(|(key, value)| (key.to_owned(), value.map(ToOwned::to_owned)))
+        .collect();
+    Arc::new(move || {
+        let mut command = std::process::Command::new(&program);
+        command.args(&args).stdin(Stdio::null());
+        for (key, value) in &envs {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        let output = command.output().expect("majordomus runs");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(
+            |_| json!({"unreadable": String::from_utf8_lossy(&output.stderr).into_owned()}),
+        )
+    })
+}
+
+/// One headless run of `client` under the policy `majordomus.toml` sets: write `notes.md`
+/// with the client's edit tool, announce `src/util.rs`, write it, list the board, answer
+/// "done". Before any majordomus tool is called, the board lists the session as one peer —
+/// its MCP connection, carrying the `edits` claim its hooks made; nothing the model received
+/// refuses the edit or names the session itself as another; `alone`, nothing names any
+/// claim as another's. Returns the fake, whose record is what the model received, and the
+/// listing it got.
+async fn announce_and_edit_own_file(
     client: Client,
     repo: &TempRepo,
     workspace: &Workspace<'_>,
@@ -628,15 +667,19 @@ async fn run_under_deny(
     alone: bool,
 ) -> (FakeModel, Value) {
     let checkout = repo.root();
-    let fake = FakeModel::start(vec![
-        Turn::call(
-            "majordomus_announce",
-            json!({"intent": "tidy util", "scope": ["src/util.rs"]}),
-        ),
-        client.write_file(checkout, "src/util.rs", content),
-        Turn::call("majordomus_peers", json!({})),
-        Turn::answer("done"),
-    ])
+    let fake = FakeModel::start_witnessed(
+        vec![
+            client.write_file(checkout, "notes.md", "tidying util\n"),
+            Turn::call(
+                "majordomus_announce",
+                json!({"intent": "tidy util", "scope": ["src/util.rs"]}),
+            ),
+            client.write_file(checkout, "src/util.rs", content),
+            Turn::call("majordomus_peers", json!({})),
+            Turn::answer("done"),
+        ],
+        board_witness(repo, checkout),
+    )
     .await;
     let run: ClientRun = workspace.run(checkout, &fake, "Tidy src/util.rs.").await;
     assert!(
@@ -654,6 +697,29 @@ async fn run_under_deny(
         Some(content),
         "the session's own claim did not stop its own edit:\n{}",
         run.output()
+    );
+    let witnessed = fake.witnessed();
+    for (turn, board) in witnessed.iter().take(2).enumerate() {
+        let here = attached_here(board);
+        assert_eq!(
+            here.len(),
+            1,
+            "before turn {turn}, before any majordomus tool call, the session is one peer: \
+             {board:#}"
+        );
+        assert_eq!(here[0]["client"]["name"], client.mcp_name(), "{board:#}");
+    }
+    let noted = witnessed.get(1).map(attached_here).unwrap_or_default();
+    assert!(
+        noted
+            .iter()
+            .flat_map(|peer| peer["claims"].as_array().into_iter().flatten())
+            .any(|claim| claim["name"] == "edits"
+                && claim["scope"]
+                    .as_array()
+                    .is_some_and(|scope| scope.contains(&json!("notes.md")))),
+        "the hooks' edit of notes.md landed on the MCP connection's peer before any \
+         majordomus tool call: {witnessed:#?}"
     );
     let listed = fake
         .tool_result("majordomus_peers")
@@ -679,7 +745,11 @@ async fn run_under_deny(
             "the model was shown its own session ({me}) as another: {text}"
         );
         if alone {
-            for finding in ["other sessions claim", "lies in the claim of"] {
+            for finding in [
+                "other sessions claim",
+                "lies in the claim of",
+                "majordomus stopped",
+            ] {
                 assert!(
                     !text.contains(finding),
                     "the model was told of its own claim as another session's: {text}"
@@ -704,7 +774,7 @@ async fn one_session_one_peer_gone_at_exit(client: Client) {
     workspace.install(&checkout).await;
     let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
 
-    let (_, listed) = run_under_deny(client, &repo, &workspace, WRITTEN, true).await;
+    let (_, listed) = announce_and_edit_own_file(client, &repo, &workspace, WRITTEN, true).await;
     let here = attached_here(&listed);
     assert_eq!(
         here.len(),
@@ -744,7 +814,7 @@ async fn one_session_one_peer_gone_at_exit(client: Client) {
 
     // The same person's next run on the same file: not refused.
     // The finished session's announced claim may be told to it, as information.
-    run_under_deny(client, &repo, &workspace, "pub fn tidier() {}\n", false).await;
+    announce_and_edit_own_file(client, &repo, &workspace, "pub fn tidier() {}\n", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -760,4 +830,38 @@ async fn codex_is_one_peer_and_leaves_at_exit() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gemini_cli_is_one_peer_and_leaves_at_exit() {
     one_session_one_peer_gone_at_exit(Client::GeminiCli).await;
+}
+
+/// Under `warn` and `ask` as under `deny` (the test above): a session is one peer from its
+/// first hook on, and its own announce followed by its own edit of the announced file is
+/// neither refused nor warned about.
+async fn own_claim_passes_under_warn_and_ask(client: Client) {
+    for policy in ["warn", "ask"] {
+        let repo = TempRepo::new();
+        let checkout = repo.root().to_path_buf();
+        std::fs::write(
+            checkout.join("majordomus.toml"),
+            format!("[hooks]\npolicy = \"{policy}\"\n"),
+        )
+        .unwrap();
+        let workspace = Workspace::new(&repo, client);
+        workspace.install(&checkout).await;
+        let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+        announce_and_edit_own_file(client, &repo, &workspace, WRITTEN, true).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_own_claim_passes_under_warn_and_ask() {
+    own_claim_passes_under_warn_and_ask(Client::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_own_claim_passes_under_warn_and_ask() {
+    own_claim_passes_under_warn_and_ask(Client::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_own_claim_passes_under_warn_and_ask() {
+    own_claim_passes_under_warn_and_ask(Client::GeminiCli).await;
 }

@@ -73,9 +73,16 @@ pub struct MadeCall {
     pub id: String,
 }
 
+/// What a test looks at each time the client asks for a scripted turn, before the fake
+/// answers: run on a blocking thread while the client waits for its model.
+pub type Witness = Arc<dyn Fn() -> Value + Send + Sync>;
+
 #[derive(Default)]
 struct Script {
     turns: VecDeque<Turn>,
+    witness: Option<Witness>,
+    /// What the witness saw, one entry per scripted turn asked for, in order.
+    witnessed: Vec<Value>,
     requests: Vec<Recorded>,
     calls: Vec<MadeCall>,
     /// The deferred tools the fake asked the client to load.
@@ -99,10 +106,26 @@ impl Drop for FakeModel {
 impl FakeModel {
     /// Starts a fake on `127.0.0.1:0` that will play `turns` in order.
     pub async fn start(turns: Vec<Turn>) -> FakeModel {
-        let script = Arc::new(Mutex::new(Script {
+        FakeModel::serve(Script {
             turns: turns.into(),
             ..Script::default()
-        }));
+        })
+        .await
+    }
+
+    /// Like [`FakeModel::start`], and runs `witness` each time a scripted turn is asked for,
+    /// before answering; [`FakeModel::witnessed`] gives what it saw.
+    pub async fn start_witnessed(turns: Vec<Turn>, witness: Witness) -> FakeModel {
+        FakeModel::serve(Script {
+            turns: turns.into(),
+            witness: Some(witness),
+            ..Script::default()
+        })
+        .await
+    }
+
+    async fn serve(script: Script) -> FakeModel {
+        let script = Arc::new(Mutex::new(script));
         let app = axum::Router::new()
             .fallback(answer)
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -124,6 +147,11 @@ impl FakeModel {
     /// `http://127.0.0.1:<port>`, without a trailing slash.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// What the witness saw, one entry per scripted turn asked for, in order.
+    pub fn witnessed(&self) -> Vec<Value> {
+        self.script.lock().unwrap().witnessed.clone()
     }
 
     /// Every request received so far, in order.
@@ -239,7 +267,7 @@ enum Reply {
 /// Records a request and answers it as its API would: token counts with a count, a
 /// model request with the next scripted turn or the harmless text, anything else with 404.
 async fn answer(
-    State(script): State<Arc<Mutex<Script>>>,
+    State(shared): State<Arc<Mutex<Script>>>,
     method: Method,
     uri: Uri,
     body: Bytes,
@@ -249,7 +277,20 @@ async fn answer(
         .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned());
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    let mut script = script.lock().unwrap();
+    let witness = {
+        let script = shared.lock().unwrap();
+        script
+            .witness
+            .clone()
+            .filter(|_| !script.turns.is_empty() && takes_a_turn(&body))
+    };
+    if let Some(witness) = witness {
+        let seen = tokio::task::spawn_blocking(move || witness())
+            .await
+            .expect("the witness does not panic");
+        shared.lock().unwrap().witnessed.push(seen);
+    }
+    let mut script = shared.lock().unwrap();
     if script.requests.len() >= MAX_RECORDED {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -296,12 +337,11 @@ async fn answer(
 /// The next scripted turn when this request is the main loop's and can take it, else the
 /// harmless text (`{}` for a request that asks for JSON, as Gemini CLI's helpers do).
 fn choose(script: &mut Script, body: &Value) -> Reply {
-    let wants_json = body["generationConfig"]["responseMimeType"] == "application/json";
-    let harmless = Reply::Text(if wants_json { "{}" } else { HARMLESS }.to_owned());
-    let offered = offered_tools(body);
-    if offered.is_empty() || wants_json {
+    let harmless = Reply::Text(if wants_json(body) { "{}" } else { HARMLESS }.to_owned());
+    if !takes_a_turn(body) {
         return harmless;
     }
+    let offered = offered_tools(body);
     let turn = match script.turns.front().cloned() {
         None => return harmless,
         Some(Turn::Answer(text)) => Reply::Text(text),
@@ -329,6 +369,17 @@ fn choose(script: &mut Script, body: &Value) -> Reply {
     };
     script.turns.pop_front();
     turn
+}
+
+/// Whether the request asks for JSON (Gemini CLI's helpers do), which no turn answers.
+fn wants_json(body: &Value) -> bool {
+    body["generationConfig"]["responseMimeType"] == "application/json"
+}
+
+/// Whether the request is the client's main loop, which takes the script's turns: it offers
+/// tools and does not ask for JSON.
+fn takes_a_turn(body: &Value) -> bool {
+    !wants_json(body) && !offered_tools(body).is_empty()
 }
 
 /// Claude Code and Codex offer MCP tools "deferred", by name only: a model loads one with
