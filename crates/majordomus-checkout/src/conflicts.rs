@@ -13,12 +13,9 @@
 //! `git merge-tree --write-tree` needs git 2.38 or later; [`GitVersion`] says which git runs.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -171,7 +168,7 @@ pub fn snapshot(
     // a name ending in `/` is a repository nested in the worktree: not the worktree's content
     let paths = untracked.split(|&b| b == 0);
     for path in paths.filter(|p| !p.is_empty() && !p.ends_with(b"/")) {
-        let size = fs::symlink_metadata(root.join(OsStr::from_bytes(path)))
+        let size = fs::symlink_metadata(root.join(crate::files::os_str_from_git(path)))
             .ok()
             .filter(|metadata| metadata.is_file())
             .map_or(0, |metadata| metadata.len());
@@ -470,9 +467,9 @@ struct Stamp {
 impl Stamp {
     fn of(path: &Path) -> Option<Stamp> {
         fs::symlink_metadata(path).ok().map(|m| Stamp {
-            inode: m.ino(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
+            inode: crate::files::identity(&m).1,
+            size: m.len(),
+            mtime: crate::files::modified(&m),
         })
     }
 }

@@ -5,10 +5,8 @@
 //! covers every worktree (a hundred is not unusual) and a spawn per worktree would dominate it.
 
 use std::cell::RefCell;
-use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -117,7 +115,7 @@ impl Checkout {
         let mut lines = output
             .stdout
             .split(|&byte| byte == b'\n')
-            .map(|line| PathBuf::from(OsStr::from_bytes(line)));
+            .map(crate::files::path_from_git);
         let (Some(toplevel), Some(git_dir), Some(common_dir)) =
             (lines.next(), lines.next(), lines.next())
         else {
@@ -459,10 +457,10 @@ impl Stamps {
 }
 
 fn file_stamp(path: PathBuf) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(&path)
-        .ok()
-        .map(|m| (path, m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+    fs::metadata(&path).ok().map(|m| {
+        let (seconds, nanos) = crate::files::modified(&m);
+        (path, crate::files::identity(&m).1, m.len(), seconds, nanos)
+    })
 }
 
 /// Everything `git worktree list` reads: the primary's `HEAD`, the registry directory, each
@@ -636,7 +634,7 @@ fn parse_worktree_list(porcelain: &[u8]) -> Vec<Worktree> {
                 }
                 current = Some((
                     Worktree {
-                        path: PathBuf::from(OsStr::from_bytes(value)),
+                        path: crate::files::path_from_git(value),
                         head: None,
                         branch: None,
                         primary: records == 0,
@@ -751,6 +749,7 @@ mod tests {
     use super::*;
     use crate::testing::{Repository, git};
 
+    #[cfg(unix)]
     #[test]
     fn ids_are_the_digest_of_the_canonical_paths() {
         let repo = Repository::new();
@@ -1129,6 +1128,8 @@ mod tests {
         );
     }
 
+    /// Only Linux's notice promises anything; the portable one leaves every read to a stat.
+    #[cfg(linux_native)]
     #[test]
     fn a_noticed_registry_is_read_from_memory_and_every_change_is_still_seen() {
         let repo = Repository::new();

@@ -11,10 +11,8 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -24,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use crate::files;
 use crate::git::Checkout;
 use crate::process::{
     ExecutableStamp, ProcessHandle, executable_stamp, process_alive, process_start_time,
@@ -149,13 +148,13 @@ struct FileIdentity {
 
 impl FileIdentity {
     fn of(path: &Path) -> Option<FileIdentity> {
-        use std::os::unix::fs::MetadataExt as _;
         let metadata = fs::metadata(path).ok()?;
+        let (device, inode) = files::identity(&metadata);
         Some(FileIdentity {
-            device: metadata.dev(),
-            inode: metadata.ino(),
-            size: metadata.size(),
-            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            device,
+            inode,
+            size: metadata.len(),
+            modified: files::modified(&metadata),
         })
     }
 }
@@ -239,11 +238,7 @@ fn private_base(env: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     dir("XDG_RUNTIME_DIR")
         .or_else(|| dir("XDG_CACHE_HOME"))
         .or_else(|| dir("HOME").map(|home| home.join(".cache")))
-        .unwrap_or_else(|| {
-            // SAFETY: getuid cannot fail and touches no memory.
-            let uid = unsafe { libc::getuid() };
-            std::env::temp_dir().join(format!("majordomus-{uid}"))
-        })
+        .unwrap_or_else(files::per_user_temp_dir)
 }
 
 /// Reads the lease at `path`, never failing: trouble reading is itself a finding.
@@ -292,7 +287,7 @@ pub fn lease_age(path: &Path, reading: &LeaseReading, now: SystemTime) -> Option
 /// file is created with `O_EXCL` and written.
 pub fn try_create(path: &Path, lease: &Lease) -> Result<LeaseHandle, CreateError> {
     let dir = lease_dir(path);
-    create_private_dir(dir)?;
+    files::create_private_dir(dir)?;
     let bytes = encode(lease)?;
     let temporary = write_temporary(dir, LEASE_FILE, &bytes)?;
     let linked = fs::hard_link(&temporary, path);
@@ -302,7 +297,7 @@ pub fn try_create(path: &Path, lease: &Lease) -> Result<LeaseHandle, CreateError
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
             return Err(CreateError::Exists);
         }
-        Err(error) if links_unsupported(&error) => create_exclusive(path, &bytes)?,
+        Err(error) if files::hard_links_unsupported(&error) => create_exclusive(path, &bytes)?,
         Err(error) => return Err(error.into()),
     }
     sync_dir(dir)?;
@@ -439,10 +434,8 @@ impl LeaseHandle {
         if !self.still_ours() {
             return Ok(false);
         }
-        let opened = OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(lease_dir(&self.path).join(name));
+        let opened =
+            files::no_follow(OpenOptions::new().write(true)).open(lease_dir(&self.path).join(name));
         let file = match opened {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -517,11 +510,7 @@ pub fn read_beside(
         path: path.display().to_string(),
         error,
     };
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-    {
+    let file = match files::no_follow(OpenOptions::new().read(true)).open(&path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(failed(error)),
@@ -585,7 +574,7 @@ impl LeaseWatch {
     }
 }
 
-/// An exclusive `flock` on `lease.lock` beside a lease, held until dropped (closing the file
+/// An exclusive lock (`flock` on Unix, `LockFileEx` on Windows) on `lease.lock` beside a lease, held until dropped (closing the file
 /// releases it).
 ///
 /// The lock file may be removed, but only by its holder ([`LeaseLock::remove`]). That alone
@@ -607,18 +596,19 @@ const LOCK_ATTEMPTS: usize = 100;
 impl LeaseLock {
     fn acquire(lease: &Path) -> io::Result<LeaseLock> {
         let dir = lease_dir(lease);
-        create_private_dir(dir)?;
+        files::create_private_dir(dir)?;
         let path = dir.join(LOCK_FILE);
         for _ in 0..LOCK_ATTEMPTS {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
-            lock_exclusive(&file)?;
-            if is_the_file_at(&file, &path)? {
+            let file = files::private_file(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+            )
+            .open(&path)?;
+            file.lock()?;
+            if files::is_the_file_at(&file, &path)? {
                 return Ok(LeaseLock { file, path });
             }
         }
@@ -638,40 +628,8 @@ impl LeaseLock {
     }
 }
 
-/// Takes an exclusive `flock` on `file`, waiting as long as another process holds it.
-fn lock_exclusive(file: &File) -> io::Result<()> {
-    loop {
-        // SAFETY: the descriptor belongs to `file`, which outlives the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
-}
-
-/// Whether the open `file` is the file now at `path` (not one removed or replaced since it
-/// was opened).
-fn is_the_file_at(file: &File, path: &Path) -> io::Result<bool> {
-    let held = file.metadata()?;
-    match fs::metadata(path) {
-        Ok(current) => Ok(current.dev() == held.dev() && current.ino() == held.ino()),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(error) => Err(error),
-    }
-}
-
 fn lease_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
-}
-
-/// Creates `dir` (and any missing parent) private to the user. An existing directory is
-/// narrowed to 0700 too, so a lease never sits where others can list or replace it.
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
 }
 
 fn encode(lease: &Lease) -> io::Result<Vec<u8>> {
@@ -692,24 +650,13 @@ fn write_temporary(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> 
 /// Creates `path` (0600) only if it does not exist, writes `bytes` and syncs them. A file
 /// left half-written by a failure is removed.
 fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut file =
+        files::private_file(OpenOptions::new().write(true).create_new(true)).open(path)?;
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
     if written.is_err() {
         remove_quietly(path);
     }
     written
-}
-
-/// Whether `link` failed because the file system cannot make hard links at all.
-fn links_unsupported(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS)
-    )
 }
 
 fn remove_if_present(path: &Path) -> io::Result<()> {
@@ -780,6 +727,7 @@ mod tests {
         assert_eq!(view["executable"]["size"], lease.executable.size);
     }
 
+    #[cfg(unix)]
     #[test]
     fn create_is_exclusive_and_private() {
         let dir = tempfile::tempdir().unwrap();
@@ -796,7 +744,7 @@ mod tests {
         ));
         assert_eq!(document(&path).0, lease, "the loser wrote nothing");
 
-        let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
+        let mode = |p: &Path| files::mode(&fs::metadata(p).unwrap()).unwrap() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
         // Only the lease is left behind: no temporary files.
@@ -899,6 +847,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_url_is_published_only_while_the_lease_is_ours() {
         let dir = tempfile::tempdir().unwrap();
@@ -910,7 +859,10 @@ mod tests {
         assert_eq!(on_disk.url.as_deref(), Some("http://127.0.0.1:4100"));
         assert_eq!(on_disk.token, lease.token);
         assert_eq!(handle.lease(), &on_disk);
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(
+            files::mode(&fs::metadata(&path).unwrap()).unwrap() & 0o777,
+            0o600
+        );
 
         // Someone takes the lease over and creates their own.
         let (_, judged) = document(&path);
@@ -924,6 +876,7 @@ mod tests {
         assert_eq!(document(&path).0, rival);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_file_beside_the_lease_changes_only_while_the_lease_is_ours() {
         let dir = tempfile::tempdir().unwrap();
@@ -936,7 +889,10 @@ mod tests {
             "nothing to date"
         );
         assert!(handle.write_beside("claims.json", Some(b"first")).unwrap());
-        assert_eq!(fs::metadata(&beside).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(
+            files::mode(&fs::metadata(&beside).unwrap()).unwrap() & 0o777,
+            0o600
+        );
         let past = SystemTime::now() - Duration::from_secs(600);
         File::options()
             .write(true)
@@ -976,6 +932,7 @@ mod tests {
         assert_eq!(fs::metadata(&beside).unwrap().modified().unwrap(), before);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_file_beside_the_lease_is_removed_when_nothing_is_left_to_keep() {
         let dir = tempfile::tempdir().unwrap();
@@ -1081,20 +1038,20 @@ mod tests {
         let lock_path = held.path.clone();
         // A rival opened the lock file and now waits for its lock.
         let waiting = File::open(&lock_path).unwrap();
-        assert!(is_the_file_at(&waiting, &lock_path).unwrap());
+        assert!(files::is_the_file_at(&waiting, &lock_path).unwrap());
 
         held.remove().unwrap();
         assert!(!lock_path.exists());
         assert!(
-            !is_the_file_at(&waiting, &lock_path).unwrap(),
+            !files::is_the_file_at(&waiting, &lock_path).unwrap(),
             "a removed lock file is no lock"
         );
         let next = LeaseLock::acquire(&path).unwrap();
         assert!(
-            !is_the_file_at(&waiting, &lock_path).unwrap(),
+            !files::is_the_file_at(&waiting, &lock_path).unwrap(),
             "nor is the one it was replaced by"
         );
-        assert!(is_the_file_at(&next.file, &lock_path).unwrap());
+        assert!(files::is_the_file_at(&next.file, &lock_path).unwrap());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod ancestry;
 pub mod changes;
 pub mod config;
 pub mod conflicts;
+pub mod files;
 pub mod git;
 pub mod lease;
 pub mod notice;

@@ -137,7 +137,7 @@ fn longest_existing_through_links(root: &Path, components: &[String]) -> (usize,
     (low, found)
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

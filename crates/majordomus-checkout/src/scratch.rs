@@ -12,11 +12,8 @@
 //! longer run (one killed with SIGKILL) go when another process opens its area or a server
 //! starts ([`sweep_stale`]).
 
-use std::ffi::OsStr;
-use std::fs::{self, DirBuilder};
+use std::fs;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,10 +58,7 @@ impl ScratchArea {
         let path = common_dir
             .join(SCRATCH_DIR)
             .join(format!("{pid}-{start}-{n}"));
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&path)?;
+        crate::files::create_private_dir(&path)?;
         PROCESS_AREAS.lock_or_recover().push(path.clone());
         Ok(Arc::new(ScratchArea {
             path,
@@ -82,10 +76,7 @@ impl ScratchArea {
     /// removed it meanwhile, so one stray removal does not end this process's predictions.
     pub fn object_dir(self: &Arc<Self>) -> io::Result<ObjectDir> {
         let path = self.fresh_path("objects");
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&path)?;
+        crate::files::create_private_dir(&path)?;
         Ok(ObjectDir {
             path,
             _area: self.clone(),
@@ -110,7 +101,7 @@ impl ScratchArea {
             .collect();
         command.env("GIT_OBJECT_DIRECTORY", &writes.path).env(
             "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-            OsStr::from_bytes(&alternates.join(&b':')),
+            &*crate::files::os_str_from_git(&alternates.join(&crate::files::PATH_LIST_SEPARATOR)),
         );
     }
 }
@@ -140,10 +131,10 @@ impl Drop for ObjectDir {
 /// One entry of `GIT_ALTERNATE_OBJECT_DIRECTORIES`, quoted as git reads it, so a path
 /// holding the list's separator (`:`) or a quote is still one path.
 fn quoted(path: &Path) -> Vec<u8> {
-    let bytes = path.as_os_str().as_bytes();
+    let bytes = crate::files::git_bytes(path.as_os_str());
     let mut quoted = Vec::with_capacity(bytes.len() + 2);
     quoted.push(b'"');
-    for &byte in bytes {
+    for &byte in bytes.iter() {
         if matches!(byte, b'"' | b'\\') {
             quoted.push(b'\\');
         }
@@ -191,7 +182,6 @@ fn owner(name: &str) -> Option<(u32, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn names_and_quotes_read_as_git_and_the_sweep_expect() {
@@ -202,11 +192,12 @@ mod tests {
         assert_eq!(quoted(Path::new("/a:b/c\"d\\e")), br#""/a:b/c\"d\\e""#);
     }
 
+    #[cfg(unix)]
     #[test]
     fn an_area_is_private_gone_when_dropped_and_a_dead_process_area_is_swept() {
         let common = tempfile::tempdir().unwrap();
         let area = ScratchArea::open(common.path()).unwrap();
-        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let mode = |path: &Path| crate::files::mode(&fs::metadata(path).unwrap()).unwrap() & 0o777;
         assert_eq!(mode(area.path()), 0o700);
         let dir = area.object_dir().unwrap();
         assert_eq!(mode(dir.path()), 0o700);

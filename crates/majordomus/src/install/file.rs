@@ -253,7 +253,7 @@ fn sync_directory(path: &Path) {
 }
 
 /// `renameat2` with `flags` (`RENAME_EXCHANGE`, `RENAME_NOREPLACE`).
-#[cfg(target_os = "linux")]
+#[cfg(linux_native)]
 fn rename_with(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -276,18 +276,18 @@ fn rename_with(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(linux_native))]
 fn rename_with(_: &Path, _: &Path, _: u32) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(linux_native)]
 const EXCHANGE: libc::c_uint = libc::RENAME_EXCHANGE;
-#[cfg(target_os = "linux")]
+#[cfg(linux_native)]
 const NO_REPLACE: libc::c_uint = libc::RENAME_NOREPLACE;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(linux_native))]
 const EXCHANGE: u32 = 0;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(linux_native))]
 const NO_REPLACE: u32 = 0;
 
 /// Whether `renameat2` failed only because the kernel or the file system lacks the flag.
@@ -573,6 +573,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
+    /// Only Linux's `renameat2` exchange hands their save back; elsewhere the rename replaces.
+    #[cfg(linux_native)]
     #[test]
     fn a_save_landing_between_the_last_reading_and_the_rename_comes_back_and_is_merged() {
         let dir = tempfile::tempdir().unwrap();
