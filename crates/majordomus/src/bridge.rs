@@ -51,9 +51,9 @@ use crate::server::mcp::{
     WORKER_META_KEY, client_session_of, is_let_go, metas, negotiate, tool_list,
 };
 use crate::server::run::{
-    Lifetime, Outcome, Running, Silence, StartError, StopRequests, elect_and_start,
-    elect_and_start_after,
+    Lifetime, Outcome, Running, Silence, StartError, elect_and_start, elect_and_start_after,
 };
+use crate::server::stops::StopRequests;
 use crate::survey;
 
 /// How many times one call is retried through a failover before the client is told.
@@ -341,7 +341,7 @@ impl Bridge {
             client_process: ancestry::parent(),
         });
         // Elect at once, so the checkout has its server before the client says anything.
-        match elect_and_start(&site).await? {
+        match elect_and_start(&site, &stops).await? {
             Outcome::Started(running) => *bridge.serving.lock().await = Some(running),
             Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
@@ -442,7 +442,8 @@ impl Bridge {
             let found = self.first_lease.lock_or_recover().take();
             let lease = match found {
                 Some(lease) => lease,
-                None => match elect_and_start_after(&self.site, silence.take()).await? {
+                None => match elect_and_start_after(&self.site, silence.take(), &self.stops).await?
+                {
                     Outcome::Started(running) => {
                         tracing::info!("this bridge now serves the checkout");
                         *self.serving.lock().await = Some(running);

@@ -15,7 +15,7 @@ use majordomus_domain::checkouts::Checkouts;
 use crate::api::ErrorKind;
 use crate::context::{Context, Site};
 use crate::registry::Capability;
-use crate::server::run::StopRequests;
+use crate::server::stops::StopRequests;
 
 fn repo_arg() -> Arg {
     Arg::new("repo")

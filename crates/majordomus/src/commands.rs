@@ -12,7 +12,8 @@ use majordomus_domain::checkouts::ServerStanding;
 
 use crate::bridge::Bridge;
 use crate::context::Site;
-use crate::server::run::{Lifetime, Outcome, StopRequests, elect_and_start};
+use crate::server::run::{Lifetime, Outcome, elect_and_start};
+use crate::server::stops::StopRequests;
 use crate::survey;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
@@ -25,7 +26,7 @@ pub async fn mcp(dir: PathBuf, stops: StopRequests) -> Result<(), String> {
 /// `majordomus serve`: serve the checkout until stopped (or idle, with `--idle`).
 pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Result<(), String> {
     let site = Site::open(&dir)?;
-    match elect_and_start(&site)
+    match elect_and_start(&site, &stops)
         .await
         .map_err(|error| error.to_string())?
     {
@@ -50,10 +51,9 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
     }
 }
 
-/// `majordomus serve stop`: ask the server named by the lease to stop in order (SIGUSR1 to the
-/// process the lease names, after checking it is still that process), and wait until it has.
-/// SIGUSR1 rather than SIGTERM: a `majordomus mcp` that serves takes SIGTERM for its client
-/// ending it, and hands over instead of stopping.
+/// `majordomus serve stop`: ask the server named by the lease to stop in order (a request to
+/// its stop route with the lease's token, the same on every platform), after checking the
+/// lease's process still runs, and wait until it has gone.
 pub async fn stop(dir: PathBuf) -> Result<(), String> {
     let site = Site::open(&dir)?;
     let path = lease_path(&site.checkout);
@@ -68,13 +68,29 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         );
         return Ok(());
     }
-    // SAFETY: kill(2) with a pid whose start time matched the lease just above.
-    let sent = unsafe { libc::kill(lease.pid as libc::pid_t, libc::SIGUSR1) } == 0;
-    if !sent {
+    let Some(url) = lease.url.as_deref() else {
         return Err(format!(
-            "could not signal process {}: {}",
+            "the server of {} (process {}) is still starting; try again in a moment",
+            site.checkout.root.display(),
+            lease.pid
+        ));
+    };
+    let asked = site
+        .http
+        .post(format!(
+            "{}{}",
+            url.trim_end_matches('/'),
+            crate::server::http::STOP
+        ))
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status);
+    if let Err(error) = asked {
+        return Err(format!(
+            "could not ask process {} to stop: {}",
             lease.pid,
-            std::io::Error::last_os_error()
+            error.without_url()
         ));
     }
     let bound = site.config.timings.stop_timeout() + Duration::from_secs(2);

@@ -752,6 +752,19 @@ async fn serve_stop_stops_a_serving_mcp_in_order() {
         .answer(ATTACH, json!({"external_id": "conv-own"}))
         .await;
 
+    // The stop route asks for the lease's token; without it, nothing stops.
+    let lease = wait_ready(&root).await;
+    let refused = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/server/stop",
+            lease.url.as_deref().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(wait_ready(&root).await.pid, client.pid, "still serving");
+
     let stop = run_cli(&repo, ["serve", "stop", "--repo", root.to_str().unwrap()]).await;
     assert!(stop.status.success(), "{stop:?}");
     wait_gone(client.pid).await;

@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 
 use majordomus::context::{Context, Site};
 use majordomus::server::ServerState;
-use majordomus::server::run::{Elected, Lifetime, StopRequests, elect, start};
+use majordomus::server::run::{Elected, Lifetime, elect, start};
+use majordomus::server::stops::StopRequests;
 use majordomus::survey;
 
 /// How long any one wait of the setup may take before the benchmark gives up with a message.
@@ -358,11 +359,11 @@ impl Serving {
                 ));
             }
         };
-        let running = start(site, lease)
+        let stops = StopRequests::default();
+        let running = start(site, lease, stops.clone())
             .await
             .map_err(|error| format!("could not serve {}: {error}", dir.display()))?;
         let state = running.state.clone();
-        let stops = StopRequests::default();
         let task = tokio::spawn({
             let stops = stops.clone();
             async move { running.run(Lifetime::UntilStopped, &stops).await }

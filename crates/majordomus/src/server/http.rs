@@ -45,6 +45,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/board/board.css", get(dashboard::stylesheet))
         .route("/board/board.js", get(dashboard::script))
         .route(dashboard::TICKETS, post(dashboard::mint))
+        .route(STOP, post(stop))
         .route(
             "/mcp",
             any(move |request: Request| {
@@ -65,6 +66,28 @@ pub fn router(state: Arc<ServerState>) -> Router {
         ))
         .layer(middleware::map_response(explain_too_large))
         .with_state(state)
+}
+
+/// Where `serve stop` asks for an ordered stop.
+pub const STOP: &str = "/api/v1/server/stop";
+
+/// An ordered stop, asked by whoever holds the lease's token (a dashboard's cookie does not
+/// do): every episode is closed as `shutdown` and the lease released, as a signal to
+/// `majordomus serve` does on Unix. The answer comes before the stop begins.
+async fn stop(State(state): State<Arc<ServerState>>, request: Request) -> Response {
+    if !carries_token(&request, state.token()) {
+        return refuse(
+            Rejection::Unauthorized,
+            "an ordered stop needs the token from the checkout's lease file: send `Authorization: Bearer <token>`",
+        );
+    }
+    tracing::info!("an ordered stop was requested over HTTP");
+    state.stops.ask();
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(serde_json::json!({"stopping": true})),
+    )
+        .into_response()
 }
 
 /// A body over the limit is refused before it is read, so the connection cannot be reused:

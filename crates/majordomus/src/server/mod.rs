@@ -12,6 +12,7 @@ mod parking;
 mod port;
 pub mod run;
 mod sessions;
+pub mod stops;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +34,7 @@ use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::federation::Federation;
 use crate::port::ListingCache;
+use stops::StopRequests;
 
 /// A connection's claim to be a worker that outlives its sessions.
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +84,10 @@ pub struct ServerState {
     /// Cancelled once another process has taken the lease over: whoever serves a client
     /// through this server moves it to the new one.
     pub stepped_down: CancellationToken,
+    /// The process's stop requests: `serve stop`'s request to this server
+    /// (`POST /api/v1/server/stop` with the lease's token) asks the process to stop in
+    /// order, as a signal would on Unix, the same way on every platform.
+    pub(crate) stops: StopRequests,
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
     /// Every change of the board, published under the board's lock.
@@ -103,7 +109,7 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    pub fn new(site: Arc<Site>, lease: LeaseHandle) -> Arc<Self> {
+    pub fn new(site: Arc<Site>, lease: LeaseHandle, stops: StopRequests) -> Arc<Self> {
         let root = site.checkout.root.display().to_string();
         let grace = site.config.timings.reattach_grace();
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
@@ -129,6 +135,7 @@ impl ServerState {
                 shutdown,
                 tasks: TaskTracker::new(),
                 stepped_down: CancellationToken::new(),
+                stops,
                 peers_changed: tokio::sync::Notify::new(),
                 events: events::EventBus::new(&site),
                 dashboard: dashboard::Access::default(),

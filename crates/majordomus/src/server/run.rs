@@ -9,9 +9,9 @@ use majordomus_checkout::{
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::ServerState;
+use super::stops::StopRequests;
 use crate::context::Site;
 use crate::survey;
 
@@ -154,20 +154,24 @@ pub enum StartError {
 }
 
 /// Elects, and starts serving when this process won.
-pub async fn elect_and_start(site: &Arc<Site>) -> Result<Outcome, StartError> {
-    elect_and_start_after(site, None).await
+pub async fn elect_and_start(
+    site: &Arc<Site>,
+    stops: &StopRequests,
+) -> Result<Outcome, StartError> {
+    elect_and_start_after(site, None, stops).await
 }
 
 /// [`elect_and_start`], knowing a server's silence already (see [`elect_after`]).
 pub async fn elect_and_start_after(
     site: &Arc<Site>,
     known: Option<Silence>,
+    stops: &StopRequests,
 ) -> Result<Outcome, StartError> {
     match elect_after(site, known)
         .await
         .map_err(StartError::Election)?
     {
-        Elected::Won(lease) => start(site.clone(), lease)
+        Elected::Won(lease) => start(site.clone(), lease, stops.clone())
             .await
             .map(Outcome::Started)
             .map_err(StartError::Serving),
@@ -185,8 +189,12 @@ pub struct Running {
 
 /// Binds the listener on an ephemeral loopback port, starts answering, and only then writes the
 /// URL into the lease, so nobody is ever pointed at an address that does not answer yet.
-pub async fn start(site: Arc<Site>, lease: LeaseHandle) -> std::io::Result<Running> {
-    let state = ServerState::new(site, lease);
+pub async fn start(
+    site: Arc<Site>,
+    lease: LeaseHandle,
+    stops: StopRequests,
+) -> std::io::Result<Running> {
+    let state = ServerState::new(site, lease, stops);
     // The previous server's claims are on the board before anyone can reach this one.
     let restoring = state.clone();
     if let Err(error) =
@@ -264,40 +272,6 @@ pub enum Lifetime {
     WhileConnected,
 }
 
-/// What ends a process's servers from outside, as the process's entry point heard it.
-#[derive(Clone, Debug, Default)]
-pub struct StopRequests {
-    asked: CancellationToken,
-    leaving: CancellationToken,
-}
-
-impl StopRequests {
-    /// An ordered stop (`serve stop`, a signal to `majordomus serve`): every episode is closed
-    /// as `shutdown`.
-    pub fn ask(&self) {
-        self.asked.cancel();
-    }
-
-    /// The process is going because its own client ended it: whoever else it serves elects
-    /// a new server, and every episode stays open for that server to resume.
-    pub fn leave(&self) {
-        self.leaving.cancel();
-    }
-
-    /// Whether either was requested.
-    pub fn is_requested(&self) -> bool {
-        self.asked.is_cancelled() || self.leaving.is_cancelled()
-    }
-
-    /// Resolves once either was requested.
-    pub async fn requested(&self) {
-        tokio::select! {
-            _ = self.asked.cancelled() => {}
-            _ = self.leaving.cancelled() => {}
-        }
-    }
-}
-
 /// Why a server stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ending {
@@ -316,8 +290,8 @@ impl Running {
     pub async fn run(self, lifetime: Lifetime, stops: &StopRequests) {
         let state = self.state.clone();
         let ending = tokio::select! {
-            _ = stops.asked.cancelled() => Ending::Asked,
-            _ = stops.leaving.cancelled() => Ending::Leaving,
+            () = stops.asked() => Ending::Asked,
+            () = stops.left() => Ending::Leaving,
             _ = idle(&state, lifetime) => {
                 tracing::info!("no connection attached any more; stopping");
                 Ending::Idle
