@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use majordomus::capabilities::hooks::HookClient;
-use majordomus::hooks::clients::{edit_matcher, events};
-use majordomus::install::wiring::{HOOK_TIMEOUT_SECONDS, SERVER_NAME};
+use majordomus::clients::HookClient;
+use majordomus::clients::wiring::{Program, SERVER_NAME};
 
 /// The version every manifest carries: the workspace's.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -44,29 +43,16 @@ pub fn default_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A hook command that ends quietly, letting the client go on, when `majordomus` is not on
-/// PATH.
-fn hook_command(client: HookClient, event: &str) -> String {
-    format!(
-        "sh -c 'command -v {SERVER_NAME} >/dev/null 2>&1 || exit 0; exec {SERVER_NAME} hook {client} {event}'"
-    )
-}
-
-/// The `hooks` object of a client's hook file: one entry per event majordomus answers, with
-/// the matcher and timeout `majordomus install` gives it.
-fn hooks(client: HookClient, timeout: u64, named: bool) -> Value {
+/// The `hooks` object of a client's hook file: one entry per event majordomus answers, as
+/// `majordomus install` writes it, running the `majordomus` found on PATH through a command
+/// that ends quietly, letting the client go on, when there is none.
+fn hooks(client: HookClient) -> Value {
+    let contract = client.contract();
+    let program = Program::at(Path::new(SERVER_NAME));
     let mut by_event = serde_json::Map::new();
-    for event in events(client) {
-        let mut hook =
-            json!({"type": "command", "command": hook_command(client, event), "timeout": timeout});
-        if named {
-            hook["name"] = json!(SERVER_NAME);
-        }
-        let entry = match edit_matcher(client, event) {
-            Some(matcher) => json!({"matcher": matcher, "hooks": [hook]}),
-            None => json!({"hooks": [hook]}),
-        };
-        by_event.insert((*event).to_owned(), json!([entry]));
+    for hook in contract.hooks() {
+        let entry = contract.hook_entry(hook, program.hook(client, hook.event));
+        by_event.insert(hook.event.to_owned(), json!([entry]));
     }
     Value::Object(by_event)
 }
@@ -109,7 +95,7 @@ pub fn manifests() -> Vec<Manifest> {
         ),
         (
             format!("{claude_plugin}/hooks/hooks.json"),
-            json!({"hooks": hooks(HookClient::ClaudeCode, HOOK_TIMEOUT_SECONDS, false)}),
+            json!({"hooks": hooks(HookClient::ClaudeCode)}),
         ),
         (
             format!("{gemini_extension}/gemini-extension.json"),
@@ -122,7 +108,7 @@ pub fn manifests() -> Vec<Manifest> {
         ),
         (
             format!("{gemini_extension}/hooks/hooks.json"),
-            json!({"hooks": hooks(HookClient::GeminiCli, HOOK_TIMEOUT_SECONDS * 1000, true)}),
+            json!({"hooks": hooks(HookClient::GeminiCli)}),
         ),
         (
             "server.json".to_owned(),
@@ -267,7 +253,12 @@ mod tests {
                 .keys()
                 .map(String::as_str)
                 .collect();
-            let mut expected = events(client).to_vec();
+            let mut expected: Vec<&str> = client
+                .contract()
+                .hooks()
+                .iter()
+                .map(|hook| hook.event)
+                .collect();
             expected.sort_unstable();
             let mut wired = wired;
             wired.sort_unstable();

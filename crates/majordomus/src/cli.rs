@@ -13,6 +13,7 @@ use majordomus_checkout::allowances::Suggestion;
 use majordomus_domain::checkouts::Checkouts;
 
 use crate::api::ErrorKind;
+use crate::clients::HookClient;
 use crate::context::{Context, Site};
 use crate::registry::Capability;
 use crate::server::stops::StopRequests;
@@ -23,6 +24,13 @@ fn repo_arg() -> Arg {
         .value_name("DIR")
         .value_parser(clap::value_parser!(PathBuf))
         .help("A directory inside the checkout to act on (default: the current directory)")
+}
+
+/// Every client's word, as a sentence names them ("claude-code, codex, gemini-cli or cursor").
+fn client_words() -> String {
+    let words = HookClient::ALL.map(HookClient::as_str);
+    let (last, rest) = words.split_last().expect("there are clients");
+    format!("{} or {last}", rest.join(", "))
 }
 
 fn json_arg() -> Arg {
@@ -70,7 +78,7 @@ pub fn command() -> Command {
                 .long_about("Answer one of a client's hooks: read the event as JSON on stdin, ask the checkout's running server (never starting one), and print the answer in the client's contract. It always exits 0 and prints nothing when majordomus has nothing to say, when no server runs, or when the server does not answer within `[hooks] budget_ms`.")
                 // Optional, so that a hook written wrong still exits 0: some clients read any
                 // other status (clap's usage error is 2) as "block the tool".
-                .arg(Arg::new("client").value_name("CLIENT").help("claude-code, codex, gemini-cli or cursor"))
+                .arg(Arg::new("client").value_name("CLIENT").help(client_words()))
                 .arg(Arg::new("event").value_name("EVENT").help("The client's name of the event, such as PreToolUse or BeforeTool")),
         )
         .subcommand(
@@ -83,7 +91,9 @@ pub fn command() -> Command {
                         .value_name("CLIENT")
                         .num_args(1..)
                         .default_value("all")
-                        .value_parser(["claude-code", "codex", "gemini-cli", "cursor", "all"])
+                        .value_parser(clap::builder::PossibleValuesParser::new(
+                            HookClient::ALL.map(HookClient::as_str).into_iter().chain(["all"]),
+                        ))
                         .help("The clients to wire, one or several (all: every one)"),
                 )
                 .arg(
@@ -417,7 +427,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
                         .map(String::as_str),
                 )
                 .expect("clap accepts only client words"),
-                scope: crate::install::wiring::Scope::from_word(word("scope"))
+                scope: crate::clients::wiring::Scope::from_word(word("scope"))
                     .expect("clap accepts only scope words"),
                 dry_run: leaf.get_flag("dry-run"),
                 uninstall: leaf.get_flag("uninstall"),

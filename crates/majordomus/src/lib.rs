@@ -6,6 +6,7 @@ pub mod api;
 pub mod bridge;
 pub mod capabilities;
 pub mod cli;
+pub mod clients;
 pub mod commands;
 pub mod context;
 pub mod episodes;

@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top.
 const LAYERS: &[&[&str]] = &[
-    // Words and shapes every surface shares; they use nothing of the crate.
-    &["render", "stdio_front", "api"],
+    // Words and shapes every surface shares, and each client's contract; they use nothing
+    // of the crate.
+    &["render", "stdio_front", "api", "clients"],
     // Other machines' boards, and the link that publishes any board to them.
     &["federation"],
     // What a capability needs of this checkout's serving process.

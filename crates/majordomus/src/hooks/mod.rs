@@ -6,7 +6,7 @@
 //! instructions are read once; a hook's answer is read at the moment it is given. The hook
 //! reads the client's JSON on stdin, asks the checkout's server over REST with the lease's
 //! token (it never starts a server), and answers in the client's own contract
-//! ([`clients`]).
+//! ([`answer`], [`crate::clients`]).
 //!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
@@ -14,10 +14,8 @@
 //! missed the budget is not waited on again for a while ([`unanswered`]). It never exits
 //! with the status that means "block" to some clients, and prints nothing on stderr.
 
-pub mod clients;
+pub mod answer;
 pub mod locate;
-pub mod patch;
-pub mod shell;
 pub mod unanswered;
 
 use std::collections::HashSet;
@@ -33,12 +31,12 @@ use majordomus_domain::{limits, text};
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    EndInput, Guarded, HookClient, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews,
-    NewsInput, NewsMoment, facts,
+    EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews, NewsInput, facts,
 };
+use crate::clients::{self, Action, HookClient, NewsMoment};
 use crate::context::{Context, Site};
 use crate::registry::Operation;
-use clients::{Action, Found, Said};
+use answer::{Found, Said};
 use majordomus_checkout::ancestry::{self, ProcessStamp};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
@@ -122,11 +120,7 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
                 let lines = tokio::time::timeout(budget, alone(&located.root, config))
                     .await
                     .map_err(|_| Silence::OutOfTime)??;
-                Ok(clients::answer(
-                    client,
-                    event,
-                    &Said::News { moment, lines },
-                ))
+                Ok(answer::answer(client, event, &Said::News { moment, lines }))
             }
             _ => Err(Silence::NoServer),
         };
@@ -179,7 +173,7 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
             }
             Err(Silence::Unresponsive)
         }
-        Ok(said) => Ok(clients::answer(client, event, &said?)),
+        Ok(said) => Ok(answer::answer(client, event, &said?)),
         Err(_) => Err(Silence::OutOfTime),
     }
 }
@@ -315,12 +309,13 @@ async fn ask(
                 .into_iter()
                 .map(|files| async move { server.post::<HooksGuard>(&files).await });
             let guarded = futures::future::try_join_all(asked).await?;
-            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
             let mut found = found(guarded);
             found.landing = landing;
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
-                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                person: client
+                    .contract()
+                    .can_ask_person(&|name| std::env::var(name).ok()),
                 found,
             })
         }
@@ -361,10 +356,11 @@ async fn ask(
                     found.live.splice(at..at, working_here);
                 }
             }
-            let entrypoint = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
             Ok(Said::Claimed {
                 policy: config.hooks.policy,
-                person: clients::can_ask_person(client, entrypoint.as_deref()),
+                person: client
+                    .contract()
+                    .can_ask_person(&|name| std::env::var(name).ok()),
                 found,
             })
         }

@@ -9,51 +9,9 @@ use majordomus_checkout::config;
 use majordomus_checkout::git::Checkout;
 
 use super::document::EditError;
-use super::wiring::{FileParts, Program, Scope, wiring};
-use super::{Site, parse, read, trust};
-use crate::capabilities::hooks::HookClient;
-
-/// The executables a client is run as.
-fn executables(client: HookClient) -> &'static [&'static str] {
-    match client {
-        HookClient::ClaudeCode => &["claude"],
-        HookClient::Codex => &["codex"],
-        HookClient::GeminiCli => &["gemini"],
-        HookClient::Cursor => &["cursor", "cursor-agent"],
-    }
-}
-
-/// What in a repository shows a client is used there.
-fn markers(client: HookClient) -> &'static [&'static str] {
-    match client {
-        HookClient::ClaudeCode => &[".mcp.json", ".claude"],
-        HookClient::Codex => &[".codex"],
-        HookClient::GeminiCli => &[".gemini"],
-        HookClient::Cursor => &[".cursor"],
-    }
-}
-
-/// What a client needs beyond its files the first time it meets majordomus in a project, in
-/// a sentence; `None` when the files are all it needs.
-pub fn first_run_note(client: HookClient) -> Option<&'static str> {
-    match client {
-        HookClient::ClaudeCode => None,
-        HookClient::Codex => Some(CODEX_REVIEW),
-        HookClient::GeminiCli => Some(GEMINI_TRUST),
-        HookClient::Cursor => {
-            Some("Cursor may ask once to enable the project's server (Settings, MCP)")
-        }
-    }
-}
-
-const CODEX_REVIEW: &str = "Codex reads a project's .codex/ only in a project it trusts, and \
-     `codex exec` skips hooks nobody reviewed: start `codex` in each worktree and review \
-     majordomus's hooks with `/hooks` (again whenever they change)";
-
-const GEMINI_TRUST: &str = "Gemini CLI reads a folder's .gemini/settings.json only once the \
-     folder is trusted: start `gemini` there and trust it in the first-run dialog, or run \
-     `/permissions trust` in a session; a headless `gemini -p` trusts it for one run with \
-     `--skip-trust`";
+use super::{Site, parse, read, wiring};
+use crate::clients::wiring::{FileParts, Program, Scope};
+use crate::clients::{HookClient, WillRun};
 
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
@@ -87,8 +45,10 @@ pub fn run(dir: &Path) -> Result<(), String> {
     let program = Program::this_executable();
     let mut found_any = false;
     for client in HookClient::ALL {
-        let installed = executables(client).iter().find(|name| on_path(name));
-        let configured = markers(client)
+        let contract = client.contract();
+        let installed = contract.executables().iter().find(|name| on_path(name));
+        let configured = contract
+            .markers()
             .iter()
             .any(|marker| project.places.root.join(marker).exists());
         if installed.is_none() && !configured {
@@ -117,21 +77,24 @@ pub fn run(dir: &Path) -> Result<(), String> {
         };
         crate::render::say!("{client} ({}): {verdict}", seen.join(", "));
         if in_project.is_empty() {
-            match trust::will_not_run(client, &project.places, &project_files) {
-                Some(step) => crate::render::say!("  but the client will not run it yet: {step}"),
-                None if client == HookClient::Cursor => {
-                    if let Some(note) = first_run_note(client) {
-                        crate::render::say!("  {note}");
-                    }
+            match contract.will_run(&project.places, &project_files, &read) {
+                WillRun::NotYet(step) => {
+                    crate::render::say!("  but the client will not run it yet: {step}")
                 }
-                None => {}
+                WillRun::Unchecked(note) => crate::render::say!("  {note}"),
+                WillRun::Yes => {}
             }
         }
     }
     if !found_any {
+        let words: Vec<&str> = HookClient::ALL
+            .iter()
+            .map(|client| client.as_str())
+            .collect();
         crate::render::say!(
             "no client found on PATH or configured in this repository; `majordomus install \
-             <claude-code|codex|gemini-cli|cursor>` wires one"
+             <{}>` wires one",
+            words.join("|")
         );
     }
     other_worktrees(dir, &program)?;
@@ -157,7 +120,7 @@ fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
                 continue;
             }
             wired.push(client);
-            if trust::will_not_run(client, &site.places, &files).is_some() {
+            if let WillRun::NotYet(_) = client.contract().will_run(&site.places, &files, &read) {
                 not_run.push(client);
             }
         }

@@ -11,13 +11,12 @@
 //! and said so, unless the person asks for it to be replaced (`--force`). An entry that differs
 //! only in where the majordomus executable is (it moved) is still ours and is rewritten.
 
-use std::ffi::OsStr;
-use std::path::Path;
-
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::Value;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+
+use crate::clients::wiring::{Ours, Part, names_majordomus};
 
 /// Why a file cannot be edited. Each says which file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -44,23 +43,6 @@ pub enum Outcome {
     KeptOwn,
 }
 
-/// Whether `path` names the majordomus executable, wherever it is.
-fn names_majordomus(path: &str) -> bool {
-    Path::new(path).file_name() == Some(OsStr::new("majordomus"))
-}
-
-/// Whether a shell word is the majordomus executable alone, as install writes it: a plain
-/// path, or one in single quotes.
-fn is_program_word(word: &str) -> bool {
-    match word
-        .strip_prefix('\'')
-        .and_then(|word| word.strip_suffix('\''))
-    {
-        Some(quoted) => names_majordomus(&quoted.replace(r"'\''", "'")),
-        None => !word.contains(char::is_whitespace) && names_majordomus(word),
-    }
-}
-
 /// Whether `existing`, found under majordomus's server name, is the entry `wanted` but for
 /// where the executable is.
 fn server_as_written(existing: &Value, wanted: &Value) -> bool {
@@ -75,154 +57,6 @@ fn server_as_written(existing: &Value, wanted: &Value) -> bool {
         _ => return false,
     }
     &existing == wanted
-}
-
-/// The hook command install writes: `majordomus hook <client> <event>` behind a check that
-/// the executable is there, so a client whose person has no majordomus (a teammate sharing
-/// the repository's files) runs a command that exits 0 rather than the shell's 127, which
-/// Gemini CLI takes for "deny". Written for `sh -c`, which every client can run, whether it
-/// hands the line to a shell of its own or splits it into words.
-pub fn hook_command(program_word: &str, client: &str, event: &str) -> String {
-    let guarded =
-        format!("{CHECK_HEAD}{program_word}{CHECK_TAIL}{program_word} hook {client} {event}");
-    format!("{WRAPPER_HEAD}{}'", guarded.replace('\'', r"'\''"))
-}
-
-const WRAPPER_HEAD: &str = "sh -c '";
-const CHECK_HEAD: &str = "command -v ";
-const CHECK_TAIL: &str = " >/dev/null 2>&1 || exit 0; exec ";
-
-/// The command a hook runs, taken out of the wrapper [`hook_command`] writes (the same
-/// program checked and run); any other command as it is. Earlier versions wrote the bare
-/// command, so both forms are majordomus's own.
-fn unwrapped(command: &str) -> String {
-    let inner = command
-        .strip_prefix(WRAPPER_HEAD)
-        .and_then(|rest| rest.strip_suffix('\''))
-        .map(|inner| inner.replace(r"'\''", "'"));
-    let run = inner.as_deref().and_then(|inner| {
-        let (check, run) = inner.split_once(CHECK_TAIL)?;
-        let program = check.strip_prefix(CHECK_HEAD)?;
-        run.strip_prefix(program)?
-            .starts_with(" hook ")
-            .then(|| run.to_owned())
-    });
-    run.unwrap_or_else(|| command.to_owned())
-}
-
-/// Which of a command's hooks are majordomus's: the command runs `majordomus hook <client>
-/// <event>`, from wherever the executable is, bare or in the wrapper [`hook_command`] writes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ours {
-    suffix: String,
-}
-
-impl Ours {
-    pub fn new(client: &str, event: &str) -> Ours {
-        Ours {
-            suffix: format!(" hook {client} {event}"),
-        }
-    }
-
-    fn command(&self, command: &str) -> bool {
-        let command = unwrapped(command);
-        command.ends_with(&self.suffix) && command.contains("majordomus")
-    }
-
-    /// Whether `command` is ours as install writes it, or wrote it before: the executable,
-    /// wherever it is, and nothing else before the subcommand (no environment).
-    fn plain(&self, command: &str) -> bool {
-        unwrapped(command)
-            .strip_suffix(&self.suffix)
-            .is_some_and(is_program_word)
-    }
-
-    /// `entry` with each plain command of ours written as from one place, so that an entry a
-    /// moved executable wrote compares equal to the one install writes now.
-    fn normalised(&self, entry: &Value) -> Value {
-        let from_one_place = |hook: &mut Value| {
-            if hook["command"].as_str().is_some_and(|c| self.plain(c)) {
-                hook["command"] = Value::String(format!("majordomus{}", self.suffix));
-            }
-        };
-        let mut entry = entry.clone();
-        from_one_place(&mut entry);
-        if let Some(hooks) = entry.get_mut("hooks").and_then(Value::as_array_mut) {
-            hooks.iter_mut().for_each(from_one_place);
-        }
-        entry
-    }
-
-    /// Whether `existing`, an entry of ours, is what install writes as `wanted` but for where
-    /// the executable is: anything else in it is the person's own.
-    fn as_written(&self, existing: &Value, wanted: &Value) -> bool {
-        self.normalised(existing) == self.normalised(wanted)
-    }
-
-    /// Whether an entry of ours in `entries` is the person's own (see [`Ours::as_written`]).
-    fn someone_s_own<'a>(
-        &self,
-        mut entries: impl Iterator<Item = &'a Value>,
-        wanted: &Value,
-    ) -> bool {
-        entries.any(|entry| self.entry(entry) && !self.as_written(entry, wanted))
-    }
-
-    /// Whether a hook entry runs our command: a flat entry (`{"command": …}`), or a group
-    /// (`{"matcher": …, "hooks": [{"command": …}]}`) one of whose hooks does.
-    fn entry(&self, entry: &Value) -> bool {
-        let runs = |hook: &Value| hook["command"].as_str().is_some_and(|c| self.command(c));
-        runs(entry)
-            || entry["hooks"]
-                .as_array()
-                .is_some_and(|hooks| hooks.iter().any(runs))
-    }
-
-    /// The entry without our hooks; `None` when nothing else is left in it.
-    fn without_ours(&self, entry: &Value) -> Option<Value> {
-        let runs = |hook: &Value| hook["command"].as_str().is_some_and(|c| self.command(c));
-        if runs(entry) {
-            return None;
-        }
-        let mut entry = entry.clone();
-        let hooks = entry.get_mut("hooks")?.as_array_mut()?;
-        hooks.retain(|hook| !runs(hook));
-        (!hooks.is_empty()).then_some(entry)
-    }
-}
-
-/// One thing majordomus puts into a file.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Part {
-    /// `key` of the object at `parents` is `value`: majordomus's own entry under its name,
-    /// replacing one a moved executable wrote, never one written some other way.
-    Entry {
-        parents: &'static [&'static str],
-        key: &'static str,
-        value: Value,
-    },
-    /// The array `key` of the object at `parents` holds the string `item`.
-    ListItem {
-        parents: &'static [&'static str],
-        key: &'static str,
-        item: &'static str,
-    },
-    /// `key` of the object at `parents` is `value` unless it is already set; never removed,
-    /// being part of the file's format rather than of majordomus.
-    Default {
-        parents: &'static [&'static str],
-        key: &'static str,
-        value: Value,
-    },
-    /// The list of hooks for `event` in the object at `parents` holds `entry`, and no other
-    /// entry of ours (unless one was written some other way: that one stays, and `entry` does
-    /// not go in).
-    Hook {
-        parents: &'static [&'static str],
-        event: &'static str,
-        entry: Value,
-        ours: Ours,
-    },
 }
 
 /// A configuration file's text, parsed for editing.
@@ -795,6 +629,7 @@ fn toml_remove(document: &mut DocumentMut, part: &Part, force: bool) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::wiring::{hook_command, unwrapped};
     use serde_json::json;
 
     /// A JSON text with comments, as a value.

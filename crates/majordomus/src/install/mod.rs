@@ -7,8 +7,6 @@ pub mod document;
 pub mod exclude;
 pub mod file;
 pub mod manifest;
-pub mod trust;
-pub mod wiring;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,11 +16,11 @@ use majordomus_checkout::lease::lease_path;
 use similar::TextDiff;
 use tempfile::NamedTempFile;
 
-use crate::capabilities::hooks::HookClient;
+use crate::clients::HookClient;
+use crate::clients::wiring::{FileParts, Format, Places, Program, Scope};
 use document::{Document, EditError, Outcome};
 use file::{Contents, Replaced};
 use manifest::{Manifest, Restore};
-use wiring::{FileParts, Format, PERSONAL_FILES, Places, Program, Scope, wiring};
 
 /// What `majordomus install` was asked.
 #[derive(Clone, Debug)]
@@ -135,10 +133,22 @@ struct Plan {
     kept_own: bool,
 }
 
-/// What the file at `path` holds, for `doctor` and to see how Codex keeps its hooks: links
-/// followed, never waiting on a FIFO; nothing when it cannot be read.
+/// What the file at `path` holds, for the clients' contracts to read (how Codex keeps its
+/// hooks, whether a client trusts the project) and for `doctor`: links followed, never
+/// waiting on a FIFO; nothing when it cannot be read.
 pub(crate) fn read(path: &Path) -> Option<String> {
     file::read(path).ok().and_then(|contents| contents.text)
+}
+
+/// Everything majordomus puts into `client`'s configuration for `scope`, as its contract
+/// says.
+pub(crate) fn wiring(
+    client: HookClient,
+    scope: Scope,
+    places: &Places,
+    program: &Program,
+) -> Vec<FileParts> {
+    client.contract().wiring(scope, places, program, &read)
 }
 
 pub(crate) fn parse(file: &FileParts, text: Option<&str>) -> Result<Document, EditError> {
@@ -255,20 +265,34 @@ pub fn run(options: &Options) -> Result<(), String> {
         }
     }
     if !options.dry_run
-        && options.clients.contains(&HookClient::ClaudeCode)
         && let Some(common_dir) = &checkout.common_dir
     {
-        match exclude::keep_out_of_git(common_dir, PERSONAL_FILES, !options.uninstall) {
-            Ok(true) if options.uninstall => crate::render::say!(
-                "claude-code: {} no longer kept out of git in info/exclude",
-                PERSONAL_FILES.join(", ")
-            ),
-            Ok(true) => crate::render::say!(
-                "claude-code: {} (one person's approvals) kept out of git in info/exclude",
-                PERSONAL_FILES.join(", ")
-            ),
-            Ok(false) => {}
-            Err(error) => problems.push(format!("cannot edit info/exclude: {error}")),
+        // The files that hold one person's approvals, of every client named that has any.
+        let approving: Vec<HookClient> = options
+            .clients
+            .iter()
+            .copied()
+            .filter(|client| !client.contract().personal_files().is_empty())
+            .collect();
+        let personal: Vec<&str> = approving
+            .iter()
+            .flat_map(|client| client.contract().personal_files().iter().copied())
+            .collect();
+        let named: Vec<&str> = approving.iter().map(|client| client.as_str()).collect();
+        let named = named.join(", ");
+        if !personal.is_empty() {
+            match exclude::keep_out_of_git(common_dir, &personal, !options.uninstall) {
+                Ok(true) if options.uninstall => crate::render::say!(
+                    "{named}: {} no longer kept out of git in info/exclude",
+                    personal.join(", ")
+                ),
+                Ok(true) => crate::render::say!(
+                    "{named}: {} (one person's approvals) kept out of git in info/exclude",
+                    personal.join(", ")
+                ),
+                Ok(false) => {}
+                Err(error) => problems.push(format!("cannot edit info/exclude: {error}")),
+            }
         }
     }
     if problems.is_empty() {
@@ -361,7 +385,7 @@ fn run_in(options: &Options) -> Result<(), String> {
     if !options.uninstall && options.scope == Scope::Project {
         let wired_now = !written.is_empty();
         for client in written {
-            if let Some(note) = doctor::first_run_note(client) {
+            if let Some(note) = client.contract().first_run_note() {
                 crate::render::say!("{client}: {note}");
             }
         }

@@ -18,58 +18,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::CapabilityError;
+pub use crate::clients::{HookClient, NewsMoment};
 use crate::context::{Context, Site};
 use crate::port::BoardPort;
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 use facts::Finding;
-
-/// A client whose hooks majordomus speaks.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-#[derive(strum::IntoStaticStr)]
-#[strum(serialize_all = "kebab-case")]
-#[cfg_attr(test, derive(strum::VariantArray))]
-pub enum HookClient {
-    /// Claude Code.
-    ClaudeCode,
-    /// OpenAI's Codex CLI.
-    Codex,
-    /// Google's Gemini CLI.
-    GeminiCli,
-    /// Cursor.
-    Cursor,
-}
-
-impl HookClient {
-    pub const ALL: [HookClient; 4] = [
-        HookClient::ClaudeCode,
-        HookClient::Codex,
-        HookClient::GeminiCli,
-        HookClient::Cursor,
-    ];
-
-    /// The word commands, configs and answers name it by.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
-    /// The client a word names, if any.
-    pub fn from_word(word: &str) -> Option<HookClient> {
-        HookClient::ALL
-            .into_iter()
-            .find(|client| client.as_str() == word)
-    }
-}
-
-impl std::fmt::Display for HookClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Files a hook is about, for one session: about to change (`hooks.guard`) or just changed
 /// (`hooks.edit`).
@@ -116,16 +71,6 @@ impl BenchCases for HookFiles {
             },
         )]
     }
-}
-
-/// When a hook asks for news.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum NewsMoment {
-    /// The session starts (or resumes): a short summary of who works where.
-    SessionStart,
-    /// The person sent a prompt: only what is new for this session since it was last told.
-    Prompt,
 }
 
 /// The input of `hooks.news`.
@@ -471,21 +416,5 @@ impl Operation for HooksEnd {
         Ok(Ended {
             known: server.end_session(&input.session_id),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use strum::VariantArray;
-
-    #[test]
-    fn clients_are_written_and_read_in_the_words_as_str_gives() {
-        assert_eq!(HookClient::VARIANTS, HookClient::ALL);
-        for client in HookClient::ALL {
-            assert_eq!(serde_json::to_value(client).unwrap(), client.as_str());
-            let read: HookClient = serde_json::from_value(client.as_str().into()).unwrap();
-            assert_eq!(read, client);
-        }
     }
 }
