@@ -186,6 +186,64 @@ pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
     }
 }
 
+/// Makes `options` never wait on a pipe or take a terminal put where a file was expected
+/// (`O_NONBLOCK | O_NOCTTY` on Unix; Windows has neither in its file system).
+pub fn never_waits(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+    }
+    #[cfg(not(unix))]
+    {
+        options
+    }
+}
+
+/// What a file is when it is neither a regular file nor a directory, in words.
+pub fn special_kind(kind: fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        } else if kind.is_socket() {
+            return "a socket";
+        } else if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    let _ = kind;
+    "a special file"
+}
+
+/// The owner and group of a file on Unix; `None` on Windows.
+pub fn owner(metadata: &Metadata) -> Option<(u32, u32)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((metadata.uid(), metadata.gid()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        None
+    }
+}
+
+/// Gives `file` the owner and group `owner` where this process may (only root may give a
+/// file away, and only to a group it is in); nothing on Windows.
+pub fn give_owner(file: &fs::File, owner: (u32, u32)) {
+    #[cfg(unix)]
+    {
+        let _ = std::os::unix::fs::fchown(file, Some(owner.0), Some(owner.1));
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, owner);
+    }
+}
+
 /// A directory of the user's own for files of this user's processes when no runtime or
 /// cache directory is set: `majordomus-<uid>` in the system's temporary directory on Unix
 /// (shared by every user, hence the uid); on Windows the temporary directory is the user's.

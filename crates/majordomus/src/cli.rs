@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::{Map, Value};
+#[cfg(unix)]
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use majordomus_checkout::allowances::Suggestion;
@@ -315,18 +316,75 @@ pub fn main() -> ExitCode {
 /// reports an interrupted command.
 const EXIT_ON_SECOND_SIGNAL: u8 = 130;
 
-/// The stop signals of the commands that serve. SIGUSR1 (what `serve stop` sends) asks either
-/// for the ordered stop; so does SIGINT or SIGTERM to `majordomus serve`. To `majordomus mcp`,
-/// SIGINT or SIGTERM is its client ending it (Claude Code sends SIGINT, then SIGTERM 100 ms
-/// later; rmcp's client signals after 3 s), so the process leaves, handing whoever it serves
-/// over. A second signal of any kind ends the process at once. Other commands keep the
-/// default handling.
+/// The stop signals of the commands that serve. SIGUSR1 asks either for the ordered stop (as
+/// `serve stop`'s request does); so does SIGINT or SIGTERM to `majordomus serve`. To
+/// `majordomus mcp`, SIGINT or SIGTERM is its client ending it (Claude Code sends SIGINT,
+/// then SIGTERM 100 ms later; rmcp's client signals after 3 s), so the process leaves,
+/// handing whoever it serves over. On Windows, Ctrl-C and the console closing stand for SIGINT
+/// and SIGTERM. A second signal of any kind ends the process at once. Other commands keep
+/// the default handling.
 struct StopSignals {
+    listening: Listening,
+    /// Whether SIGINT and SIGTERM come from the process's own client.
+    client_ends_it: bool,
+}
+
+/// What a signal to a serving process says.
+enum Heard {
+    /// SIGINT or SIGTERM (Ctrl-C or the console closing on Windows).
+    Ending,
+    /// SIGUSR1: an ordered stop, whoever sends it.
+    #[cfg(unix)]
+    StopInOrder,
+}
+
+#[cfg(unix)]
+struct Listening {
     terminate: Signal,
     interrupt: Signal,
     stop_in_order: Signal,
-    /// Whether SIGINT and SIGTERM come from the process's own client.
-    client_ends_it: bool,
+}
+
+#[cfg(unix)]
+impl Listening {
+    fn start() -> std::io::Result<Listening> {
+        Ok(Listening {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            stop_in_order: signal(SignalKind::user_defined1())?,
+        })
+    }
+
+    async fn next(&mut self) -> Heard {
+        tokio::select! {
+            _ = self.terminate.recv() => Heard::Ending,
+            _ = self.interrupt.recv() => Heard::Ending,
+            _ = self.stop_in_order.recv() => Heard::StopInOrder,
+        }
+    }
+}
+
+#[cfg(windows)]
+struct Listening {
+    interrupt: tokio::signal::windows::CtrlC,
+    close: tokio::signal::windows::CtrlClose,
+}
+
+#[cfg(windows)]
+impl Listening {
+    fn start() -> std::io::Result<Listening> {
+        Ok(Listening {
+            interrupt: tokio::signal::windows::ctrl_c()?,
+            close: tokio::signal::windows::ctrl_close()?,
+        })
+    }
+
+    async fn next(&mut self) -> Heard {
+        tokio::select! {
+            _ = self.interrupt.recv() => Heard::Ending,
+            _ = self.close.recv() => Heard::Ending,
+        }
+    }
 }
 
 impl StopSignals {
@@ -337,15 +395,11 @@ impl StopSignals {
             "serve" => false,
             _ => return None,
         };
-        let listening = (|| {
-            Ok::<_, std::io::Error>(StopSignals {
-                terminate: signal(SignalKind::terminate())?,
-                interrupt: signal(SignalKind::interrupt())?,
-                stop_in_order: signal(SignalKind::user_defined1())?,
+        Listening::start()
+            .map(|listening| StopSignals {
+                listening,
                 client_ends_it,
             })
-        })();
-        listening
             .inspect_err(|error| {
                 tracing::warn!(%error, "cannot watch for stop signals; a signal ends this process at once");
             })
@@ -357,10 +411,10 @@ impl StopSignals {
         let Some(mut signals) = signals else {
             return std::future::pending().await;
         };
-        let asked = tokio::select! {
-            _ = signals.terminate.recv() => !signals.client_ends_it,
-            _ = signals.interrupt.recv() => !signals.client_ends_it,
-            _ = signals.stop_in_order.recv() => true,
+        let asked = match signals.listening.next().await {
+            Heard::Ending => !signals.client_ends_it,
+            #[cfg(unix)]
+            Heard::StopInOrder => true,
         };
         if asked {
             tracing::info!("an ordered stop was requested by signal");
@@ -368,11 +422,7 @@ impl StopSignals {
         } else {
             stops.leave();
         }
-        tokio::select! {
-            _ = signals.terminate.recv() => {}
-            _ = signals.interrupt.recv() => {}
-            _ = signals.stop_in_order.recv() => {}
-        }
+        signals.listening.next().await;
         tracing::info!("second stop signal: exiting now");
     }
 }

@@ -149,7 +149,6 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
 /// Starts `majordomus serve` in its own session, detached from this terminal; its election
 /// decides whether it serves or leaves at once.
 fn spawn_detached_server(root: &Path, idle_secs: u64) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
     let executable =
         std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
     let mut command = std::process::Command::new(executable);
@@ -161,8 +160,8 @@ fn spawn_detached_server(root: &Path, idle_secs: u64) -> Result<(), String> {
         .arg(idle_secs.to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
+        .stderr(std::process::Stdio::null());
+    majordomus_checkout::process::detached(&mut command);
     command
         .spawn()
         .map(drop)

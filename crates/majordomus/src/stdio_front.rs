@@ -31,9 +31,6 @@ use serde::Deserializer as _;
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::error::Category;
-use std::fs::FileType;
-use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileTypeExt as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -124,64 +121,86 @@ pub type Output = Box<dyn AsyncWrite + Unpin + Send>;
 /// stdout would hand every read, write and flush to a blocking thread and wait for it to come
 /// back: three hand-offs per call, which cost more than answering most calls. Anything else
 /// (a terminal, a file) keeps tokio's, which works on everything. Being made non-blocking
-/// affects only the client's connection, which this process alone reads and writes.
+/// affects only the client's connection, which this process alone reads and writes. On
+/// Windows, tokio's own are used.
 pub fn process_stdio() -> (Input, Output) {
-    let input = ready_for_runtime(std::io::stdin().as_fd(), |fd, kind| {
-        if kind.is_fifo() {
-            Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?) as Input)
-        } else {
-            Some(Box::new(socket(fd)?) as Input)
-        }
-    })
-    .unwrap_or_else(|| Box::new(tokio::io::stdin()));
-    let output = ready_for_runtime(std::io::stdout().as_fd(), |fd, kind| {
-        if kind.is_fifo() {
-            Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?) as Output)
-        } else {
-            Some(Box::new(socket(fd)?) as Output)
-        }
-    })
-    .unwrap_or_else(|| Box::new(tokio::io::stdout()));
-    (input, output)
-}
-
-/// `wrap`'s stream over a copy of `fd` when `fd` is a pipe or a socket, which the runtime can
-/// wait on; `None` for anything else, or when the copy cannot be made or registered. `wrap`
-/// makes the connection non-blocking; when it then fails, the connection is made blocking
-/// again, as tokio's stdio, which takes over, expects it.
-fn ready_for_runtime<T>(
-    fd: BorrowedFd<'_>,
-    wrap: impl FnOnce(OwnedFd, FileType) -> Option<T>,
-) -> Option<T> {
-    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
-    let kind = file.metadata().ok()?.file_type();
-    (kind.is_fifo() || kind.is_socket()).then_some(())?;
-    let wrapped = wrap(file.into(), kind);
-    if wrapped.is_none() {
-        make_blocking(fd);
+    #[cfg(unix)]
+    {
+        ready::process_stdio()
     }
-    wrapped
-}
-
-/// Clears `O_NONBLOCK` on `fd`'s open file.
-fn make_blocking(fd: BorrowedFd<'_>) {
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: fcntl reads and sets the status flags of a descriptor this process holds open
-    // (borrowed for the call); it touches no memory.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
+    #[cfg(not(unix))]
+    {
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
     }
 }
 
-/// A stream socket given as stdin or stdout. Reading and writing a socket is the same calls
-/// whatever its family, so a Unix stream serves any of them.
-fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
-    let socket = std::os::unix::net::UnixStream::from(fd);
-    socket.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(socket).ok()
+/// Pipes and sockets the runtime waits on, on Unix.
+#[cfg(unix)]
+mod ready {
+    use std::fs::FileType;
+    use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt as _;
+
+    use super::{Input, Output};
+
+    pub(super) fn process_stdio() -> (Input, Output) {
+        let input = ready_for_runtime(std::io::stdin().as_fd(), |fd, kind| {
+            if kind.is_fifo() {
+                Some(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?) as Input)
+            } else {
+                Some(Box::new(socket(fd)?) as Input)
+            }
+        })
+        .unwrap_or_else(|| Box::new(tokio::io::stdin()));
+        let output = ready_for_runtime(std::io::stdout().as_fd(), |fd, kind| {
+            if kind.is_fifo() {
+                Some(Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?) as Output)
+            } else {
+                Some(Box::new(socket(fd)?) as Output)
+            }
+        })
+        .unwrap_or_else(|| Box::new(tokio::io::stdout()));
+        (input, output)
+    }
+
+    /// `wrap`'s stream over a copy of `fd` when `fd` is a pipe or a socket, which the runtime can
+    /// wait on; `None` for anything else, or when the copy cannot be made or registered. `wrap`
+    /// makes the connection non-blocking; when it then fails, the connection is made blocking
+    /// again, as tokio's stdio, which takes over, expects it.
+    fn ready_for_runtime<T>(
+        fd: BorrowedFd<'_>,
+        wrap: impl FnOnce(OwnedFd, FileType) -> Option<T>,
+    ) -> Option<T> {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        (kind.is_fifo() || kind.is_socket()).then_some(())?;
+        let wrapped = wrap(file.into(), kind);
+        if wrapped.is_none() {
+            make_blocking(fd);
+        }
+        wrapped
+    }
+
+    /// Clears `O_NONBLOCK` on `fd`'s open file.
+    fn make_blocking(fd: BorrowedFd<'_>) {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: fcntl reads and sets the status flags of a descriptor this process holds open
+        // (borrowed for the call); it touches no memory.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+
+    /// A stream socket given as stdin or stdout. Reading and writing a socket is the same calls
+    /// whatever its family, so a Unix stream serves any of them.
+    fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
+        let socket = std::os::unix::net::UnixStream::from(fd);
+        socket.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(socket).ok()
+    }
 }
 
 /// The client's side of the front: what it reads from, and where its refusals go.

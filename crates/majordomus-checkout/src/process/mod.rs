@@ -122,6 +122,50 @@ impl ProcessHandle {
     }
 }
 
+/// Makes `command` start in a process group of its own, so that [`kill_group`] ends
+/// whatever it starts too, and a terminal's Ctrl-C meant for this process does not reach it
+/// (`setpgid` on Unix; a new process group on Windows).
+pub fn in_own_group(command: &mut std::process::Command) -> &mut std::process::Command {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        command.process_group(0)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt as _;
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        command.creation_flags(CREATE_NEW_PROCESS_GROUP)
+    }
+}
+
+/// Makes `command` start detached from this process's terminal: in a group of its own on
+/// Unix, without a console on Windows.
+pub fn detached(command: &mut std::process::Command) -> &mut std::process::Command {
+    #[cfg(unix)]
+    {
+        in_own_group(command)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt as _;
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        const DETACHED_PROCESS: u32 = 0x0000_0008;
+        command.creation_flags(CREATE_NEW_PROCESS_GROUP | DETACHED_PROCESS)
+    }
+}
+
+/// Ends `child`, started with [`in_own_group`], and on Unix everything in its group.
+/// Windows has no signal to a group: there only the child itself is ended.
+pub fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(group) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) on the process group this child leads.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+    let _ = child.kill();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -410,11 +410,7 @@ mod tests {
         let present = dir.path().join("my tools/majordomus");
         std::fs::create_dir_all(present.parent().unwrap()).unwrap();
         std::fs::write(&present, "#!/bin/sh\necho \"ran $*\"\n").unwrap();
-        std::fs::set_permissions(
-            &present,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        majordomus_checkout::files::set_mode(&present, 0o755).unwrap();
         let ran = run(&Program::at(&present));
         assert_eq!(
             String::from_utf8_lossy(&ran.stdout),

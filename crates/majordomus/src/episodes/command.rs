@@ -5,7 +5,6 @@
 //! is killed (with everything it started) when the timeout ends.
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -73,9 +72,9 @@ impl CommandDriver {
             .env("MAJORDOMUS_EPISODE_EVENT", event_kind.as_str())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // its own process group, so a timeout can stop whatever it started too
-            .process_group(0);
+            .stderr(Stdio::piped());
+        // its own process group, so a timeout can stop whatever it started too
+        majordomus_checkout::process::in_own_group(&mut command);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -91,7 +90,6 @@ impl CommandDriver {
                 );
             }
         };
-        let group = child.id() as libc::pid_t;
         let stderr_kept = Arc::new(Mutex::new(Vec::new()));
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         if let Some(mut stderr) = child.stderr.take() {
@@ -129,9 +127,7 @@ impl CommandDriver {
             }
         };
         if status.is_none() {
-            // SAFETY: kill(2) on the process group this child leads.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-            let _ = child.kill();
+            majordomus_checkout::process::kill_group(&mut child);
             let _ = child.wait();
         }
         // stderr ends when the command (and anything it left running) closes it; do not wait
@@ -213,8 +209,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("record.sh");
         std::fs::write(&script, "#!/bin/sh\necho recorded as ISSUE-7 >&2\n").unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        majordomus_checkout::files::set_mode(&script, 0o755).unwrap();
         let driver = CommandDriver::new(
             vec!["./record.sh".into()],
             dir.path(),

@@ -18,10 +18,9 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use majordomus_checkout::files;
 use majordomus_checkout::git::Checkout;
 use serde::{Deserialize, Serialize};
 
@@ -154,29 +153,47 @@ pub struct Journal {
     rotate_at: u64,
 }
 
-/// An advisory lock on an open file, released when dropped.
-struct Flock<'a>(&'a File);
+/// How a journal file is locked: exclusively to append or rotate, shared to read.
+#[derive(Clone, Copy)]
+enum Lock {
+    Exclusive,
+    Shared,
+}
 
-impl<'a> Flock<'a> {
-    fn take(file: &'a File, operation: libc::c_int) -> io::Result<Flock<'a>> {
+/// An advisory lock on an open file (`flock` on Unix, `LockFileEx` on Windows), released
+/// when dropped.
+struct Locked<'a>(&'a File);
+
+impl<'a> Locked<'a> {
+    fn take(file: &'a File, lock: Lock) -> io::Result<Locked<'a>> {
         loop {
-            // SAFETY: flock(2) on a descriptor this `File` owns for the guard's lifetime.
-            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-                return Ok(Flock(file));
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
+            let taken = match lock {
+                Lock::Exclusive => file.lock(),
+                Lock::Shared => file.lock_shared(),
+            };
+            match taken {
+                Ok(()) => return Ok(Locked(file)),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
             }
         }
     }
 }
 
-impl Drop for Flock<'_> {
+impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        // SAFETY: as above; unlocking a lock this guard took.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        let _ = self.0.unlock();
     }
+}
+
+/// The byte at `offset` of `file`, if it has one there.
+fn byte_at(file: &File, offset: u64) -> io::Result<Option<u8>> {
+    let mut byte = [0u8; 1];
+    #[cfg(unix)]
+    let read = std::os::unix::fs::FileExt::read_at(file, &mut byte, offset)?;
+    #[cfg(windows)]
+    let read = std::os::windows::fs::FileExt::seek_read(file, &mut byte, offset)?;
+    Ok((read == 1).then_some(byte[0]))
 }
 
 impl Journal {
@@ -213,7 +230,9 @@ impl Journal {
     /// numbering and open episodes carry over a rotation.
     fn catch_up(&mut self, file: &File) -> io::Result<()> {
         let metadata = file.metadata()?;
-        let id = (metadata.dev(), metadata.ino());
+        // Where the system gives no file identity (Windows), a rotation is told by the new
+        // file being shorter than what was read.
+        let id = files::identity(&metadata);
         if self.index.file_id != Some(id) || metadata.len() < self.index.offset {
             self.index = Index::default();
             if let Ok(previous) = fs::read(previous_path(&self.path)) {
@@ -233,8 +252,8 @@ impl Journal {
     /// Opens the current journal file for appending and takes its exclusive lock.
     fn lock_current(&self) -> io::Result<(File, u64)> {
         let mut options = OpenOptions::new();
-        options.read(true).append(true).create(true).mode(0o600);
-        let file = open_locked(&self.path, &options, libc::LOCK_EX)?
+        files::private_file(options.read(true).append(true).create(true));
+        let file = open_locked(&self.path, &options, Lock::Exclusive)?
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let length = file.metadata()?.len();
         Ok((file, length))
@@ -243,10 +262,7 @@ impl Journal {
     /// Appends `event` as the next record and returns its sequence number once it is on disk.
     pub fn append(&mut self, event: &Event) -> io::Result<u64> {
         if let Some(dir) = self.path.parent() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
+            files::create_private_dir(dir)?;
         }
         let (mut file, mut length) = self.lock_current()?;
         self.catch_up(&file)?;
@@ -261,8 +277,7 @@ impl Journal {
             record = self.next_record(event);
         }
         // A record cut short (a process killed inside its write) must not swallow this one.
-        let mut last = [0u8; 1];
-        let torn = length > 0 && file.read_at(&mut last, length - 1)? == 1 && last[0] != b'\n';
+        let torn = length > 0 && byte_at(&file, length - 1)?.is_some_and(|last| last != b'\n');
         if torn {
             self.index.unreadable += 1;
         }
@@ -297,7 +312,7 @@ impl Journal {
     pub fn open_mark(&mut self, external_id: &str) -> Option<OpenMark> {
         match File::open(&self.path) {
             Ok(file) => {
-                if let Ok(_lock) = Flock::take(&file, libc::LOCK_SH) {
+                if let Ok(_lock) = Locked::take(&file, Lock::Shared) {
                     let _ = self.catch_up(&file);
                 }
             }
@@ -309,15 +324,11 @@ impl Journal {
     }
 }
 
-/// Opens the file at `path` and locks it (`LOCK_EX` or `LOCK_SH`) until it closes; `None`
+/// Opens the file at `path` and locks it (exclusive or shared) until it closes; `None`
 /// when there is none. The file is opened again when another process rotated it between
 /// the open and the lock, so what is locked is the current journal, never one that has just
 /// become the previous one.
-fn open_locked(
-    path: &Path,
-    options: &OpenOptions,
-    operation: libc::c_int,
-) -> io::Result<Option<File>> {
+fn open_locked(path: &Path, options: &OpenOptions, lock: Lock) -> io::Result<Option<File>> {
     loop {
         let file = match options.open(path) {
             Ok(file) => file,
@@ -325,15 +336,9 @@ fn open_locked(
             Err(error) => return Err(error),
         };
         // Held until `file` closes, whoever holds it: dropping the guard would let go early.
-        std::mem::forget(Flock::take(&file, operation)?);
-        let opened = file.metadata()?;
-        match fs::metadata(path) {
-            Ok(now) if (now.dev(), now.ino()) == (opened.dev(), opened.ino()) => {
-                return Ok(Some(file));
-            }
-            Ok(_) => continue,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-            Err(error) => return Err(error),
+        std::mem::forget(Locked::take(&file, lock)?);
+        if files::is_the_file_at(&file, path)? {
+            return Ok(Some(file));
         }
     }
 }
@@ -362,7 +367,7 @@ pub struct Contents {
 pub fn read_journal(path: &Path) -> io::Result<Option<Contents>> {
     // The shared lock keeps a rotation out while both files are read, so none of their
     // records is read twice or missed.
-    let current = open_locked(path, OpenOptions::new().read(true), libc::LOCK_SH)?;
+    let current = open_locked(path, OpenOptions::new().read(true), Lock::Shared)?;
     let previous = match fs::read(previous_path(path)) {
         Ok(bytes) => Some(bytes),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -454,8 +459,9 @@ mod tests {
         assert_eq!(seqs, [1, 2, 3]);
         assert_eq!(contents.records[2].event.reason, Some(CloseReason::Detach));
         assert_eq!(contents.records[0].schema, RECORD_SCHEMA);
-        let mode = fs::metadata(&path).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o600);
+        if let Some(mode) = files::mode(&fs::metadata(&path).unwrap()) {
+            assert_eq!(mode & 0o777, 0o600);
+        }
         assert!(read_journal(&dir.path().join("none")).unwrap().is_none());
     }
 

@@ -114,14 +114,8 @@ async fn identify<B: Published>(server: &B) -> Result<Identity, String> {
 
 /// The host name, as the system reports it.
 fn host_name() -> Option<String> {
-    let mut buffer = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most that much.
-    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
-    if status != 0 {
-        return None;
-    }
-    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
-    let name = String::from_utf8_lossy(&buffer[..end]).trim().to_owned();
+    let name = gethostname::gethostname();
+    let name = name.to_string_lossy().trim().to_owned();
     (!name.is_empty()).then_some(name)
 }
 

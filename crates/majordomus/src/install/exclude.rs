@@ -2,10 +2,11 @@
 //! where install keeps the files of one person's approvals out of git, under a header line of
 //! its own, so that uninstall takes out what install put in and nothing else.
 
-use std::fs::{self, Permissions};
+use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
+
+use majordomus_checkout::files;
 
 /// The line before the patterns install adds.
 const HEADER: &str = "# majordomus: one person's approvals, kept out of git";
@@ -24,7 +25,10 @@ pub fn keep_out_of_git(common_dir: &Path, files: &[&str], keep_out: bool) -> std
                 "it is over {FILE_LIMIT_BYTES} bytes"
             )));
         }
-        Ok(metadata) => (fs::read_to_string(&path)?, metadata.permissions().mode()),
+        Ok(metadata) => (
+            fs::read_to_string(&path)?,
+            files::mode(&metadata).unwrap_or(0o644),
+        ),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => (String::new(), 0o644),
         Err(error) => return Err(error),
     };
@@ -52,9 +56,7 @@ pub fn keep_out_of_git(common_dir: &Path, files: &[&str], keep_out: bool) -> std
     fs::create_dir_all(dir)?;
     let mut staged = tempfile::NamedTempFile::new_in(dir)?;
     staged.write_all(wanted.as_bytes())?;
-    staged
-        .as_file()
-        .set_permissions(Permissions::from_mode(mode & 0o777))?;
+    files::set_mode(staged.path(), mode & 0o777)?;
     staged.persist(&path).map_err(|error| error.error)?;
     Ok(true)
 }

@@ -13,10 +13,11 @@
 //! file install removes is first moved aside, and put back if it was not what install read. A
 //! failed write leaves the original untouched and its temporary file removed.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use majordomus_checkout::files;
 
 use tempfile::{Builder, NamedTempFile};
 
@@ -84,14 +85,8 @@ fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
         None
     } else if kind.is_dir() {
         Some("a directory")
-    } else if kind.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_block_device() || kind.is_char_device() {
-        Some("a device")
     } else {
-        Some("a special file")
+        Some(files::special_kind(kind))
     }
 }
 
@@ -145,16 +140,16 @@ pub fn locate(path: &Path, bounds: &[PathBuf]) -> Result<PathBuf, FileError> {
 /// What the file at `path` holds, links followed: its type is checked before it is opened, and
 /// it is opened without waiting, so a FIFO never holds install up.
 pub fn read(path: &Path) -> Result<Contents, FileError> {
-    read_with(path, 0)
+    read_with(path, true)
 }
 
 /// What the file at `real` (a path [`locate`] gave) holds; a link put in its place since is
 /// refused rather than followed.
 fn read_real(real: &Path) -> Result<Contents, FileError> {
-    read_with(real, libc::O_NOFOLLOW)
+    read_with(real, false)
 }
 
-fn read_with(path: &Path, flags: libc::c_int) -> Result<Contents, FileError> {
+fn read_with(path: &Path, follow: bool) -> Result<Contents, FileError> {
     match path.metadata() {
         Ok(metadata) => {
             if let Some(kind) = not_regular(metadata.file_type()) {
@@ -164,11 +159,12 @@ fn read_with(path: &Path, flags: libc::c_int) -> Result<Contents, FileError> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Contents::default()),
         Err(error) => return Err(error.into()),
     }
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | flags)
-        .open(path)
-    {
+    let mut options = OpenOptions::new();
+    files::never_waits(options.read(true));
+    if !follow {
+        files::no_follow(&mut options);
+    }
+    let file = match options.open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Contents::default()),
         Err(error) => return Err(error.into()),
@@ -189,8 +185,8 @@ fn read_with(path: &Path, flags: libc::c_int) -> Result<Contents, FileError> {
     let text = String::from_utf8(bytes).map_err(|_| FileError::NotText)?;
     Ok(Contents {
         text: Some(text),
-        mode: Some(metadata.mode() & 0o7777),
-        owner: Some((metadata.uid(), metadata.gid())),
+        mode: files::mode(&metadata).map(|mode| mode & 0o7777),
+        owner: files::owner(&metadata),
     })
 }
 
@@ -214,20 +210,22 @@ fn temporary_prefix(path: &Path) -> String {
 /// person's umask gives). Nothing of `path` changes; if this fails the temporary file is gone.
 pub fn stage(path: &Path, text: &str, original: &Contents) -> io::Result<NamedTempFile> {
     let dir = directory_of(path)?;
-    let mut temporary = Builder::new()
-        .prefix(&temporary_prefix(path))
-        .suffix(".tmp")
-        .permissions(Permissions::from_mode(0o666))
-        .tempfile_in(dir)?;
-    if let Some((uid, gid)) = original.owner {
-        // Only root may give a file away, and only a member the group: otherwise the file is
-        // the person's own, as one they saved themselves would be.
-        let _ = std::os::unix::fs::fchown(temporary.as_file(), Some(uid), Some(gid));
+    let prefix = temporary_prefix(path);
+    let mut builder = Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        // What the person's umask gives a new file, as their own save would.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temporary = builder.tempfile_in(dir)?;
+    if let Some(owner) = original.owner {
+        // Otherwise the file is the person's own, as one they saved themselves would be.
+        files::give_owner(temporary.as_file(), owner);
     }
     if let Some(mode) = original.mode {
-        temporary
-            .as_file()
-            .set_permissions(Permissions::from_mode(mode))?;
+        files::set_mode(temporary.path(), mode)?;
     }
     temporary.write_all(text.as_bytes())?;
     temporary.as_file().sync_all()?;
@@ -292,11 +290,14 @@ const NO_REPLACE: u32 = 0;
 
 /// Whether `renameat2` failed only because the kernel or the file system lacks the flag.
 fn unsupported(error: &io::Error) -> bool {
-    error.kind() == io::ErrorKind::Unsupported
-        || matches!(
-            error.raw_os_error(),
-            Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
-        )
+    #[cfg(unix)]
+    let lacking = matches!(
+        error.raw_os_error(),
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+    );
+    #[cfg(not(unix))]
+    let lacking = false;
+    error.kind() == io::ErrorKind::Unsupported || lacking
 }
 
 /// Moves `from` to `to` unless `to` exists; where the file system cannot tell, `to` is
@@ -525,12 +526,13 @@ mod tests {
         read(path).unwrap()
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_file_is_replaced_whole_with_its_mode_and_nothing_left_beside_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.json");
         std::fs::write(&path, "{}\n").unwrap();
-        std::fs::set_permissions(&path, Permissions::from_mode(0o640)).unwrap();
+        files::set_mode(&path, 0o640).unwrap();
         let first = contents(&path);
         let staged = stage(&path, "{\"a\": 1}\n", &first).unwrap();
         let replaced = replace(
@@ -543,7 +545,7 @@ mod tests {
         .unwrap();
         assert_eq!(replaced.base.as_deref(), Some("{}\n"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}\n");
-        assert_eq!(path.metadata().unwrap().mode() & 0o7777, 0o640);
+        assert_eq!(files::mode(&path.metadata().unwrap()).unwrap() & 0o7777, 0o640);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
@@ -637,6 +639,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
+    #[cfg(unix)]
     #[test]
     fn links_out_fifos_and_devices_are_refused_before_anything_is_opened() {
         let dir = tempfile::tempdir().unwrap();

@@ -739,7 +739,7 @@ impl http_body::Body for TrackedBody {
 /// How many connections are served in full, and how many more on probation:
 /// [`MAX_CONNECTIONS`] or half the open-file limit when that is lower, and half as many
 /// again. A quarter of the limit stays free for the process's own files, sockets and pipes.
-fn connection_limits(open_files: Option<libc::rlim_t>) -> (usize, usize) {
+fn connection_limits(open_files: Option<u64>) -> (usize, usize) {
     let full = open_files.map_or(MAX_CONNECTIONS, |limit| {
         usize::try_from(limit / 2)
             .unwrap_or(usize::MAX)
@@ -749,11 +749,22 @@ fn connection_limits(open_files: Option<libc::rlim_t>) -> (usize, usize) {
 }
 
 /// Raises this process's soft limit on open files to its hard limit, once, and returns the
-/// soft limit in force (`None` if it cannot be read). Most systems start a process at 1,024
-/// however many more they allow, which a busy server would run out of.
-pub fn raise_open_file_limit() -> Option<libc::rlim_t> {
-    static LIMIT: OnceLock<Option<libc::rlim_t>> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
+/// soft limit in force (`None` if it cannot be read). Most Unix systems start a process at
+/// 1,024 however many more they allow, which a busy server would run out of. Windows has no
+/// such limit on sockets: there it is `None`, and [`MAX_CONNECTIONS`] bounds the server.
+pub fn raise_open_file_limit() -> Option<u64> {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    *LIMIT.get_or_init(raise_open_file_limit_once)
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit_once() -> Option<u64> {
+    None
+}
+
+#[cfg(unix)]
+fn raise_open_file_limit_once() -> Option<u64> {
+    {
         let mut limit = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,
@@ -779,7 +790,7 @@ pub fn raise_open_file_limit() -> Option<libc::rlim_t> {
             );
         }
         Some(limit.rlim_cur)
-    })
+    }
 }
 
 #[cfg(test)]
@@ -918,6 +929,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_open_file_limit_is_raised_to_the_hard_limit() {
         let soft = raise_open_file_limit().expect("the limit can be read");
