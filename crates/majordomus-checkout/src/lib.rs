@@ -17,6 +17,7 @@ pub mod config;
 pub mod conflicts;
 pub mod git;
 pub mod lease;
+pub mod lease_table;
 pub mod notice;
 pub mod process;
 pub mod resolve;
