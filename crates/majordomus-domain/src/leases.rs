@@ -49,7 +49,7 @@ pub enum LeaseError {
     )]
     TooManyLeases,
     #[error(
-        "this session already holds or waits for {LEASES_PER_HOLDER} leases, the most one \
+        "this holder already holds or waits for {LEASES_PER_HOLDER} leases, the most one \
          holder may; release one first"
     )]
     TooManyForHolder,

@@ -578,3 +578,92 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|error| CapabilityError::internal(format!("the lease table: {error}")))?
 }
+
+/// Leases a listing names; the rest are counted on the last line people read.
+const LEASES_LISTED: usize = 32;
+
+/// Requests named in a listed lease's queue; the rest are counted.
+const QUEUE_LISTED: usize = 8;
+
+/// A lease as the board lists it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ListedLease {
+    pub name: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Seconds left of the grant.
+    #[schemars(range(min = 0, max = LEASE_TTL_SECS_MAX))]
+    pub expires_in_secs: u64,
+    /// Who waits, first in line first: at most 8 named.
+    pub queue: Vec<String>,
+    /// How many wait in all.
+    #[schemars(range(min = 0, max = LEASE_QUEUE))]
+    pub queued: usize,
+}
+
+/// The repository's leases held now, as the table says, without those whose holder's
+/// process ended (a sweep will drop them): at most [`LEASES_LISTED`].
+pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
+    let Ok(file) = table_file(site) else {
+        return Vec::new();
+    };
+    let read = tokio::task::spawn_blocking(move || file.read()).await;
+    let Ok(Ok(table)) = read else {
+        return Vec::new();
+    };
+    let now = millis(SystemTime::now());
+    table
+        .leases
+        .iter()
+        .filter_map(|(name, lease)| {
+            let holder = lease.holder.as_ref()?;
+            if !lease_table::lives(&holder.holder) {
+                return None;
+            }
+            let waiting: Vec<&Holder> = lease
+                .queue
+                .iter()
+                .map(|r| &r.holder)
+                .filter(|h| lease_table::lives(h))
+                .collect();
+            Some(ListedLease {
+                name: name.clone(),
+                holder: holder.holder.label.clone(),
+                expires_in_secs: holder
+                    .expires_ms
+                    .unwrap_or(0)
+                    .saturating_sub(now)
+                    .div_ceil(1_000),
+                queue: waiting
+                    .iter()
+                    .take(QUEUE_LISTED)
+                    .map(|h| h.label.clone())
+                    .collect(),
+                queued: waiting.len(),
+            })
+        })
+        .take(LEASES_LISTED)
+        .collect()
+}
+
+/// A listed lease on one line, for people.
+pub fn lease_line(lease: &ListedLease) -> String {
+    let mut line = format!(
+        "lease {}: held by {} for {} s more",
+        for_terminal(&lease.name),
+        for_terminal(&lease.holder),
+        lease.expires_in_secs
+    );
+    if lease.queued > 0 {
+        let names: Vec<String> = lease
+            .queue
+            .iter()
+            .map(|h| for_terminal(h).into_owned())
+            .collect();
+        line.push_str(&format!("; waiting: {}", names.join(", ")));
+        if lease.queued > lease.queue.len() {
+            line.push_str(&format!(" and {} more", lease.queued - lease.queue.len()));
+        }
+    }
+    line
+}

@@ -721,6 +721,7 @@ mod tests {
             conflicts: None,
             complete: true,
             federation: None,
+            leases: Vec::new(),
         }
     }
 
