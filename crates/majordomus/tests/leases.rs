@@ -342,7 +342,7 @@ async fn every_bound_is_refused_with_its_limit_named() {
             400,
             "at most 600",
         ),
-        (json!({"name": "t"}), 400, "`pid`"),
+        (json!({"name": "t"}), 422, "`pid`"),
         (
             json!({"name": "t", "pid": 4_000_000}),
             400,
@@ -455,4 +455,68 @@ async fn post(lease: &LeaseFile, route: &str, body: &Value) -> (u16, Value) {
 
 fn path(checkout: &Path) -> &str {
     checkout.to_str().unwrap()
+}
+
+/// A grant made while the session did something else is told on its next prompt, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_granted_meanwhile_is_told_on_its_next_prompt_once() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let session = "6a1f3c2e-4b5d-4e6f-8a9b-0c1d2e3f4a5b";
+    let mut command = common::majordomus_command(["mcp", "--repo"]);
+    command.arg(&root).env("CLAUDE_CODE_SESSION_ID", session);
+    let waiter = McpClient::stdio_command(&repo, command, "claude-code", "2.1.332").await;
+    let lease = common::wait_ready(&root).await;
+    let holder = McpClient::http(&lease, "holder", "1.0").await;
+    holder.answer(LEASE, json!({"name": "db:staging"})).await;
+    let queued = waiter.answer(LEASE, json!({"name": "db:staging"})).await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    let prompt = prompt_payload(&root, session);
+    let before = prompt_hook(&repo, &prompt).await;
+    assert!(!before.contains("You hold the lease"), "{before}");
+
+    holder.answer(RELEASE, json!({"name": "db:staging"})).await;
+    let told = prompt_hook(&repo, &prompt).await;
+    assert!(
+        told.contains("You hold the lease `db:staging` now"),
+        "the grant is told: {told}"
+    );
+    let again = prompt_hook(&repo, &prompt).await;
+    assert!(!again.contains("You hold the lease"), "told once: {again}");
+    holder.close().await;
+    waiter.close().await;
+}
+
+fn prompt_payload(root: &Path, session: &str) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": format!("/home/dev/.claude/projects/-work-repo/{session}.jsonl"),
+        "cwd": path(root),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "Run the migrations against staging."
+    })
+    .to_string()
+}
+
+/// Runs Claude Code's prompt hook with `input`; answers what it printed.
+async fn prompt_hook(repo: &TempRepo, input: &str) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut command = common::majordomus_command(["hook", "claude-code", "UserPromptSubmit"]);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(common::BOUND, child.wait_with_output())
+        .await
+        .expect("the hook ends")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "a hook exits 0");
+    let (_, mut log) = repo.log_file("hook-prompt");
+    let _ = log.write_all(&output.stderr);
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

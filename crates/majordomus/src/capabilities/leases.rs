@@ -11,6 +11,7 @@
 //! waits sees its grant from the table itself.
 
 use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -30,7 +31,7 @@ use tokio::sync::Notify;
 
 use crate::api::CapabilityError;
 use crate::context::{Context, Site};
-use crate::port::BoardPort;
+use crate::port::{BoardPort, Fact};
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
@@ -65,12 +66,12 @@ const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
 impl BenchCases for AcquireInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
         vec![(
-            "own-process",
+            "own-session",
             AcquireInput {
                 name: "bench-suite".into(),
                 ttl_secs: Some(60),
                 wait_secs: None,
-                pid: Some(std::process::id()),
+                pid: None,
             },
         )]
     }
@@ -252,10 +253,10 @@ pub struct ReleaseInput {
 impl BenchCases for ReleaseInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
         vec![(
-            "own-process",
+            "own-session",
             ReleaseInput {
                 name: "bench-suite".into(),
-                pid: Some(std::process::id()),
+                pid: None,
             },
         )]
     }
@@ -482,11 +483,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError>
             .unwrap_or_default();
         let server = this_server();
         return Ok(Holder {
-            key: format!(
-                "session:{}:{}:{caller}",
-                server.pid,
-                server.start.unwrap_or(0)
-            ),
+            key: session_key(server, caller),
             label: format!("{caller} {client} in {worktree}"),
             checkout: site.checkout.id.clone(),
             life: Life::Session {
@@ -496,7 +493,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError>
         });
     }
     let Some(pid) = pid else {
-        return Err(CapabilityError::invalid_input(
+        return Err(CapabilityError::refused(
             "a lease lasts for an MCP session or a process: call it through `majordomus mcp`, \
              or name the process in `pid` (`majordomus lease` names its caller's)",
         ));
@@ -666,4 +663,43 @@ pub fn lease_line(lease: &ListedLease) -> String {
         }
     }
     line
+}
+
+/// The leases `peer`, a session of this server, holds now, each grant a fact told once at
+/// the session's next prompt: so a grant made while it did something else is learnt there.
+pub async fn grants_to(ctx: &Context, peer: &PeerId) -> Vec<Fact> {
+    let Ok(file) = table_file(&ctx.site) else {
+        return Vec::new();
+    };
+    let server = this_server();
+    let key = session_key(server, peer);
+    let Ok(Ok(table)) = tokio::task::spawn_blocking(move || file.read()).await else {
+        return Vec::new();
+    };
+    table
+        .leases
+        .iter()
+        .filter_map(|(name, lease)| {
+            let holder = lease.holder.as_ref().filter(|r| r.holder.key == key)?;
+            let mut hasher = DefaultHasher::new();
+            ("lease", name, holder.ticket).hash(&mut hasher);
+            Some(Fact {
+                key: hasher.finish(),
+                line: format!(
+                    "You hold the lease `{}` now; call `majordomus_release` when you are done \
+                     with it.",
+                    for_terminal(name)
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The key of the holder that is session `peer` of the server `server`.
+fn session_key(server: ProcessId, peer: &PeerId) -> String {
+    format!(
+        "session:{}:{}:{peer}",
+        server.pid,
+        server.start.unwrap_or(0)
+    )
 }

@@ -617,7 +617,7 @@ pub(crate) async fn listing(
         }
         _ => gather(ctx, checkouts, detail).await?,
     };
-    if checkouts != Checkouts::This {
+    if checkouts != Checkouts::This && detail == Detail::Whole {
         listing.leases = listed_leases(&ctx.site).await;
     }
     if detail == Detail::Whole {
