@@ -163,6 +163,15 @@ async fn a_waiting_call_is_granted_on_release_and_a_leased_command_gives_its_exi
     let holder = McpClient::http(&lease, "holder", "1.0").await;
     let waiter = Arc::new(McpClient::stdio(&repo, &root, "waiter", "1.0").await);
     let witness = McpClient::http(&lease, "witness", "1.0").await;
+    let mut events = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("{}/api/v1/events?checkouts=this", lease.url()))
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(
         holder.answer(LEASE, json!({"name": "test-suite"})).await["state"],
         "granted"
@@ -212,6 +221,23 @@ async fn a_waiting_call_is_granted_on_release_and_a_leased_command_gives_its_exi
         .expect("the waiting call answers once the holder releases")
         .unwrap();
     assert_eq!(granted["state"], "granted", "{granted}");
+    // The event stream told of the lease changing hands.
+    let heard = tokio::time::timeout(common::BOUND, async {
+        let mut text = String::new();
+        while let Some(chunk) = events.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(line) = text
+                .lines()
+                .find(|line| line.contains(r#""kind":"lease""#) && line.contains("waiter"))
+            {
+                return line.to_string();
+            }
+        }
+        panic!("the stream ended: {text}");
+    })
+    .await
+    .expect("a lease event within the bound");
+    assert!(heard.contains(r#""name":"test-suite""#), "{heard}");
 
     // A command waits its turn, runs holding the lease, and hands it on when it exits.
     let output = run_cli(

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
 use majordomus_domain::leases::{
-    Handed, Holder, LeaseError, LeaseTable, Life, ProcessId, Resource, Standing, millis,
-    port_lease_name,
+    Holder, LeaseError, LeaseTable, Life, ProcessId, Resource, Standing, millis, port_lease_name,
 };
 use majordomus_domain::limits::{
     LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_DEFAULT, LEASE_TTL_SECS_MAX, LEASE_WAIT_SECS_MAX,
@@ -328,10 +327,10 @@ impl Operation for LeasesRelease {
             }
         };
         let released = name.clone();
-        let handed = blocking(move || {
+        let (handed, now) = blocking(move || {
             file.change(
                 |table| match table.release(&name, &holder.key, SystemTime::now()) {
-                    Ok(handed) => (Ok(handed), true),
+                    Ok(handed) => (Ok((handed, lease_now(table, &name))), true),
                     Err(error) => (Err(error), false),
                 },
             )
@@ -340,6 +339,7 @@ impl Operation for LeasesRelease {
         .await?
         .map_err(refusal)?;
         TABLE_CHANGED.notify_waiters();
+        tell(ctx.server.as_deref(), vec![now]);
         Ok(Released {
             name: released,
             next: handed.map(|handed| handed.to.label),
@@ -357,18 +357,49 @@ fn ask(
     port: Option<&dyn BoardPort>,
 ) -> Result<(String, Standing, Option<u16>), CapabilityError> {
     let attached = port.map(attached_here);
-    let asked = file
+    let (asked, changed) = file
         .change(|table| {
             let before = table.clone();
             let now = SystemTime::now();
-            table.sweep(now, |h| alive(h, attached.as_ref()));
+            let handed = table.sweep(now, |h| alive(h, attached.as_ref()));
+            let mut changed: Vec<LeaseNow> =
+                handed.iter().map(|h| lease_now(table, &h.name)).collect();
             let asked = acquire_in(table, resource, holder, ttl, now);
-            let changed = *table != before;
-            (asked, changed)
+            if let Ok((name, ..)) = &asked
+                && table.leases.get(name) != before.leases.get(name)
+            {
+                changed.push(lease_now(table, name));
+            }
+            let written = *table != before;
+            ((asked, changed), written)
         })
         .map_err(unreadable)?;
     TABLE_CHANGED.notify_waiters();
+    tell(port, changed);
     asked.map_err(refusal)
+}
+
+/// What the event stream says of a lease that changed: its name, who holds it, how many
+/// wait.
+type LeaseNow = (String, Option<String>, usize);
+
+fn lease_now(table: &LeaseTable, name: &str) -> LeaseNow {
+    let lease = table.leases.get(name);
+    (
+        name.to_string(),
+        lease
+            .and_then(|lease| lease.holder.as_ref())
+            .map(|r| r.holder.label.clone()),
+        lease.map_or(0, |lease| lease.queue.len()),
+    )
+}
+
+fn tell(port: Option<&dyn BoardPort>, changed: Vec<LeaseNow>) {
+    if let Some(port) = port {
+        for (name, holder, queued) in changed {
+            port.lease_changed(&name, holder.as_deref(), queued);
+        }
+    }
 }
 
 fn acquire_in(
@@ -445,7 +476,8 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
         }
         file.change(|table| {
             let handed = table.sweep(now, |h| alive(h, Some(&attached)));
-            (handed, true)
+            let changed: Vec<LeaseNow> = handed.iter().map(|h| lease_now(table, &h.name)).collect();
+            (changed, true)
         })
         .ok()
     })
@@ -455,13 +487,7 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
     .unwrap_or_default();
     if !handed.is_empty() {
         TABLE_CHANGED.notify_waiters();
-        log_handed(&handed);
-    }
-}
-
-fn log_handed(handed: &[Handed]) {
-    for grant in handed {
-        tracing::debug!(lease = %grant.name, to = %grant.to, "lease handed on");
+        tell(Some(port), handed);
     }
 }
 
