@@ -446,6 +446,21 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         })
         .await;
     }
+    if words == ["release"] {
+        // The lease `majordomus lease` took for its caller is released for the same caller.
+        let mut input = Map::new();
+        if let Some(name) = leaf.get_one::<String>("name") {
+            input.insert("name".into(), Value::String(name.clone()));
+        }
+        input.insert(
+            "pid".into(),
+            Value::from(std::os::unix::process::parent_id()),
+        );
+        let release = crate::capabilities::registry()
+            .by_id("leases.release")
+            .expect("leases.release is built in");
+        return run_with_input(release, leaf, input).await;
+    }
     if let Some(capability) = crate::capabilities::registry().iter().find(|c| {
         c.declaration
             .exposure
@@ -554,13 +569,6 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
                 input.insert(name.clone(), Value::String(value.clone()));
             }
         }
-    }
-    if capability.id() == "leases.release" {
-        // The lease `majordomus lease` took for its caller is released for the same caller.
-        input.insert(
-            "pid".into(),
-            Value::from(std::os::unix::process::parent_id()),
-        );
     }
     run_with_input(capability, matches, input).await
 }

@@ -289,6 +289,27 @@ async fn a_waiting_call_is_granted_on_release_and_a_leased_command_gives_its_exi
         "the command released it: {after}"
     );
 
+    // Without a command, the lease is the caller's (here, this test's process) until released.
+    let output = run_cli(&repo, ["lease", "--repo", path(&root), "db:staging"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.starts_with("granted db:staging"), "{said}");
+    let queued = witness.answer(LEASE, json!({"name": "db:staging"})).await;
+    assert!(
+        queued["holder"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("process {}", std::process::id())),
+        "{queued}"
+    );
+    let output = run_cli(&repo, ["release", "--repo", path(&root), "db:staging"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains("holds it now"),
+        "handed to the witness: {said}"
+    );
+
     holder.close().await;
     witness.close().await;
     Arc::into_inner(waiter).unwrap().close().await;
