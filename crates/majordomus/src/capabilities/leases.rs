@@ -361,7 +361,8 @@ fn ask(
         .change(|table| {
             let before = table.clone();
             let now = SystemTime::now();
-            let handed = table.sweep(now, |h| alive(h, attached.as_ref()));
+            let known = Known::default();
+            let handed = table.sweep(now, |h| alive(h, attached.as_ref(), &known));
             let mut changed: Vec<LeaseNow> =
                 handed.iter().map(|h| lease_now(table, &h.name)).collect();
             let asked = acquire_in(table, resource, holder, ttl, now);
@@ -428,12 +429,31 @@ fn port_is_free(port: u16) -> bool {
 /// Whether `holder` lives, as this process can tell: a session of this server while its
 /// peer is attached here (`attached`, when this process serves), any other while the
 /// process its life hangs on runs.
-fn alive(holder: &Holder, attached: Option<&(ProcessId, HashSet<PeerId>)>) -> bool {
+fn alive(holder: &Holder, attached: Option<&(ProcessId, HashSet<PeerId>)>, known: &Known) -> bool {
     match (&holder.life, attached) {
         (Life::Session { server, peer }, Some((this, peers))) if server == this => {
             peers.contains(&PeerId(peer.clone()))
         }
-        _ => lease_table::lives(holder),
+        _ => known.lives(holder),
+    }
+}
+
+/// Whether each process a table names runs, asked once per process however many requests
+/// name it: a sweep under the lock asks about every request of the table.
+#[derive(Default)]
+struct Known(std::cell::RefCell<std::collections::HashMap<ProcessId, bool>>);
+
+impl Known {
+    fn lives(&self, holder: &Holder) -> bool {
+        let process = match &holder.life {
+            Life::Session { server, .. } => *server,
+            Life::Process { process } => *process,
+        };
+        *self
+            .0
+            .borrow_mut()
+            .entry(process)
+            .or_insert_with(|| lease_table::lives(holder))
     }
 }
 
@@ -465,9 +485,10 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
     let handed = tokio::task::spawn_blocking(move || {
         let now = SystemTime::now();
         let table = file.read().ok()?;
+        let known = Known::default();
         let stale = table.leases.values().any(|lease| {
             lease.requests().any(|r| {
-                !alive(&r.holder, Some(&attached))
+                !alive(&r.holder, Some(&attached), &known)
                     || r.expires_ms.is_some_and(|at| at <= millis(now))
             })
         });
@@ -475,7 +496,8 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
             return Some(Vec::new());
         }
         file.change(|table| {
-            let handed = table.sweep(now, |h| alive(h, Some(&attached)));
+            let known = Known::default();
+            let handed = table.sweep(now, |h| alive(h, Some(&attached), &known));
             let changed: Vec<LeaseNow> = handed.iter().map(|h| lease_now(table, &h.name)).collect();
             (changed, true)
         })
@@ -635,19 +657,20 @@ pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
         return Vec::new();
     };
     let now = millis(SystemTime::now());
+    let known = Known::default();
     table
         .leases
         .iter()
         .filter_map(|(name, lease)| {
             let holder = lease.holder.as_ref()?;
-            if !lease_table::lives(&holder.holder) {
+            if !known.lives(&holder.holder) {
                 return None;
             }
             let waiting: Vec<&Holder> = lease
                 .queue
                 .iter()
                 .map(|r| &r.holder)
-                .filter(|h| lease_table::lives(h))
+                .filter(|h| known.lives(h))
                 .collect();
             Some(ListedLease {
                 name: name.clone(),
