@@ -18,6 +18,7 @@ pub mod conflicts;
 pub mod files;
 pub mod git;
 pub mod lease;
+pub mod lease_table;
 pub mod notice;
 pub mod process;
 pub mod resolve;

@@ -16,6 +16,7 @@ pub mod conflicts;
 pub mod episodes;
 pub mod ids;
 pub mod index;
+pub mod leases;
 pub mod limits;
 pub mod listing;
 mod pairs;

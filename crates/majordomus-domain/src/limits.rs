@@ -62,3 +62,35 @@ pub const OVERLAPS_LISTED: usize = 32;
 /// they sit in the system prompt of every session, so they stay well under that whatever
 /// the peers on the board wrote.
 pub const INSTRUCTIONS_BYTES: usize = 1_500;
+
+/// Bytes in a lease's name (`test-suite`, `db:staging`, `port:3000-3099`): a label people
+/// type, read on one line of the board.
+pub const LEASE_NAME_BYTES: usize = 64;
+
+/// Requests queued behind one lease's holder. Every session of a busy repository fits; a
+/// queue longer than this would wait longer than any wait a call may make.
+pub const LEASE_QUEUE: usize = 64;
+
+/// Leases held or queued for in one repository at a time: the table is read on every lease
+/// call and listed on the board.
+pub const LEASES: usize = 256;
+
+/// Leases one holder may hold or queue for at a time.
+pub const LEASES_PER_HOLDER: usize = 32;
+
+/// The longest a lease is granted for before it must be asked for again (a day): a lease
+/// outlives a forgotten session by at most this.
+pub const LEASE_TTL_SECS_MAX: u32 = 86_400;
+
+/// How long a lease is granted for when the caller does not say.
+pub const LEASE_TTL_SECS_DEFAULT: u32 = 600;
+
+/// The longest a lease call waits inside the call for its grant: clients give a tool call a
+/// few minutes at most.
+pub const LEASE_WAIT_SECS_MAX: u32 = 600;
+
+/// Ports in one `port:A-B` range: each is tried in turn when a worktree needs a new one.
+pub const PORT_RANGE_PORTS: u32 = 1_024;
+
+/// The worktrees' port assignments remembered; the least recently used go first.
+pub const PORT_ASSIGNMENTS: usize = 1_024;

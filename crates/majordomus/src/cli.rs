@@ -156,6 +156,11 @@ pub fn command() -> Command {
     }
     let root = graft(root, &["episodes", "log"], episodes_log_command());
     root.subcommand(board_command())
+        .mut_subcommand("lease", lease_command)
+        .mut_subcommand("release", |release| {
+            name_positional(release.mut_arg("name", |name| name.long(None)))
+                .mut_arg("pid", |arg| arg.hide(true))
+        })
         .mut_subcommand("peers", |peers| {
             peers.arg(
                 Arg::new("watch")
@@ -179,6 +184,34 @@ fn board_command() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Also open the link with xdg-open (open on macOS)"),
         )
+}
+
+/// `majordomus lease NAME [-- COMMAND…]`: the capability's command with the name as its
+/// argument, its seconds as numbers, and the command to run while holding the lease.
+fn lease_command(derived: Command) -> Command {
+    let seconds = |arg: Arg, long: &'static str| {
+        arg.long(long)
+            .value_name("SECONDS")
+            .value_parser(clap::value_parser!(u32))
+    };
+    name_positional(derived.mut_arg("name", |name| name.long(None)))
+        .mut_arg("ttl_secs", |arg| seconds(arg, "ttl"))
+        .mut_arg("wait_secs", |arg| {
+            seconds(arg, "wait").help("Seconds to wait for the grant when queued; a COMMAND waits as long as it takes unless told")
+        })
+        .mut_arg("pid", |arg| arg.hide(true))
+        .arg(
+            Arg::new("command")
+                .value_name("COMMAND")
+                .num_args(1..)
+                .last(true)
+                .help("Run this while holding the lease, release it when it exits, and exit with its code"),
+        )
+}
+
+/// A command's `name` flag made its first argument.
+fn name_positional(command: Command) -> Command {
+    command.mut_arg("name", |name| name.required(true))
 }
 
 /// `majordomus episodes log`: the journal read back, beside the derived `majordomus episodes`.
@@ -457,6 +490,37 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         };
         return exit_code(crate::watch::peers(site_dir(leaf), checkouts).await);
     }
+    if words == ["lease"] {
+        return crate::commands::lease(crate::commands::LeaseCommand {
+            dir: site_dir(leaf),
+            name: leaf.get_one::<String>("name").cloned().unwrap_or_default(),
+            ttl_secs: leaf.get_one::<u32>("ttl_secs").copied(),
+            wait_secs: leaf.get_one::<u32>("wait_secs").copied(),
+            command: leaf
+                .get_many::<String>("command")
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect(),
+            json: leaf.get_flag("json"),
+        })
+        .await;
+    }
+    if words == ["release"] {
+        // The lease `majordomus lease` took for its caller is released for the same caller.
+        let mut input = Map::new();
+        if let Some(name) = leaf.get_one::<String>("name") {
+            input.insert("name".into(), Value::String(name.clone()));
+        }
+        input.insert(
+            "pid".into(),
+            Value::from(std::os::unix::process::parent_id()),
+        );
+        let release = crate::capabilities::registry()
+            .by_id("leases.release")
+            .expect("leases.release is built in");
+        return run_with_input(release, leaf, input).await;
+    }
     if let Some(capability) = crate::capabilities::registry().iter().find(|c| {
         c.declaration
             .exposure
@@ -558,13 +622,6 @@ fn site_dir(matches: &ArgMatches) -> PathBuf {
 }
 
 async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCode {
-    let site = match Site::open(&site_dir(matches)) {
-        Ok(site) => site,
-        Err(message) => {
-            eprintln!("majordomus: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
     let mut input = Map::new();
     if let Some(properties) = capability.input_schema()["properties"].as_object() {
         for name in properties.keys() {
@@ -573,6 +630,21 @@ async fn run_capability(capability: &Capability, matches: &ArgMatches) -> ExitCo
             }
         }
     }
+    run_with_input(capability, matches, input).await
+}
+
+async fn run_with_input(
+    capability: &Capability,
+    matches: &ArgMatches,
+    input: Map<String, Value>,
+) -> ExitCode {
+    let site = match Site::open(&site_dir(matches)) {
+        Ok(site) => site,
+        Err(message) => {
+            eprintln!("majordomus: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     match capability
         .call(&Context::observer(site), Value::Object(input))
         .await

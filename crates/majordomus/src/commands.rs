@@ -1,4 +1,5 @@
-//! The fixed commands: `mcp`, `serve`, `serve stop`, `serve ensure`, `allow`.
+//! The fixed commands: `mcp`, `serve`, `serve stop`, `serve ensure`, `allow`, and `lease`'s
+//! holding of a lease for a command's run.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -204,4 +205,173 @@ pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
         suggested.shown
     );
     Ok(())
+}
+
+/// What `majordomus lease` was asked.
+pub struct LeaseCommand {
+    pub dir: PathBuf,
+    pub name: String,
+    pub ttl_secs: Option<u32>,
+    /// How long to wait for the grant; without it, a command waits as long as it takes and
+    /// a lease alone is not waited for.
+    pub wait_secs: Option<u32>,
+    /// The command to run while holding the lease; empty for a lease held for the caller.
+    pub command: Vec<String>,
+    pub json: bool,
+}
+
+/// The exit code of `majordomus lease` when the lease was not granted within the wait:
+/// `EX_TEMPFAIL`, "try again later".
+const EXIT_NOT_GRANTED: u8 = 75;
+
+/// `majordomus lease NAME [-- COMMAND…]`: the lease for the caller's process (a script's
+/// shell), or held for the run of COMMAND and released when it exits, with its exit code.
+/// A request still queued when the wait ends leaves the queue: a script that was told "not
+/// granted" must not come to hold the lease unknowingly.
+pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let site = match Site::open(&asked.dir) {
+        Ok(site) => site,
+        Err(message) => {
+            eprintln!("majordomus: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = crate::context::Context::observer(site);
+    let pid = if asked.command.is_empty() {
+        std::os::unix::process::parent_id()
+    } else {
+        std::process::id()
+    };
+    let registry = crate::capabilities::registry();
+    let acquire = registry
+        .by_id("leases.acquire")
+        .expect("leases.acquire is built in");
+    let release = registry
+        .by_id("leases.release")
+        .expect("leases.release is built in");
+    let wait_until = asked
+        .wait_secs
+        .map(|secs| Instant::now() + Duration::from_secs(u64::from(secs)));
+    let mut told_queued = false;
+    let answer = loop {
+        let wait_secs = match wait_until {
+            Some(until) => until.saturating_duration_since(Instant::now()).as_secs(),
+            None if asked.command.is_empty() => 0,
+            None => u64::from(majordomus_domain::limits::LEASE_WAIT_SECS_MAX),
+        };
+        let input = serde_json::json!({
+            "name": asked.name,
+            "ttl_secs": asked.ttl_secs,
+            "wait_secs": wait_secs,
+            "pid": pid,
+        });
+        let answer = match acquire.call(&ctx, strip_nulls(input)).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                eprintln!("majordomus: {}", error.message);
+                return ExitCode::from(if error.kind == crate::api::ErrorKind::InvalidInput {
+                    2
+                } else {
+                    1
+                });
+            }
+        };
+        let granted = answer["state"] == "granted";
+        let waited_out = wait_until.is_none_or(|until| Instant::now() >= until);
+        if granted || (waited_out && (wait_until.is_some() || asked.command.is_empty())) {
+            break answer;
+        }
+        if !told_queued {
+            told_queued = true;
+            eprintln!("majordomus: {}", acquire.render(&answer));
+        }
+    };
+    let show = |answer: &serde_json::Value| {
+        if asked.json {
+            crate::render::say!(
+                "{}",
+                serde_json::to_string_pretty(answer).expect("answers serialise")
+            );
+        } else if asked.command.is_empty() {
+            crate::render::say!("{}", acquire.render(answer));
+        }
+    };
+    let name = answer["name"].as_str().unwrap_or(&asked.name).to_string();
+    let release_input = serde_json::json!({ "name": name, "pid": pid });
+    if answer["state"] != "granted" {
+        show(&answer);
+        let _ = release.call(&ctx, release_input).await;
+        eprintln!(
+            "majordomus: `{}` was not granted within the wait; left its queue",
+            majordomus_domain::text::for_terminal(&asked.name)
+        );
+        return ExitCode::from(EXIT_NOT_GRANTED);
+    }
+    show(&answer);
+    if asked.command.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let code = run_holding(&ctx, acquire, &asked, pid, answer).await;
+    if let Err(error) = release.call(&ctx, release_input).await {
+        eprintln!("majordomus: {}", error.message);
+    }
+    code
+}
+
+/// Runs the command while the lease is held, asking for it again every third of its ttl so
+/// that a long run does not outlive its grant; answers the command's exit code (128 + the
+/// signal that ended it).
+async fn run_holding(
+    ctx: &crate::context::Context,
+    acquire: &crate::registry::Capability,
+    asked: &LeaseCommand,
+    pid: u32,
+    granted: serde_json::Value,
+) -> std::process::ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitCode;
+    let (program, args) = asked.command.split_first().expect("a command was given");
+    let mut child = match tokio::process::Command::new(program).args(args).spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("majordomus: could not run `{program}`: {error}");
+            return ExitCode::from(127);
+        }
+    };
+    let ttl = granted["expires_in_secs"].as_u64().unwrap_or(1).max(3);
+    let mut renew = tokio::time::interval(Duration::from_secs(ttl / 3));
+    renew.tick().await;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = renew.tick() => {
+                let input = serde_json::json!({
+                    "name": granted["name"], "ttl_secs": asked.ttl_secs, "pid": pid,
+                });
+                if let Err(error) = acquire.call(ctx, strip_nulls(input)).await {
+                    eprintln!("majordomus: could not renew the lease: {}", error.message);
+                }
+            }
+        }
+    };
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            (None, Some(signal)) => ExitCode::from(128 + u8::try_from(signal).unwrap_or(0)),
+            (None, None) => ExitCode::FAILURE,
+        },
+        Err(error) => {
+            eprintln!("majordomus: waiting for `{program}` failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `input` without its `null` fields, which the capability's input would refuse.
+fn strip_nulls(mut input: serde_json::Value) -> serde_json::Value {
+    if let Some(object) = input.as_object_mut() {
+        object.retain(|_, value| !value.is_null());
+    }
+    input
 }

@@ -233,6 +233,10 @@ pub trait BoardPort: Send + Sync {
     /// (`Site::sibling_view_bound`); `None` when it must be asked. Asking is what starts (and
     /// keeps up) the following.
     fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard>;
+
+    /// Tells the event stream that the repository's lease `name` changed through this
+    /// server: who holds it now, and how many wait.
+    fn lease_changed(&self, name: &str, holder: Option<&str>, queued: usize);
 }
 
 /// How long an edit stopped once by a speed bump (another worktree's uncommitted change, a

@@ -472,6 +472,8 @@ async fn every_tool_declares_whether_it_reads_and_whether_it_repeats_safely() {
         ("majordomus_announce", false, true),
         ("majordomus_session_attach", false, true),
         ("majordomus_session_detach", false, false),
+        ("majordomus_lease", false, true),
+        ("majordomus_release", false, false),
     ];
     assert_eq!(tools.len(), expected.len());
     for (name, read_only, idempotent) in expected {

@@ -256,6 +256,7 @@ mod tests {
             boards: Vec::new(),
             complete: true,
             federation: None,
+            leases: Vec::new(),
             change_overlaps: Vec::new(),
             more_change_overlaps: 0,
             conflicts: None,

@@ -6,6 +6,7 @@ pub mod conflicts;
 pub mod episodes;
 pub mod federated;
 pub mod hooks;
+pub mod leases;
 pub mod peers;
 pub mod server;
 
@@ -23,6 +24,8 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<episodes::EpisodesList>(),
         Capability::of::<episodes::EpisodesAttach>(),
         Capability::of::<episodes::EpisodesDetach>(),
+        Capability::of::<leases::LeasesAcquire>(),
+        Capability::of::<leases::LeasesRelease>(),
         Capability::of::<hooks::HooksGuard>(),
         Capability::of::<hooks::HooksEdit>(),
         Capability::of::<hooks::HooksNews>(),

@@ -30,6 +30,7 @@ use crate::api::CapabilityError;
 use crate::capabilities::board::{Board, BoardPeers};
 use crate::capabilities::conflicts::{ConflictPrediction, predict_repository};
 use crate::capabilities::federated::remote_overlaps;
+use crate::capabilities::leases::{ListedLease, lease_line, listed_leases};
 use crate::context::{Context, RepositoryReading, Site};
 use crate::federation::FederationStatus;
 use crate::port::{BoardPort, CachedListing, ListingInputs};
@@ -338,6 +339,10 @@ pub struct PeerList {
     /// repository; absent for `checkouts: this`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<ConflictSummary>,
+    /// The repository's leases held now, for a listing of the repository: each holder and
+    /// who waits, in turn; at most 32. Absent when none is held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<ListedLease>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -529,6 +534,9 @@ impl Operation for PeersList {
                 ));
             }
         }
+        for lease in &output.leases {
+            text.push_str(&format!("\n  {}", lease_line(lease)));
+        }
         if let Some(federation) = &output.federation {
             text.push_str(&format!(
                 "\nfederation: {}",
@@ -609,6 +617,9 @@ pub(crate) async fn listing(
         }
         _ => gather(ctx, checkouts, detail).await?,
     };
+    if checkouts != Checkouts::This && detail == Detail::Whole {
+        listing.leases = listed_leases(&ctx.site).await;
+    }
     if detail == Detail::Whole {
         if listing.size_estimate() > ENCODE_INLINE_BYTES {
             // A crowded repository's peers take a while to compare: not on a worker.
@@ -699,6 +710,7 @@ fn listing_of(
         peers,
         boards: views,
         federation: None,
+        leases: Vec::new(),
     }
 }
 

@@ -107,6 +107,14 @@ pub enum Change<'a> {
     SiblingReached,
     /// A sibling worktree's stream could not be followed or was lost: re-read its board.
     SiblingLost { reason: &'a str },
+    /// A lease of the repository was asked for, handed on or let go through this server:
+    /// who holds it now (none: nobody) and how many wait.
+    Lease {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        holder: Option<&'a str>,
+        queued: usize,
+    },
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
@@ -257,6 +265,20 @@ impl EventBus {
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock_or_recover()
+    }
+
+    /// A lease changed through this server (the table is the repository's, not the board's:
+    /// nothing of the board is locked for it).
+    pub fn lease_changed(&self, name: &str, holder: Option<&str>, queued: usize) {
+        let mut inner = self.inner();
+        self.publish_local(
+            &mut inner,
+            Change::Lease {
+                name,
+                holder,
+                queued,
+            },
+        );
     }
 
     /// A peer attached; the caller holds the board's lock.

@@ -148,6 +148,10 @@ impl BoardPort for ServerState {
         &self.federation
     }
 
+    fn lease_changed(&self, name: &str, holder: Option<&str>, queued: usize) {
+        self.events.lease_changed(name, holder, queued);
+    }
+
     fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard> {
         self.events.siblings.wanted();
         self.events

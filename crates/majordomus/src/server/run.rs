@@ -250,6 +250,7 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
                     state.let_silent_bridges_go();
                     state.forget_departed_workers();
                     state.reap_episodes();
+                    crate::capabilities::leases::sweep(&state.site, state.as_ref()).await;
                 }
             }
         }

@@ -265,7 +265,11 @@ pub async fn news(
         }
         NewsMoment::Prompt => bounded(
             server
-                .untold(session_id, overlaps)
+                .untold(session_id, {
+                    let mut facts = overlaps;
+                    facts.extend(crate::capabilities::leases::grants_to(ctx, peer).await);
+                    facts
+                })
                 .into_iter()
                 .map(|fact| fact.line)
                 .collect(),
@@ -721,6 +725,7 @@ mod tests {
             conflicts: None,
             complete: true,
             federation: None,
+            leases: Vec::new(),
         }
     }
 

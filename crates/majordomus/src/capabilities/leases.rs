@@ -1,0 +1,754 @@
+//! `leases.acquire`, `leases.release`: a shared resource (a test suite, a port, a staging
+//! database) for one session at a time, the others queued first come, first served.
+//!
+//! The table is the repository's one file in the common git dir
+//! (`majordomus_checkout::lease_table`): every worktree's server and every `majordomus
+//! lease` change it under one lock, so no server has to run for it and none can disagree.
+//! A holder is an MCP session of some server (it lasts while that server keeps the peer on
+//! its board, and the server's housekeeping removes what a departed peer held) or a process
+//! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
+//! table drops what outlived its process or its ttl and hands the lease on; a request that
+//! waits sees its grant from the table itself.
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use majordomus_checkout::lease_table::{self, LeaseTableFile};
+use majordomus_domain::leases::{
+    Holder, LeaseError, LeaseTable, Life, ProcessId, Resource, Standing, millis, port_lease_name,
+};
+use majordomus_domain::limits::{
+    LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_DEFAULT, LEASE_TTL_SECS_MAX, LEASE_WAIT_SECS_MAX,
+};
+use majordomus_domain::peers::PeerId;
+use majordomus_domain::text::for_terminal;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::api::CapabilityError;
+use crate::context::{Context, Site};
+use crate::port::{BoardPort, Fact};
+use crate::registry::{
+    BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+};
+
+/// The highest pid Linux hands out (`pid_max` at most 2^22).
+const PID_MAX: u32 = 4_194_304;
+
+/// What to ask of `leases.acquire`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcquireInput {
+    /// `test-suite`, `db:staging`; `port:A-B` for a port of the range.
+    #[schemars(length(min = 1, max = LEASE_NAME_BYTES), regex(pattern = NAME_PATTERN))]
+    pub name: String,
+    /// Grant seconds; default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = LEASE_TTL_SECS_MAX))]
+    pub ttl_secs: Option<u32>,
+    /// Seconds to wait for the grant; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = LEASE_WAIT_SECS_MAX))]
+    pub wait_secs: Option<u32>,
+    /// Without an MCP session: the process it lasts for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = PID_MAX))]
+    pub pid: Option<u32>,
+}
+
+/// The characters of a lease name, as the table checks them.
+const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
+
+impl BenchCases for AcquireInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "own-session",
+            AcquireInput {
+                name: "bench-suite".into(),
+                ttl_secs: Some(60),
+                wait_secs: None,
+                pid: None,
+            },
+        )]
+    }
+}
+
+/// Whether a lease is yours now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseState {
+    Granted,
+    Queued,
+}
+
+/// The answer of `leases.acquire`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct LeaseAnswer {
+    /// The lease: for a port range, `port:<your port>`.
+    pub name: String,
+    pub state: LeaseState,
+    /// The request's number: leases are granted in ticket order.
+    #[schemars(range(min = 0))]
+    pub ticket: u64,
+    /// Your place in the queue, 1 first; absent when granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = LEASE_QUEUE))]
+    pub position: Option<usize>,
+    /// Who holds it, when queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// Seconds left of the grant; ask again to renew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = LEASE_TTL_SECS_MAX))]
+    pub expires_in_secs: Option<u64>,
+    /// The port handed to your worktree, for a port range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65_535))]
+    pub port: Option<u16>,
+}
+
+/// `leases.acquire`.
+pub struct LeasesAcquire;
+
+impl Operation for LeasesAcquire {
+    type Input = AcquireInput;
+    type Output = LeaseAnswer;
+    const DECLARATION: Declaration = Declaration {
+        id: "leases.acquire",
+        kind: Kind::Command,
+        title: "Lease a shared resource",
+        description: "Hold a shared resource alone, repository-wide: `granted`, or `queued` \
+            (first come, first served) with position and holder. `wait_secs` waits for the \
+            grant; asking again renews it. Ends on release, ttl or session end.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_lease"),
+            http: Some((HttpMethod::Post, "/api/v1/leases")),
+            cli: Some(&["lease"]),
+        },
+        tags: &["leases", "coordination"],
+        stability: Stability::Experimental,
+        idempotent: true,
+        moments: &[
+            Moment {
+                headline: "two agents ran the test suite against one database at once",
+                detail: "Each leases `test-suite` first: one runs, the other is queued behind \
+                    it, named, and granted when it finishes.",
+            },
+            Moment {
+                headline: "two worktrees' dev servers fought over port 3000",
+                detail: "Each leases `port:3000-3099` and is handed its own port, the same \
+                    one every time while nobody else took it.",
+            },
+        ],
+    };
+
+    fn render(output: &LeaseAnswer) -> String {
+        let name = for_terminal(&output.name);
+        match output.state {
+            LeaseState::Granted => format!(
+                "granted {name}{} for {} s (ticket {})",
+                output
+                    .port
+                    .map(|port| format!(" (port {port})"))
+                    .unwrap_or_default(),
+                output.expires_in_secs.unwrap_or(0),
+                output.ticket
+            ),
+            LeaseState::Queued => format!(
+                "queued for {name} at position {}, held by {} (ticket {})",
+                output.position.unwrap_or(0),
+                for_terminal(output.holder.as_deref().unwrap_or("?")),
+                output.ticket
+            ),
+        }
+    }
+
+    async fn run(ctx: &Context, input: AcquireInput) -> Result<LeaseAnswer, CapabilityError> {
+        let resource = Resource::parse(&input.name).map_err(refusal)?;
+        let ttl = Duration::from_secs(u64::from(input.ttl_secs.unwrap_or(LEASE_TTL_SECS_DEFAULT)));
+        let wait_secs = input.wait_secs.unwrap_or(0);
+        if wait_secs > LEASE_WAIT_SECS_MAX {
+            return Err(CapabilityError::invalid_input(format!(
+                "`wait_secs` is at most {LEASE_WAIT_SECS_MAX}; {wait_secs} is not"
+            )));
+        }
+        let holder = holder_of(ctx, input.pid)?;
+        let file = table_file(&ctx.site)?;
+        let deadline = Instant::now() + Duration::from_secs(u64::from(wait_secs));
+        let asked = {
+            let (file, holder, port) = (file.clone(), holder.clone(), ctx.server.clone());
+            blocking(move || ask(&file, &resource, holder, ttl, port.as_deref())).await?
+        };
+        let (name, mut standing, port) = asked;
+        let mut last_sweep = Instant::now();
+        while matches!(standing, Standing::Queued { .. }) && Instant::now() < deadline {
+            let stamp = file.stamp();
+            let changed = TABLE_CHANGED.notified();
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
+            }
+            if last_sweep.elapsed() >= SWEEP_EVERY {
+                // Someone's holder may have died, or its ttl run out, with nobody to notice.
+                last_sweep = Instant::now();
+                let (file, holder, port, name) = (
+                    file.clone(),
+                    holder.clone(),
+                    ctx.server.clone(),
+                    name.clone(),
+                );
+                standing = blocking(move || {
+                    let resource = Resource::Named(name);
+                    ask(&file, &resource, holder, ttl, port.as_deref()).map(|(_, s, _)| s)
+                })
+                .await?;
+            } else if file.stamp() != stamp {
+                let (file, key, asked) = (file.clone(), holder.key.clone(), name.clone());
+                if let Some(now) = blocking(move || {
+                    file.read()
+                        .map(|table| table.standing(&asked, &key))
+                        .map_err(unreadable)
+                })
+                .await?
+                {
+                    standing = now;
+                } else {
+                    return Err(CapabilityError::not_found(format!(
+                        "your request for `{name}` left the table while it waited (its session \
+                         or process ended, or it was released)"
+                    )));
+                }
+            }
+        }
+        Ok(answer(name, standing, port, SystemTime::now()))
+    }
+}
+
+/// How often a waiting request looks at the table when nothing in this process changed it.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How often a waiting request sweeps the table for holders that died or ran out.
+const SWEEP_EVERY: Duration = Duration::from_millis(500);
+
+/// Woken whenever this process changed the table, so requests waiting here look at once.
+static TABLE_CHANGED: LazyLock<Notify> = LazyLock::new(Notify::new);
+
+/// The input of `leases.release`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseInput {
+    /// As asked for.
+    #[schemars(length(min = 1, max = LEASE_NAME_BYTES), regex(pattern = NAME_PATTERN))]
+    pub name: String,
+    /// Without an MCP session: the process it was for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = PID_MAX))]
+    pub pid: Option<u32>,
+}
+
+impl BenchCases for ReleaseInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "own-session",
+            ReleaseInput {
+                name: "bench-suite".into(),
+                pid: None,
+            },
+        )]
+    }
+}
+
+/// The answer of `leases.release`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Released {
+    /// The lease let go.
+    pub name: String,
+    /// Who holds it now, the first in line; absent when nobody waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// `leases.release`.
+pub struct LeasesRelease;
+
+impl Operation for LeasesRelease {
+    type Input = ReleaseInput;
+    type Output = Released;
+    const DECLARATION: Declaration = Declaration {
+        id: "leases.release",
+        kind: Kind::Command,
+        title: "Release a lease",
+        description: "Let a lease go, or leave its queue; the next in line gets it.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_release"),
+            http: Some((HttpMethod::Post, "/api/v1/leases/release")),
+            cli: Some(&["release"]),
+        },
+        tags: &["leases", "coordination"],
+        stability: Stability::Experimental,
+        idempotent: false,
+        moments: &[Moment {
+            headline: "the test run finished early",
+            detail: "Releasing hands the suite to the next session in line at once, instead \
+                of when the ttl runs out.",
+        }],
+    };
+
+    fn render(output: &Released) -> String {
+        match &output.next {
+            Some(next) => format!(
+                "released {}; {} holds it now",
+                for_terminal(&output.name),
+                for_terminal(next)
+            ),
+            None => format!("released {}", for_terminal(&output.name)),
+        }
+    }
+
+    async fn run(ctx: &Context, input: ReleaseInput) -> Result<Released, CapabilityError> {
+        let resource = Resource::parse(&input.name).map_err(refusal)?;
+        let holder = holder_of(ctx, input.pid)?;
+        let file = table_file(&ctx.site)?;
+        let name = match resource {
+            Resource::Named(name) => name,
+            Resource::PortRange { text, .. } => {
+                let file = file.clone();
+                let checkout = holder.checkout.clone();
+                blocking(move || file.read().map_err(unreadable))
+                    .await?
+                    .ports
+                    .iter()
+                    .find(|a| a.range == text && a.checkout == checkout)
+                    .map(|a| port_lease_name(a.port))
+                    .ok_or_else(|| refusal(LeaseError::NotHeld(text.clone())))?
+            }
+        };
+        let released = name.clone();
+        let (handed, now) = blocking(move || {
+            file.change(
+                |table| match table.release(&name, &holder.key, SystemTime::now()) {
+                    Ok(handed) => (Ok((handed, lease_now(table, &name))), true),
+                    Err(error) => (Err(error), false),
+                },
+            )
+            .map_err(unreadable)
+        })
+        .await?
+        .map_err(refusal)?;
+        TABLE_CHANGED.notify_waiters();
+        tell(ctx.server.as_deref(), vec![now]);
+        Ok(Released {
+            name: released,
+            next: handed.map(|handed| handed.to.label),
+        })
+    }
+}
+
+/// Asks for `resource` for `holder` under the lock, the table swept first: the lease's
+/// name, where the request stands, and the port handed for a range.
+fn ask(
+    file: &LeaseTableFile,
+    resource: &Resource,
+    holder: Holder,
+    ttl: Duration,
+    port: Option<&dyn BoardPort>,
+) -> Result<(String, Standing, Option<u16>), CapabilityError> {
+    let attached = port.map(attached_here);
+    let (asked, changed) = file
+        .change(|table| {
+            let before = table.clone();
+            let now = SystemTime::now();
+            let known = Known::default();
+            let handed = table.sweep(now, |h| alive(h, attached.as_ref(), &known));
+            let mut changed: Vec<LeaseNow> =
+                handed.iter().map(|h| lease_now(table, &h.name)).collect();
+            let asked = acquire_in(table, resource, holder, ttl, now);
+            if let Ok((name, ..)) = &asked
+                && table.leases.get(name) != before.leases.get(name)
+            {
+                changed.push(lease_now(table, name));
+            }
+            let written = *table != before;
+            ((asked, changed), written)
+        })
+        .map_err(unreadable)?;
+    TABLE_CHANGED.notify_waiters();
+    tell(port, changed);
+    asked.map_err(refusal)
+}
+
+/// What the event stream says of a lease that changed: its name, who holds it, how many
+/// wait.
+type LeaseNow = (String, Option<String>, usize);
+
+fn lease_now(table: &LeaseTable, name: &str) -> LeaseNow {
+    let lease = table.leases.get(name);
+    (
+        name.to_string(),
+        lease
+            .and_then(|lease| lease.holder.as_ref())
+            .map(|r| r.holder.label.clone()),
+        lease.map_or(0, |lease| lease.queue.len()),
+    )
+}
+
+fn tell(port: Option<&dyn BoardPort>, changed: Vec<LeaseNow>) {
+    if let Some(port) = port {
+        for (name, holder, queued) in changed {
+            port.lease_changed(&name, holder.as_deref(), queued);
+        }
+    }
+}
+
+fn acquire_in(
+    table: &mut LeaseTable,
+    resource: &Resource,
+    holder: Holder,
+    ttl: Duration,
+    now: SystemTime,
+) -> Result<(String, Standing, Option<u16>), LeaseError> {
+    let (name, port) = match resource {
+        Resource::Named(name) => (name.clone(), None),
+        Resource::PortRange { .. } => {
+            let port = table.assign_port(resource, &holder.checkout, now, port_is_free)?;
+            (port_lease_name(port), Some(port))
+        }
+    };
+    let standing = table.acquire(&name, holder, ttl, now)?;
+    Ok((name, standing, port))
+}
+
+/// Whether nothing listens on `port` of the loopback interface now.
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok()
+}
+
+/// Whether `holder` lives, as this process can tell: a session of this server while its
+/// peer is attached here (`attached`, when this process serves), any other while the
+/// process its life hangs on runs.
+fn alive(holder: &Holder, attached: Option<&(ProcessId, HashSet<PeerId>)>, known: &Known) -> bool {
+    match (&holder.life, attached) {
+        (Life::Session { server, peer }, Some((this, peers))) if server == this => {
+            peers.contains(&PeerId(peer.clone()))
+        }
+        _ => known.lives(holder),
+    }
+}
+
+/// Whether each process a table names runs, asked once per process however many requests
+/// name it: a sweep under the lock asks about every request of the table.
+#[derive(Default)]
+struct Known(std::cell::RefCell<std::collections::HashMap<ProcessId, bool>>);
+
+impl Known {
+    fn lives(&self, holder: &Holder) -> bool {
+        let process = match &holder.life {
+            Life::Session { server, .. } => *server,
+            Life::Process { process } => *process,
+        };
+        *self
+            .0
+            .borrow_mut()
+            .entry(process)
+            .or_insert_with(|| lease_table::lives(holder))
+    }
+}
+
+/// This server and the peers attached to its board now.
+fn attached_here(port: &dyn BoardPort) -> (ProcessId, HashSet<PeerId>) {
+    let peers = port
+        .board_peers(SystemTime::now())
+        .into_iter()
+        .filter(|peer| peer.attached)
+        .map(|peer| peer.id)
+        .collect();
+    (this_server(), peers)
+}
+
+/// This process, as a session's life names its server: read once, it never changes.
+fn this_server() -> ProcessId {
+    static THIS: LazyLock<ProcessId> = LazyLock::new(lease_table::this_process);
+    *THIS
+}
+
+/// Drops from the table whatever this server's departed peers held or waited for, and what
+/// outlived its process or ttl, when there is any: the server's housekeeping calls it every
+/// second, so the next in line is granted within about a second of a session's end.
+pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
+    let Ok(file) = table_file(site) else {
+        return;
+    };
+    let attached = attached_here(port);
+    let handed = tokio::task::spawn_blocking(move || {
+        let now = SystemTime::now();
+        let table = file.read().ok()?;
+        let known = Known::default();
+        let stale = table.leases.values().any(|lease| {
+            lease.requests().any(|r| {
+                !alive(&r.holder, Some(&attached), &known)
+                    || r.expires_ms.is_some_and(|at| at <= millis(now))
+            })
+        });
+        if !stale {
+            return Some(Vec::new());
+        }
+        file.change(|table| {
+            let known = Known::default();
+            let handed = table.sweep(now, |h| alive(h, Some(&attached), &known));
+            let changed: Vec<LeaseNow> = handed.iter().map(|h| lease_now(table, &h.name)).collect();
+            (changed, true)
+        })
+        .ok()
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    if !handed.is_empty() {
+        TABLE_CHANGED.notify_waiters();
+        tell(Some(port), handed);
+    }
+}
+
+/// Who asks: the calling MCP session, else the process `pid` names.
+fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError> {
+    let site = &ctx.site;
+    let worktree = site
+        .checkout
+        .root
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let (Some(port), Some(caller), None) = (&ctx.server, &ctx.caller, pid) {
+        let client = port
+            .board_peers(SystemTime::now())
+            .into_iter()
+            .find(|peer| peer.id == *caller)
+            .map(|peer| peer.client.name)
+            .unwrap_or_default();
+        let server = this_server();
+        return Ok(Holder {
+            key: session_key(server, caller),
+            label: format!("{caller} {client} in {worktree}"),
+            checkout: site.checkout.id.clone(),
+            life: Life::Session {
+                server,
+                peer: caller.to_string(),
+            },
+        });
+    }
+    let Some(pid) = pid else {
+        return Err(CapabilityError::refused(
+            "a lease lasts for an MCP session or a process: call it through `majordomus mcp`, \
+             or name the process in `pid` (`majordomus lease` names its caller's)",
+        ));
+    };
+    let process = lease_table::process_id(pid);
+    if process.start.is_none() || !majordomus_checkout::process::process_alive(pid, process.start) {
+        return Err(CapabilityError::invalid_input(format!(
+            "`pid` {pid} is no running process of this machine"
+        )));
+    }
+    Ok(Holder {
+        key: format!("process:{pid}:{}", process.start.unwrap_or(0)),
+        label: format!("process {pid} in {worktree}"),
+        checkout: site.checkout.id.clone(),
+        life: Life::Process { process },
+    })
+}
+
+/// The repository's table: in the common git dir, where every worktree finds it.
+fn table_file(site: &Site) -> Result<LeaseTableFile, CapabilityError> {
+    site.checkout
+        .common_dir
+        .as_deref()
+        .map(LeaseTableFile::new)
+        .ok_or_else(|| {
+            CapabilityError::refused(
+                "leases are kept in the repository's git dir, and this directory is in no git \
+                 repository",
+            )
+        })
+}
+
+fn answer(name: String, standing: Standing, port: Option<u16>, now: SystemTime) -> LeaseAnswer {
+    match standing {
+        Standing::Granted { ticket, expires_ms } => LeaseAnswer {
+            name,
+            state: LeaseState::Granted,
+            ticket,
+            position: None,
+            holder: None,
+            expires_in_secs: Some(expires_ms.saturating_sub(millis(now)).div_ceil(1_000)),
+            port,
+        },
+        Standing::Queued {
+            ticket,
+            position,
+            holder,
+        } => LeaseAnswer {
+            name,
+            state: LeaseState::Queued,
+            ticket,
+            position: Some(position),
+            holder: Some(holder.label),
+            expires_in_secs: None,
+            port,
+        },
+    }
+}
+
+fn refusal(error: LeaseError) -> CapabilityError {
+    match error {
+        LeaseError::NotHeld(_) => CapabilityError::not_found(error.to_string()),
+        LeaseError::QueueFull(..)
+        | LeaseError::TooManyLeases
+        | LeaseError::TooManyForHolder
+        | LeaseError::NoFreePort(_) => CapabilityError::refused(error.to_string()),
+        _ => CapabilityError::invalid_input(error.to_string()),
+    }
+}
+
+fn unreadable(error: std::io::Error) -> CapabilityError {
+    CapabilityError::internal(format!("the repository's lease table: {error}"))
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CapabilityError> + Send + 'static,
+) -> Result<T, CapabilityError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| CapabilityError::internal(format!("the lease table: {error}")))?
+}
+
+/// Leases a listing names; the rest are counted on the last line people read.
+const LEASES_LISTED: usize = 32;
+
+/// Requests named in a listed lease's queue; the rest are counted.
+const QUEUE_LISTED: usize = 8;
+
+/// A lease as the board lists it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ListedLease {
+    pub name: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Seconds left of the grant.
+    #[schemars(range(min = 0, max = LEASE_TTL_SECS_MAX))]
+    pub expires_in_secs: u64,
+    /// Who waits, first in line first: at most 8 named.
+    pub queue: Vec<String>,
+    /// How many wait in all.
+    #[schemars(range(min = 0, max = LEASE_QUEUE))]
+    pub queued: usize,
+}
+
+/// The repository's leases held now, as the table says, without those whose holder's
+/// process ended (a sweep will drop them): at most [`LEASES_LISTED`].
+pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
+    let Ok(file) = table_file(site) else {
+        return Vec::new();
+    };
+    let read = tokio::task::spawn_blocking(move || file.read()).await;
+    let Ok(Ok(table)) = read else {
+        return Vec::new();
+    };
+    let now = millis(SystemTime::now());
+    let known = Known::default();
+    table
+        .leases
+        .iter()
+        .filter_map(|(name, lease)| {
+            let holder = lease.holder.as_ref()?;
+            if !known.lives(&holder.holder) {
+                return None;
+            }
+            let waiting: Vec<&Holder> = lease
+                .queue
+                .iter()
+                .map(|r| &r.holder)
+                .filter(|h| known.lives(h))
+                .collect();
+            Some(ListedLease {
+                name: name.clone(),
+                holder: holder.holder.label.clone(),
+                expires_in_secs: holder
+                    .expires_ms
+                    .unwrap_or(0)
+                    .saturating_sub(now)
+                    .div_ceil(1_000),
+                queue: waiting
+                    .iter()
+                    .take(QUEUE_LISTED)
+                    .map(|h| h.label.clone())
+                    .collect(),
+                queued: waiting.len(),
+            })
+        })
+        .take(LEASES_LISTED)
+        .collect()
+}
+
+/// A listed lease on one line, for people.
+pub fn lease_line(lease: &ListedLease) -> String {
+    let mut line = format!(
+        "lease {}: held by {} for {} s more",
+        for_terminal(&lease.name),
+        for_terminal(&lease.holder),
+        lease.expires_in_secs
+    );
+    if lease.queued > 0 {
+        let names: Vec<String> = lease
+            .queue
+            .iter()
+            .map(|h| for_terminal(h).into_owned())
+            .collect();
+        line.push_str(&format!("; waiting: {}", names.join(", ")));
+        if lease.queued > lease.queue.len() {
+            line.push_str(&format!(" and {} more", lease.queued - lease.queue.len()));
+        }
+    }
+    line
+}
+
+/// The leases `peer`, a session of this server, holds now, each grant a fact told once at
+/// the session's next prompt: so a grant made while it did something else is learnt there.
+pub async fn grants_to(ctx: &Context, peer: &PeerId) -> Vec<Fact> {
+    let Ok(file) = table_file(&ctx.site) else {
+        return Vec::new();
+    };
+    let server = this_server();
+    let key = session_key(server, peer);
+    let Ok(Ok(table)) = tokio::task::spawn_blocking(move || file.read()).await else {
+        return Vec::new();
+    };
+    table
+        .leases
+        .iter()
+        .filter_map(|(name, lease)| {
+            let holder = lease.holder.as_ref().filter(|r| r.holder.key == key)?;
+            let mut hasher = DefaultHasher::new();
+            ("lease", name, holder.ticket).hash(&mut hasher);
+            Some(Fact {
+                key: hasher.finish(),
+                line: format!(
+                    "You hold the lease `{}` now; call `majordomus_release` when you are done \
+                     with it.",
+                    for_terminal(name)
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The key of the holder that is session `peer` of the server `server`.
+fn session_key(server: ProcessId, peer: &PeerId) -> String {
+    format!(
+        "session:{}:{}:{peer}",
+        server.pid,
+        server.start.unwrap_or(0)
+    )
+}
