@@ -1,24 +1,80 @@
 //! This board's own listing (`checkouts: this`), made once per state of the board and
 //! answered encoded from memory.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use bytes::Bytes;
 
 use majordomus_checkout::git::Checkout;
-use majordomus_domain::checkouts::Checkouts;
+use majordomus_domain::changes::WorktreeChanges;
+use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::peers::PeerId;
+use majordomus_domain::sync::LockExt;
 
 use crate::api::CapabilityError;
 use crate::context::Context;
-use crate::port::{BoardPort, CachedListing, ListingInputs};
+use crate::port::BoardPort;
 use crate::registry::ENCODE_INLINE_BYTES;
 use crate::survey;
 
 use super::answer::{ListedPeer, PeerList, find_overlaps, listing_of};
 use super::boards::{listed_board, stamp};
 use super::changes::read_changes;
+
+/// What this board's own listing is made of besides the board: whatever differs makes
+/// the listing a different one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingInputs {
+    /// The branch checked out, read on every call: it may be switched under the server.
+    pub branch: Option<String>,
+    pub standing: ServerStanding,
+    pub url: Option<String>,
+    /// The worktree's changes, as git last read them.
+    pub changes: Option<WorktreeChanges>,
+}
+
+/// This board's own listing, encoded as the surfaces write it, with what it was made of.
+pub struct CachedListing {
+    /// The board's version it lists.
+    pub version: u64,
+    /// When it was made; an earlier instant (a clock stepped back) is not served it.
+    pub made_at: SystemTime,
+    /// Until when its ages hold ([`BoardSnapshot::same_until`]).
+    pub same_until: Option<SystemTime>,
+    pub inputs: ListingInputs,
+    /// The answer for a caller without a peer: `caller` is `null`.
+    pub encoded: Bytes,
+    /// Where that `null` is in `encoded`, for the answer to a peer.
+    pub caller_at: usize,
+}
+
+impl CachedListing {
+    /// Whether it is the listing a call at `now` would make of the board at `version`
+    /// with `inputs`: it lists exactly what a new one would.
+    pub fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
+        self.version == version
+            && self.made_at <= now
+            && self.same_until.is_none_or(|until| now < until)
+            && self.inputs == *inputs
+    }
+}
+
+/// The latest [`CachedListing`]: kept by the serving process, whose board it lists, and
+/// made and read by the capability that lists it. Building a crowded board's listing
+/// costs milliseconds; a board is read far more often than it changes.
+#[derive(Default)]
+pub struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
+
+impl ListingCache {
+    pub fn latest(&self) -> Option<Arc<CachedListing>> {
+        self.0.lock_or_recover().clone()
+    }
+
+    pub fn keep(&self, listing: Arc<CachedListing>) {
+        *self.0.lock_or_recover() = Some(listing);
+    }
+}
 
 /// `checkouts: this` from the board this process serves, encoded as the surfaces write it.
 ///
@@ -47,7 +103,10 @@ pub(super) async fn this_board_encoded(
         changes: read_changes(site, &checkout).await,
     };
     let version = port.board_version(now);
-    let cache = port.listing_cache();
+    let cache = port
+        .listing_slot()
+        .get_or_init(ListingCache::default)
+        .ok_or_else(|| CapabilityError::internal("the listing slot keeps something else"))?;
     let listing = match cache.latest() {
         Some(kept) if kept.serves(version, now, &inputs) => kept,
         _ => {
@@ -143,4 +202,48 @@ fn for_caller(listing: &CachedListing, caller: Option<&PeerId>) -> Result<Bytes,
     answer.extend_from_slice(&id);
     answer.extend_from_slice(after);
     Ok(Bytes::from(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn a_kept_listing_serves_only_its_version_inputs_and_ages() {
+        let at = |millis: u64| UNIX_EPOCH + Duration::from_millis(1_796_005_600_000 + millis);
+        let inputs = ListingInputs {
+            branch: Some("main".into()),
+            standing: ServerStanding::Ready,
+            url: Some("http://127.0.0.1:1".into()),
+            changes: None,
+        };
+        let kept = CachedListing {
+            version: 7,
+            made_at: at(1_000),
+            same_until: Some(at(1_400)),
+            inputs: inputs.clone(),
+            encoded: Bytes::from_static(b"{}"),
+            caller_at: 0,
+        };
+        assert!(kept.serves(7, at(1_000), &inputs));
+        assert!(kept.serves(7, at(1_399), &inputs));
+        assert!(!kept.serves(8, at(1_000), &inputs), "the board changed");
+        assert!(!kept.serves(7, at(1_400), &inputs), "an age ticked over");
+        assert!(!kept.serves(7, at(999), &inputs), "the clock stepped back");
+        let switched = ListingInputs {
+            branch: Some("topic".into()),
+            ..inputs.clone()
+        };
+        assert!(
+            !kept.serves(7, at(1_000), &switched),
+            "the branch was switched"
+        );
+        let changed = ListingInputs {
+            changes: Some(WorktreeChanges::unreadable("git is still reading")),
+            ..inputs
+        };
+        assert!(!kept.serves(7, at(1_000), &changed), "git read new changes");
+    }
 }
