@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::changes::SideKind;
 use crate::ids::rfc3339;
 use crate::index::PathIndex;
 use crate::limits;
@@ -34,6 +33,7 @@ use crate::pairs::PairSample;
 use crate::paths::{
     ClaimPath, ComparedPaths, PathError, check_written, normalize, without_repeats,
 };
+use crate::peers::SideKind;
 use crate::peers::{
     AnnounceInput, Announced, Announcement, ClientInfo, Overlap, OverlapPath, Peer, PeerId,
     Transport,

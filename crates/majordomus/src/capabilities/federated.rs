@@ -4,11 +4,11 @@
 
 use std::collections::BinaryHeap;
 
-use majordomus_domain::changes::SideKind;
 use majordomus_domain::index::PathIndex;
 use majordomus_domain::limits;
 use majordomus_domain::listing::silent;
 use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
+use majordomus_domain::peers::SideKind;
 use majordomus_domain::peers::{Announced, Overlap, OverlapPath, PeerCheckout};
 
 use crate::capabilities::peers::{BoardView, ListedPeer, PeerList};

@@ -1,6 +1,7 @@
 //! `peers.list` for people: the table the command line prints.
 
-use majordomus_domain::changes::{ChangeKind, ListedChangeOverlap, SideKind, WorktreeChanges};
+use majordomus_domain::changes::{ChangeKind, ListedChangeOverlap, WorktreeChanges};
+use majordomus_domain::peers::SideKind;
 use majordomus_domain::peers::{PeerCheckout, PeerId};
 use majordomus_domain::text::for_terminal;
 
