@@ -26,6 +26,9 @@
 //! [`CIRCLES_TO_BREAK`], which may only shrink. Tests are not read for it: they use what they
 //! test. An alias (`use crate as c`) is seen through, and a glob of the crate's root fails.
 //!
+//! No file of the app's crates (`crates/majordomus*/src`) holds more than [`FILE_LINES`]
+//! lines before its tests.
+//!
 //! The table is [`LAYERS`]; `ARCHITECTURE.md` says the same, with why each layer sits where
 //! it does. A new module needs a place in both.
 
@@ -799,6 +802,50 @@ fn an_alias_or_a_glob_of_the_crate_does_not_hide_a_back_import() {
              which hides the modules it uses: name them",
         ]
     );
+}
+
+/// The most lines a file of the app's crates holds before its tests: past it a file holds
+/// more than one concept, and is split by concept.
+const FILE_LINES: usize = 800;
+
+#[test]
+fn no_file_of_the_app_crates_holds_more_than_800_lines_before_its_tests() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names: Vec<String> = std::fs::read_dir(&crates)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("majordomus"))
+        .collect();
+    names.sort();
+    let mut long = Vec::new();
+    for name in &names {
+        for (relative, source) in sources_under(&crates.join(name).join("src")) {
+            let lines = non_test(&source).lines().count();
+            if lines > FILE_LINES {
+                long.push(format!(
+                    "crates/{name}/src/{}: {lines} lines before its tests",
+                    relative.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        names.len() >= 4,
+        "the app's crates were not found: {names:?}"
+    );
+    assert!(
+        long.is_empty(),
+        "over {FILE_LINES} lines: split by concept\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_file_is_counted_up_to_its_tests() {
+    let source = "fn a() {}\n\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(non_test(source).lines().count(), 2);
+    let item_only = "#[cfg(test)]\nmod testing;\nfn a() {}\n";
+    assert_eq!(non_test(item_only).lines().count(), 3);
 }
 
 #[test]
