@@ -560,7 +560,9 @@ fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<C
                     continue;
                 }
                 let part_of = |full: &[String]| match full.get(depth) {
-                    Some(name) if modules.contains(&[parent, &[name.clone()]].concat()) => {
+                    Some(name)
+                        if modules.contains(&[parent, std::slice::from_ref(name)].concat()) =>
+                    {
                         name.clone()
                     }
                     _ => OWN_FILE.to_string(),
