@@ -692,7 +692,6 @@ const CIRCLES_TO_BREAK: &[(&str, &[&str])] = &[
             "sessions",
         ],
     ),
-    ("server::events", &["(its own file)", "feed", "siblings"]),
 ];
 
 #[test]
