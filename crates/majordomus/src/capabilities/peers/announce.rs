@@ -14,8 +14,8 @@ use majordomus_domain::peers::{AnnounceInput, Announced};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::federated::remote_overlaps;
 use crate::api::CapabilityError;
-use crate::capabilities::federated::remote_overlaps;
 use crate::context::{Context, Site};
 use crate::registry::{BenchCases, Declaration, Exposure, Kind, Moment, Operation, Stability};
 

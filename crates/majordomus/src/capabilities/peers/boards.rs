@@ -1,16 +1,12 @@
-//! One checkout's board as a listing reads it: its peers stamped with the checkout, and what
-//! the worktree changed.
+//! A board's entry in a listing: its peers stamped with the checkout and qualified by it, and
+//! how much of a listing to make.
 
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::peers::PeerCheckout;
 
-use crate::capabilities::board::{Board, BoardPeers};
-use crate::context::Context;
-
 use super::answer::{BoardView, ListedPeer};
-use super::changes::{capped, read_changes};
 
 /// How much of a listing to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,35 +32,6 @@ pub(super) fn stamp(checkout: &Checkout, this_checkout: bool) -> PeerCheckout {
         this_checkout,
         machine: None,
     }
-}
-
-/// Reads one checkout's board ([`Board`]), and what the worktree changed: from the answer
-/// of its server, read here for this process's own board, or, when `read_here`, for a board
-/// without a server. Otherwise `changes` is left for the repository reading to fill.
-pub(super) async fn read_board(
-    ctx: &Context,
-    checkout: Checkout,
-    read_here: bool,
-    detail: Detail,
-) -> (BoardView, Vec<ListedPeer>) {
-    let this_checkout = checkout.id == ctx.site.checkout.id;
-    let stamp = stamp(&checkout, this_checkout);
-    let board = Board::listed(ctx, checkout).await;
-    let read_here = (read_here || board.is_local()) && detail == Detail::Whole;
-    let BoardPeers {
-        peers,
-        changes: reported_changes,
-        reason,
-    } = board.peers(&ctx.site).await;
-    let changes = match reported_changes {
-        Some(changes) => Some(capped(changes)),
-        None if read_here => read_changes(&ctx.site, board.checkout()).await,
-        None => None,
-    };
-    let (mut view, peers) =
-        listed_board(stamp, board.standing(), board.url(), reason, changes, peers);
-    view.age_ms = board.age().map(|age| age.as_millis() as u64);
-    (view, peers)
 }
 
 /// A board's entry in a listing and its peers, each stamped with the board's checkout and

@@ -1,21 +1,28 @@
-//! `peers.list`: the listing of one checkout, the repository or every machine.
+//! `peers.list`: the listing of one checkout, the repository or every machine; and a
+//! board's peers read wherever the board is ([`Board::peers`], [`read_board`]), which asks a
+//! remote board's `peers.list`, so the operation and its reading of boards live together.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use majordomus_checkout::git::Checkout;
+use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::Checkouts;
 
 use crate::api::CapabilityError;
-use crate::capabilities::board::Board;
-use crate::context::Context;
+use crate::capabilities::board::{Board, Unasked, ask};
+use crate::context::{Context, Site};
+use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
     Declaration, ENCODE_INLINE_BYTES, Exposure, HttpMethod, Kind, Moment, Operation, Reply,
     Stability,
 };
 use crate::survey;
 
-use super::answer::{PeerList, PeerListInput, find_overlaps, listing_of};
-use super::boards::{Detail, read_board};
+use super::answer::{BoardView, ListedPeer, PeerList, PeerListInput, find_overlaps, listing_of};
+use super::boards::{Detail, listed_board, stamp};
 use super::cache::this_board_encoded;
+use super::changes::{capped, read_changes};
+use super::federated::merge_everywhere;
 use super::reading::{changes_read, conflicts_read, latest_reading};
 use super::render;
 
@@ -166,4 +173,148 @@ async fn gather(
     }
     let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
     Ok(listing_of(ctx.caller.clone(), boards, conflicts))
+}
+
+/// Reads one checkout's board ([`Board`]), and what the worktree changed: from the answer
+/// of its server, read here for this process's own board, or, when `read_here`, for a board
+/// without a server. Otherwise `changes` is left for the repository reading to fill.
+pub(super) async fn read_board(
+    ctx: &Context,
+    checkout: Checkout,
+    read_here: bool,
+    detail: Detail,
+) -> (BoardView, Vec<ListedPeer>) {
+    let this_checkout = checkout.id == ctx.site.checkout.id;
+    let stamp = stamp(&checkout, this_checkout);
+    let board = Board::listed(ctx, checkout).await;
+    let read_here = (read_here || board.is_local()) && detail == Detail::Whole;
+    let BoardPeers {
+        peers,
+        changes: reported_changes,
+        reason,
+    } = board.peers(&ctx.site).await;
+    let changes = match reported_changes {
+        Some(changes) => Some(capped(changes)),
+        None if read_here => read_changes(&ctx.site, board.checkout()).await,
+        None => None,
+    };
+    let (mut view, peers) =
+        listed_board(stamp, board.standing(), board.url(), reason, changes, peers);
+    view.age_ms = board.age().map(|age| age.as_millis() as u64);
+    (view, peers)
+}
+
+/// What a board gave of itself for a listing.
+pub(crate) struct BoardPeers {
+    pub peers: Vec<ListedPeer>,
+    /// The worktree's changes, as the board's own server read them.
+    pub changes: Option<WorktreeChanges>,
+    /// Why the board could not be read; absent when it was, or had nobody to read.
+    pub reason: Option<String>,
+}
+
+impl<'a> Board<'a> {
+    /// The board's peers, each marked when a bridge carries its client, and the worktree's
+    /// changes as a remote server reported them (from memory, with their age, for a followed
+    /// one). A remote board that does not answer has no peers; it is unread only when its
+    /// standing says it should have answered.
+    pub async fn peers(&self, site: &Site) -> BoardPeers {
+        match self {
+            Board::Local { port, .. } => {
+                let bridged = port.bridged_peers();
+                let peers = port
+                    .board_peers(SystemTime::now())
+                    .into_iter()
+                    .map(|peer| ListedPeer {
+                        bridged: bridged.contains(&peer.id),
+                        qualified_id: String::new(),
+                        peer,
+                    })
+                    .collect();
+                BoardPeers {
+                    peers,
+                    changes: None,
+                    reason: None,
+                }
+            }
+            Board::Viewed { view, .. } => BoardPeers {
+                peers: view
+                    .peers
+                    .iter()
+                    .map(|(peer, bridged)| ListedPeer {
+                        peer: peer.clone(),
+                        bridged: *bridged,
+                        qualified_id: String::new(),
+                    })
+                    .collect(),
+                changes: view.changes.as_ref().map(|changes| WorktreeChanges {
+                    read_seconds_ago: Some(view.read.as_secs()),
+                    ..(**changes).clone()
+                }),
+                reason: None,
+            },
+            Board::Remote(found) => {
+                let this = PeerListInput {
+                    checkouts: Checkouts::This,
+                };
+                match ask::<PeersList>(found, site, &this, site.probe_timeout()).await {
+                    Ok(answer) => BoardPeers {
+                        changes: answer.boards.into_iter().next().and_then(|b| b.changes),
+                        peers: answer.peers,
+                        reason: None,
+                    },
+                    Err(Unasked::Failed(error)) => BoardPeers {
+                        peers: Vec::new(),
+                        changes: None,
+                        reason: Some(error.to_string()),
+                    },
+                    Err(Unasked::NoServer(_)) => BoardPeers {
+                        peers: Vec::new(),
+                        changes: None,
+                        reason: (!found.standing.readable).then(|| {
+                            found.standing.reason.clone().unwrap_or_else(|| {
+                                format!("its server is {}", found.standing.standing.as_str())
+                            })
+                        }),
+                    },
+                }
+            }
+        }
+    }
+
+    /// `listing`, this machine's boards, joined with the boards other machines publish to
+    /// the federation. Only a serving process follows the federation: a remote board's
+    /// server is asked for its own such listing (it gathers the siblings itself, so it gets
+    /// the time of a gather and a little more), and without one the listing is answered
+    /// with the reason.
+    pub async fn everywhere(&self, site: &Site, listing: PeerList) -> PeerList {
+        match self {
+            Board::Local { port, .. } => {
+                let federation = port.federation();
+                if !federation.is_on() {
+                    return merge_everywhere(listing, None, &[], FederationStatus::off());
+                }
+                merge_everywhere(
+                    listing,
+                    federation.machine(),
+                    &federation.remote_boards(),
+                    federation.status(),
+                )
+            }
+            Board::Remote(found) | Board::Viewed { found, .. } => {
+                let config = &site.config.federation;
+                if config.url.is_some() {
+                    let everywhere = PeerListInput {
+                        checkouts: Checkouts::Everywhere,
+                    };
+                    let patience = site.probe_timeout() * 2 + Duration::from_secs(1);
+                    if let Ok(answer) = ask::<PeersList>(found, site, &everywhere, patience).await {
+                        return answer;
+                    }
+                }
+                let status = Federation::status_without_server(config);
+                merge_everywhere(listing, None, &[], status)
+            }
+        }
+    }
 }

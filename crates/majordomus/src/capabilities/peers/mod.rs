@@ -2,17 +2,20 @@
 //! and their claims, what each worktree actually changed, and where any of them meet.
 //!
 //! One concept a file, each using only those listed before it: the answer's types
-//! ([`answer`]), git's reading of one worktree's changes ([`changes`]), the background
-//! reading of the whole repository ([`reading`]), one checkout's board as a listing reads it
-//! ([`boards`]), this board's listing kept encoded between calls ([`cache`]), the listing for
-//! people ([`render`]), `peers.list` ([`list`]), the siblings' boards an announcement reads
-//! ([`siblings`]) and `peers.announce` ([`announce`]).
+//! ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
+//! one worktree's changes ([`changes`]), the background reading of the whole repository
+//! ([`reading`]), a board's entry in a listing ([`boards`]), this board's listing kept
+//! encoded between calls ([`cache`]), the listing for people ([`render`]), `peers.list` and
+//! the reading of any checkout's peers, which asks a remote board's `peers.list` ([`list`]),
+//! the siblings' boards an announcement reads ([`siblings`]) and `peers.announce`
+//! ([`announce`]).
 
 mod announce;
 mod answer;
 mod boards;
 mod cache;
 mod changes;
+mod federated;
 mod list;
 mod reading;
 mod render;
@@ -20,8 +23,6 @@ mod siblings;
 
 pub(crate) use announce::needs_a_session;
 pub use announce::{AnnounceAnswer, PeersAnnounce, UnreadBoard};
-#[cfg(test)]
-pub(crate) use answer::find_overlaps;
 pub use answer::{BoardView, ListedPeer, PeerList, PeerListInput};
 pub(crate) use boards::Detail;
 pub use list::PeersList;

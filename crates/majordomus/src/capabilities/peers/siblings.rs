@@ -7,7 +7,8 @@ use crate::context::Context;
 use crate::survey;
 
 use super::answer::{BoardView, ListedPeer};
-use super::boards::{Detail, read_board, stamp};
+use super::boards::{Detail, stamp};
+use super::list::read_board;
 use super::reading::latest_reading;
 
 /// This checkout as answers name it, and every other worktree's board, each read as

@@ -11,7 +11,7 @@ use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
 use majordomus_domain::peers::SideKind;
 use majordomus_domain::peers::{Announced, Overlap, OverlapPath, PeerCheckout};
 
-use crate::capabilities::peers::{BoardView, ListedPeer, PeerList};
+use super::answer::{BoardView, ListedPeer, PeerList};
 use crate::federation::FederationStatus;
 use crate::federation::document::RemoteBoard;
 use crate::federation::view::HeldBoard;
@@ -285,7 +285,7 @@ mod tests {
             .map(|p| p.peer.checkout.as_ref().unwrap().machine.as_deref())
             .collect();
         assert_eq!(machines, [Some("laptop"), Some("sandbox"), Some("sandbox")]);
-        crate::capabilities::peers::find_overlaps(&mut merged);
+        super::super::answer::find_overlaps(&mut merged);
         assert_eq!(merged.overlaps.len(), 1);
         let overlap = &merged.overlaps[0];
         let side = |c: &Option<PeerCheckout>| c.as_ref().unwrap().machine.clone().unwrap();
