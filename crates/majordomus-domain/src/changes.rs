@@ -43,23 +43,12 @@ use crate::listing::{
 };
 use crate::pairs::PairSample;
 use crate::paths::ClaimPath;
-use crate::peers::{Peer, PeerCheckout, PeerId};
+use crate::peers::{Peer, PeerCheckout, PeerId, SideKind};
 
 /// How many changed paths a board carries; the rest are counted in `more_paths`. A worktree
 /// with more (a generated tree that is not ignored) is reported as such rather than copied
 /// onto every answer.
 pub const CHANGED_PATHS: usize = 2_000;
-
-/// What one side of an overlap is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SideKind {
-    /// A peer's claim: what it said it would touch.
-    #[default]
-    Claim,
-    /// A worktree's changes, as git knows them: what was actually touched.
-    Change,
-}
 
 /// How a worktree changed a path.
 #[derive(

@@ -53,11 +53,11 @@ use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
-use crate::changes::SideKind;
 use crate::index::PathIndex;
 use crate::limits;
 use crate::pairs::PairSample;
 use crate::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
+use crate::peers::SideKind;
 use crate::peers::{Announcement, ListedOverlap, Overlap, OverlapPath, OverlapSide, Peer};
 
 /// The overlaps of a listing: the entries it lists and how many more there were.

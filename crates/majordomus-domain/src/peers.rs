@@ -19,7 +19,6 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::changes::SideKind;
 use crate::paths::ComparedPaths;
 use crate::{limits, text};
 
@@ -327,6 +326,17 @@ pub struct ListedOverlap {
     pub more_paths: u32,
     /// The other peer of the pair: the one whose paths are `yours` in `paths`.
     pub with: OverlapSide,
+}
+
+/// What one side of an overlap is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SideKind {
+    /// A peer's claim: what it said it would touch.
+    #[default]
+    Claim,
+    /// A worktree's changes, as git knows them: what was actually touched.
+    Change,
 }
 
 #[cfg(test)]

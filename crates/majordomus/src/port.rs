@@ -8,11 +8,11 @@
 //! points one way. A process that does not serve has no port; the capabilities then read
 //! this checkout's board as they read any sibling's, through its lease.
 
+use std::any::Any;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use majordomus_checkout::lease::{Lease, LeaseView};
 use majordomus_checkout::standing::Standing;
@@ -21,7 +21,6 @@ use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
-use majordomus_domain::sync::LockExt;
 
 use crate::api::CapabilityError;
 use crate::federation::Federation;
@@ -68,57 +67,17 @@ pub struct BoardSnapshot {
     pub peers: Vec<Peer>,
 }
 
-/// What this board's own listing is made of besides the board: whatever differs makes
-/// the listing a different one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListingInputs {
-    /// The branch checked out, read on every call: it may be switched under the server.
-    pub branch: Option<String>,
-    pub standing: ServerStanding,
-    pub url: Option<String>,
-    /// The worktree's changes, as git last read them.
-    pub changes: Option<WorktreeChanges>,
-}
-
-/// This board's own listing, encoded as the surfaces write it, with what it was made of.
-pub struct CachedListing {
-    /// The board's version it lists.
-    pub version: u64,
-    /// When it was made; an earlier instant (a clock stepped back) is not served it.
-    pub made_at: SystemTime,
-    /// Until when its ages hold ([`BoardSnapshot::same_until`]).
-    pub same_until: Option<SystemTime>,
-    pub inputs: ListingInputs,
-    /// The answer for a caller without a peer: `caller` is `null`.
-    pub encoded: Bytes,
-    /// Where that `null` is in `encoded`, for the answer to a peer.
-    pub caller_at: usize,
-}
-
-impl CachedListing {
-    /// Whether it is the listing a call at `now` would make of the board at `version`
-    /// with `inputs`: it lists exactly what a new one would.
-    pub fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
-        self.version == version
-            && self.made_at <= now
-            && self.same_until.is_none_or(|until| now < until)
-            && self.inputs == *inputs
-    }
-}
-
-/// The latest [`CachedListing`]: kept by the serving process, whose board it lists, and
-/// made and read by the capability that lists it. Building a crowded board's listing
-/// costs milliseconds; a board is read far more often than it changes.
+/// Memory a capability keeps in the serving process from one call to the next, held here
+/// without its type: the port outlives every call, and the capability that fills the slot is
+/// its only reader, so all there is to know about what it keeps lives in that capability.
+/// This board's own listing is kept in one (`capabilities::peers::cache`).
 #[derive(Default)]
-pub struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
+pub struct KeptSlot(OnceLock<Box<dyn Any + Send + Sync>>);
 
-impl ListingCache {
-    pub fn latest(&self) -> Option<Arc<CachedListing>> {
-        self.0.lock_or_recover().clone()
-    }
-
-    pub fn keep(&self, listing: Arc<CachedListing>) {
-        *self.0.lock_or_recover() = Some(listing);
+impl KeptSlot {
+    /// What the slot keeps, made by `make` the first time; `None` when it keeps another type.
+    pub fn get_or_init<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        self.0.get_or_init(|| Box::new(make())).downcast_ref()
     }
 }
 
@@ -157,7 +116,7 @@ pub trait BoardPort: Send + Sync {
     fn board_snapshot(&self, now: SystemTime) -> BoardSnapshot;
 
     /// Where this board's own listing is kept between calls.
-    fn listing_cache(&self) -> &ListingCache;
+    fn listing_slot(&self) -> &KeptSlot;
 
     /// Records `caller`'s claim, whose paths were resolved on disk (one per scope path),
     /// and answers the claims of this board it meets.
@@ -279,7 +238,7 @@ impl SpeedBumps {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
+    use std::time::Duration;
 
     use super::*;
 
@@ -297,42 +256,5 @@ mod tests {
             );
         }
         assert!(bumps.stopped.len() <= SPEED_BUMPS_KEPT);
-    }
-
-    #[test]
-    fn a_kept_listing_serves_only_its_version_inputs_and_ages() {
-        let at = |millis: u64| UNIX_EPOCH + Duration::from_millis(1_796_005_600_000 + millis);
-        let inputs = ListingInputs {
-            branch: Some("main".into()),
-            standing: ServerStanding::Ready,
-            url: Some("http://127.0.0.1:1".into()),
-            changes: None,
-        };
-        let kept = CachedListing {
-            version: 7,
-            made_at: at(1_000),
-            same_until: Some(at(1_400)),
-            inputs: inputs.clone(),
-            encoded: Bytes::from_static(b"{}"),
-            caller_at: 0,
-        };
-        assert!(kept.serves(7, at(1_000), &inputs));
-        assert!(kept.serves(7, at(1_399), &inputs));
-        assert!(!kept.serves(8, at(1_000), &inputs), "the board changed");
-        assert!(!kept.serves(7, at(1_400), &inputs), "an age ticked over");
-        assert!(!kept.serves(7, at(999), &inputs), "the clock stepped back");
-        let switched = ListingInputs {
-            branch: Some("topic".into()),
-            ..inputs.clone()
-        };
-        assert!(
-            !kept.serves(7, at(1_000), &switched),
-            "the branch was switched"
-        );
-        let changed = ListingInputs {
-            changes: Some(WorktreeChanges::unreadable("git is still reading")),
-            ..inputs
-        };
-        assert!(!kept.serves(7, at(1_000), &changed), "git read new changes");
     }
 }

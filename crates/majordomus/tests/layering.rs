@@ -20,10 +20,19 @@
 //! crates/majordomus/src/capabilities/peers.rs:38: `capabilities` (layer 7) uses `cli` (layer 12): a module uses only the layers below its own
 //! ```
 //!
+//! Inside `capabilities`, `server` and the domain crate, the parts of one module (its own
+//! file, and each submodule with all under it) use one another in one direction only: a
+//! circle between them fails, naming every use that closes it, except the circles listed in
+//! [`CIRCLES_TO_BREAK`], which may only shrink. Tests are not read for it: they use what they
+//! test. An alias (`use crate as c`) is seen through, and a glob of the crate's root fails.
+//!
+//! No file of the app's crates (`crates/majordomus*/src`) holds more than [`FILE_LINES`]
+//! lines before its tests.
+//!
 //! The table is [`LAYERS`]; `ARCHITECTURE.md` says the same, with why each layer sits where
 //! it does. A new module needs a place in both.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top.
@@ -64,11 +73,12 @@ fn layer_of(module: &str) -> Option<usize> {
         .map(|at| at + 1)
 }
 
-/// One module that a file names, and where.
+/// One path of the crate that a file names, and where: from the crate's root,
+/// `["capabilities", "board", "Board"]` for `crate::capabilities::board::Board`.
 #[derive(Debug, PartialEq, Eq)]
 struct Use {
     line: usize,
-    module: String,
+    path: Vec<String>,
 }
 
 /// A token of Rust source, with its line; comments, strings and characters are dropped.
@@ -80,6 +90,7 @@ enum Token {
     Close,
     Comma,
     Semi,
+    Star,
     Other,
 }
 
@@ -195,6 +206,10 @@ fn tokens(source: &str) -> Vec<(usize, Token)> {
                 out.push((line, Token::Semi));
                 i += 1;
             }
+            '*' => {
+                out.push((line, Token::Star));
+                i += 1;
+            }
             c if is_ident(c) => {
                 let start = i;
                 while i < chars.len() && is_ident(chars[i]) {
@@ -232,107 +247,172 @@ fn tokens(source: &str) -> Vec<(usize, Token)> {
     out
 }
 
-/// The first segment of each path of a `{…}` group that starts at `tokens[open]`.
-fn group_heads(tokens: &[(usize, Token)], open: usize) -> Vec<(usize, String)> {
-    let mut heads = Vec::new();
-    let mut depth = 0;
-    for at in open..tokens.len() {
-        match &tokens[at].1 {
-            Token::Open => depth += 1,
-            Token::Close => {
-                depth -= 1;
-                if depth == 0 {
-                    break;
+/// The paths the use tree at `tokens[at]` names, each after `prefix`: `a::b`, `a::{b, c::d}`,
+/// `a::{self, b}`, `a::*` (named as `a`); an inline path such as `a::b::f()` is a tree of one
+/// path. `a as x` and `self as x` in a group also make `x` an alias of what they name.
+/// Answers where the tree ends.
+fn tree(
+    tokens: &[(usize, Token)],
+    mut at: usize,
+    mut path: Vec<String>,
+    found: &mut Vec<Use>,
+    aliases: &mut Vec<(String, Vec<String>)>,
+) -> usize {
+    let is = |at: usize, token: &Token| tokens.get(at).is_some_and(|(_, t)| t == token);
+    loop {
+        match tokens.get(at) {
+            Some((line, Token::Ident(word))) => {
+                if word != "self" {
+                    path.push(word.clone());
                 }
+                at += 1;
+                if is(at, &Token::Ident("as".into()))
+                    && let Some((_, Token::Ident(alias))) = tokens.get(at + 1)
+                {
+                    aliases.push((alias.clone(), path.clone()));
+                    at += 2;
+                } else if is(at, &Token::PathSep) {
+                    at += 1;
+                    continue;
+                }
+                found.push(Use { line: *line, path });
+                return at;
             }
-            Token::Ident(word)
-                if depth == 1
-                    && word != "self"
-                    && matches!(tokens[at - 1].1, Token::Open | Token::Comma) =>
-            {
-                heads.push((tokens[at].0, word.clone()));
+            Some((line, Token::Star)) => {
+                found.push(Use { line: *line, path });
+                return at + 1;
             }
-            _ => {}
+            Some((_, Token::Open)) => {
+                let mut depth = 0;
+                let mut inner = at;
+                while inner < tokens.len() {
+                    match &tokens[inner].1 {
+                        Token::Open => depth += 1,
+                        Token::Close => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return inner + 1;
+                            }
+                        }
+                        _ if depth == 1
+                            && matches!(tokens[inner - 1].1, Token::Open | Token::Comma) =>
+                        {
+                            inner = tree(tokens, inner, path.clone(), found, aliases);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    inner += 1;
+                }
+                return inner;
+            }
+            _ => return at,
         }
     }
-    heads
 }
 
-/// The modules of the crate a file at `module` names outside `module[0]` itself: through
-/// `crate::`, or through `super::` chains that climb to the crate's root. Inline modules
-/// (`mod tests { … }`) count, so `super::` inside one is read from where it stands.
-fn uses(module: &[String], source: &str) -> Vec<Use> {
+/// Every path of the crate that a file at `module` names, from the crate's root: through
+/// `crate::`, `super::` and `self::`, through an alias of any of them (`use crate as c`,
+/// `extern crate self as c`, `use crate::server as s`), and, as the compiler resolves them,
+/// through the name of one of the file's own submodules (`peers::PeersList` in
+/// `capabilities/mod.rs`), which `modules` lists. Inline modules (`mod tests { … }`) count,
+/// so `super::` inside one is read from where it stands.
+fn uses(module: &[String], source: &str, modules: &BTreeSet<Vec<String>>) -> Vec<Use> {
     let tokens = tokens(source);
-    let mut found = Vec::new();
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0;
-    let mut pending_mod: Option<String> = None;
     let is = |at: usize, token: &Token| tokens.get(at).is_some_and(|(_, t)| t == token);
-    let starts_path = |at: usize| at == 0 || !is(at - 1, &Token::PathSep);
-    let named = |line: usize, at: usize, found: &mut Vec<Use>| match tokens.get(at) {
-        Some((_, Token::Ident(word))) => found.push(Use {
-            line,
-            module: word.clone(),
-        }),
-        Some((_, Token::Open)) => {
-            for (line, word) in group_heads(&tokens, at) {
-                found.push(Use { line, module: word });
-            }
-        }
-        _ => {}
+    let ident = |at: usize| match tokens.get(at) {
+        Some((_, Token::Ident(word))) => Some(word.as_str()),
+        _ => None,
     };
-    for at in 0..tokens.len() {
-        let (line, token) = &tokens[at];
-        match token {
-            Token::Open => {
-                depth += 1;
-                if let Some(name) = pending_mod.take() {
-                    inline.push((name, depth));
+    let starts_path = |at: usize| at == 0 || !is(at - 1, &Token::PathSep);
+    let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
+    // An alias may be used above the line that makes it: the first pass finds them all.
+    for _pass in 0..2 {
+        let known = std::mem::take(&mut aliases);
+        let mut found = Vec::new();
+        let mut inline: Vec<(String, usize)> = Vec::new();
+        let mut depth = 0;
+        let mut pending_mod: Option<String> = None;
+        let mut at = 0;
+        while at < tokens.len() {
+            let here: Vec<String> = module
+                .iter()
+                .cloned()
+                .chain(inline.iter().map(|(name, _)| name.clone()))
+                .collect();
+            let base = match ident(at) {
+                _ if !starts_path(at) => None,
+                // `use crate as c;`, `extern crate self as c;`
+                Some("crate") if ident(at + 1) == Some("as") => {
+                    if let Some(alias) = ident(at + 2) {
+                        aliases.push((alias.to_string(), Vec::new()));
+                    }
+                    None
                 }
-            }
-            Token::Close => {
-                if inline
-                    .last()
-                    .is_some_and(|(_, at_depth)| *at_depth == depth)
-                {
-                    inline.pop();
+                Some("crate") if ident(at + 1) == Some("self") && ident(at + 2) == Some("as") => {
+                    if let Some(alias) = ident(at + 3) {
+                        aliases.push((alias.to_string(), Vec::new()));
+                    }
+                    None
                 }
-                depth -= 1;
-            }
-            Token::Semi => pending_mod = None,
-            Token::Ident(word) if word == "mod" => {
-                if let Some((_, Token::Ident(name))) = tokens.get(at + 1) {
-                    pending_mod = Some(name.clone());
+                _ if !is(at + 1, &Token::PathSep) => None,
+                Some("crate") => Some((at + 2, Vec::new())),
+                Some("self") => Some((at + 2, here.clone())),
+                Some("super") => {
+                    let mut climbs = 0;
+                    let mut next = at;
+                    while ident(next) == Some("super") && is(next + 1, &Token::PathSep) {
+                        climbs += 1;
+                        next += 2;
+                    }
+                    (climbs <= here.len()).then(|| (next, here[..here.len() - climbs].to_vec()))
                 }
+                Some(name) => match known.iter().find(|(alias, _)| alias == name) {
+                    Some((_, path)) => Some((at + 2, path.clone())),
+                    None if inline.is_empty()
+                        && modules.contains(&[module, &[name.to_string()]].concat()) =>
+                    {
+                        Some((at, module.to_vec()))
+                    }
+                    None => None,
+                },
+                None => None,
+            };
+            if let Some((start, prefix)) = base {
+                at = tree(&tokens, start, prefix, &mut found, &mut aliases).max(at + 1);
+                continue;
             }
-            Token::Ident(word)
-                if word == "crate" && starts_path(at) && is(at + 1, &Token::PathSep) =>
-            {
-                named(*line, at + 2, &mut found);
-            }
-            Token::Ident(word)
-                if word == "super" && starts_path(at) && is(at + 1, &Token::PathSep) =>
-            {
-                let mut climbs = 0;
-                let mut next = at;
-                while matches!(&tokens.get(next), Some((_, Token::Ident(w))) if w == "super")
-                    && is(next + 1, &Token::PathSep)
-                {
-                    climbs += 1;
-                    next += 2;
+            match &tokens[at].1 {
+                Token::Open => {
+                    depth += 1;
+                    if let Some(name) = pending_mod.take() {
+                        inline.push((name, depth));
+                    }
                 }
-                let here: Vec<&String> = module
-                    .iter()
-                    .chain(inline.iter().map(|(name, _)| name))
-                    .collect();
-                if climbs >= here.len() {
-                    named(*line, next, &mut found);
+                Token::Close => {
+                    if inline
+                        .last()
+                        .is_some_and(|(_, at_depth)| *at_depth == depth)
+                    {
+                        inline.pop();
+                    }
+                    depth -= 1;
                 }
+                Token::Semi => pending_mod = None,
+                Token::Ident(word) if word == "mod" => {
+                    if let Some(name) = ident(at + 1) {
+                        pending_mod = Some(name.to_string());
+                    }
+                }
+                _ => {}
             }
-            _ => {}
+            at += 1;
+        }
+        if aliases.len() == known.len() {
+            return found;
         }
     }
-    found
+    unreachable!("the second pass knows every alias")
 }
 
 /// The module path of a file under `src`: `capabilities/hooks/mod.rs` is
@@ -350,8 +430,21 @@ fn module_of(relative: &Path) -> Vec<String> {
     parts
 }
 
+/// Every module path of `files`: each file's, and each folder's on the way to it.
+fn modules_of(files: &[(PathBuf, String)]) -> BTreeSet<Vec<String>> {
+    let mut modules = BTreeSet::new();
+    for (relative, _) in files {
+        let module = module_of(relative);
+        for end in 0..=module.len() {
+            modules.insert(module[..end].to_vec());
+        }
+    }
+    modules
+}
+
 /// Every back-import among `files` (each a path under `src` and its text), as messages.
 fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
+    let modules = modules_of(files);
     let mut found = Vec::new();
     for (relative, source) in files {
         let module = module_of(relative);
@@ -366,11 +459,19 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
             ));
             continue;
         };
-        for Use { line, module: to } in uses(&module, source) {
-            if &to == from {
+        for Use { line, path } in uses(&module, source, &modules) {
+            let Some(to) = path.first() else {
+                found.push(format!(
+                    "{}:{line}: `{from}` imports everything of the crate's root, which hides \
+                     the modules it uses: name them",
+                    shown.display()
+                ));
+                continue;
+            };
+            if to == from {
                 continue;
             }
-            match layer_of(&to) {
+            match layer_of(to) {
                 None => found.push(format!(
                     "{}:{line}: `{from}` uses `{to}`, which has no layer",
                     shown.display()
@@ -387,12 +488,162 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
     found
 }
 
+/// A file's text before its tests (`#[cfg(test)]` on a `mod … {`).
+fn non_test(source: &str) -> &str {
+    let mut offset = 0;
+    let mut lines = source.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("mod ") && next.trim_end().ends_with('{'))
+        {
+            return &source[..offset];
+        }
+        offset += line.len();
+    }
+    source
+}
+
+/// One file's use of another part of the module both are in.
+struct Edge {
+    to: String,
+    at: String,
+}
+
+/// A circle between the parts of one module.
+struct Circle {
+    /// The module, `server::events`; empty for the crate's root.
+    module: String,
+    parts: Vec<String>,
+    /// What it is, and the uses that close it.
+    message: String,
+}
+
+/// Every circle between the parts of one module under `roots` (the module's own file, and
+/// each submodule with whatever lies under it): within such a module the parts use one
+/// another in one direction only, so each can be read knowing only those it uses. `shown` is
+/// where `files` are (their paths are under it).
+fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<Circle> {
+    const OWN_FILE: &str = "(its own file)";
+    let modules = modules_of(files);
+    // Tests use what they test: only the code that is built is read.
+    let test_only: BTreeSet<Vec<String>> = files
+        .iter()
+        .flat_map(|(relative, source)| {
+            let module = module_of(relative);
+            let lines: Vec<&str> = source.lines().collect();
+            lines
+                .windows(2)
+                .filter(|pair| pair[0] == "#[cfg(test)]")
+                .filter_map(|pair| pair[1].strip_prefix("mod ")?.strip_suffix(';'))
+                .map(|name| [module.clone(), vec![name.to_string()]].concat())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let checked = |module: &[String]| {
+        roots
+            .iter()
+            .any(|root| module.len() >= root.len() && module[..root.len()] == root[..])
+    };
+    // For each module checked, its parts and who uses whom.
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeMap<String, Edge>>> =
+        BTreeMap::new();
+    for (relative, source) in files {
+        let module = module_of(relative);
+        if test_only.contains(&module) {
+            continue;
+        }
+        for Use { line, path } in uses(&module, non_test(source), &modules) {
+            for depth in 0..=module.len() {
+                let parent = &module[..depth];
+                if !checked(parent) || path.len() < depth || path[..depth] != *parent {
+                    continue;
+                }
+                let part_of = |full: &[String]| match full.get(depth) {
+                    Some(name)
+                        if modules.contains(&[parent, std::slice::from_ref(name)].concat()) =>
+                    {
+                        name.clone()
+                    }
+                    _ => OWN_FILE.to_string(),
+                };
+                let (from, to) = (part_of(&module), part_of(&path));
+                if from != to {
+                    let at = format!("{shown}/{}:{line}", relative.display());
+                    graphs
+                        .entry(parent.to_vec())
+                        .or_default()
+                        .entry(from)
+                        .or_default()
+                        .entry(to.clone())
+                        .or_insert(Edge { to, at });
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (parent, graph) in &graphs {
+        let reaches = |start: &str| {
+            let mut seen = BTreeSet::from([start.to_string()]);
+            let mut queue = vec![start.to_string()];
+            while let Some(part) = queue.pop() {
+                for next in graph.get(&part).into_iter().flat_map(|edges| edges.keys()) {
+                    if seen.insert(next.clone()) {
+                        queue.push(next.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let mut reported = BTreeSet::new();
+        for part in graph.keys() {
+            let circle: BTreeSet<String> = reaches(part)
+                .into_iter()
+                .filter(|other| reaches(other).contains(part))
+                .collect();
+            if circle.len() < 2 || !reported.insert(circle.clone()) {
+                continue;
+            }
+            let uses: Vec<String> = circle
+                .iter()
+                .flat_map(|from| {
+                    graph[from]
+                        .values()
+                        .filter(|edge| circle.contains(&edge.to))
+                        .map(move |edge| format!("{}: `{from}` uses `{}`", edge.at, edge.to))
+                })
+                .collect();
+            let name = if parent.is_empty() {
+                "the crate's root".to_string()
+            } else {
+                format!("`{}`", parent.join("::"))
+            };
+            let message = format!(
+                "in {name}, {} use one another in a circle: move what both need below them\n  {}",
+                circle
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                uses.join("\n  ")
+            );
+            found.push(Circle {
+                module: parent.join("::"),
+                parts: circle.into_iter().collect(),
+                message,
+            });
+        }
+    }
+    found
+}
+
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// Every `.rs` file under `src`, by its path under `src`, with its text.
-fn sources() -> Vec<(PathBuf, String)> {
+/// Every `.rs` file under `root`, by its path under `root`, with its text.
+fn sources_under(root: &Path) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, root: &Path, into: &mut Vec<(PathBuf, String)>) {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
@@ -409,8 +660,188 @@ fn sources() -> Vec<(PathBuf, String)> {
         }
     }
     let mut files = Vec::new();
-    walk(&src(), &src(), &mut files);
+    walk(root, root, &mut files);
     files
+}
+
+/// Every `.rs` file under the app crate's `src`.
+fn sources() -> Vec<(PathBuf, String)> {
+    sources_under(&src())
+}
+
+/// Where the domain crate's sources are.
+fn domain_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../majordomus-domain/src")
+}
+
+/// The circles not broken yet, each as its module and parts. Any other circle fails, and so
+/// does a listed one that grew or is gone: the list only shrinks.
+const CIRCLES_TO_BREAK: &[(&str, &[&str])] = &[(
+    "server",
+    &[
+        "(its own file)",
+        "dashboard",
+        "events",
+        "handover",
+        "http",
+        "mcp",
+        "sessions",
+    ],
+)];
+
+#[test]
+fn no_two_files_of_one_module_use_each_other_in_a_circle() {
+    const WHOLE_CRATE: &[&str] = &[];
+    let mut found = circles(
+        &sources(),
+        "crates/majordomus/src",
+        &[&["capabilities"], &["server"]],
+    );
+    found.extend(circles(
+        &sources_under(&domain_src()),
+        "crates/majordomus-domain/src",
+        &[WHOLE_CRATE],
+    ));
+    let mut to_break: Vec<(&str, &[&str])> = CIRCLES_TO_BREAK.to_vec();
+    let mut unlisted = Vec::new();
+    for circle in found {
+        let listed = to_break
+            .iter()
+            .position(|(module, parts)| *module == circle.module && *parts == circle.parts);
+        match listed {
+            Some(at) => {
+                to_break.remove(at);
+            }
+            None => unlisted.push(circle.message),
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "{} circle(s):\n{}",
+        unlisted.len(),
+        unlisted.join("\n")
+    );
+    assert!(
+        to_break.is_empty(),
+        "circles listed in CIRCLES_TO_BREAK are gone or changed, take them off: {to_break:?}"
+    );
+}
+
+#[test]
+fn a_circle_fails_naming_its_parts_and_every_use_that_closes_it() {
+    let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
+    let files = [
+        file(
+            "server/mod.rs",
+            "mod http;\nmod mcp;\npub use mcp::Worker;\n",
+        ),
+        file("server/http.rs", "use crate::server::mcp::Session;\n"),
+        // An alias of the crate is seen through.
+        file(
+            "server/mcp.rs",
+            "use crate as c;\nfn f() { c::server::http::route(); }\n",
+        ),
+        file("capabilities/board.rs", "use super::peers::PeerList;\n"),
+        file("capabilities/peers.rs", "use super::board::Board;\n"),
+    ];
+    let messages = |files: &[(PathBuf, String)]| -> Vec<String> {
+        circles(files, "src", &[&["server"]])
+            .into_iter()
+            .map(|circle| circle.message)
+            .collect()
+    };
+    assert_eq!(
+        messages(&files),
+        [
+            "in `server`, `http`, `mcp` use one another in a circle: move what both need below \
+          them\n  src/server/http.rs:1: `http` uses `mcp`\n  src/server/mcp.rs:2: `mcp` uses \
+          `http`"
+        ]
+    );
+    // A file that uses its module's own file, which uses it back, is in a circle too.
+    let files = [
+        file(
+            "server/mod.rs",
+            "mod http;\npub fn serve() { http::route(); }\n",
+        ),
+        file("server/http.rs", "use super::serve;\n"),
+    ];
+    assert_eq!(
+        messages(&files),
+        [
+            "in `server`, `(its own file)`, `http` use one another in a circle: move what both \
+          need below them\n  src/server/mod.rs:2: `(its own file)` uses `http`\n  \
+          src/server/http.rs:1: `http` uses `(its own file)`"
+        ]
+    );
+}
+
+#[test]
+fn an_alias_or_a_glob_of_the_crate_does_not_hide_a_back_import() {
+    let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
+    let found = violations(&[
+        file("render.rs", "use crate as c;\nfn f() { c::cli::run(); }\n"),
+        file(
+            "api.rs",
+            "extern crate self as me;\nuse me::{server::ServerState};\n",
+        ),
+        file("port.rs", "use crate::*;\n"),
+    ]);
+    assert_eq!(
+        found,
+        [
+            "crates/majordomus/src/render.rs:2: `render` (layer 1) uses `cli` (layer 12): a \
+             module uses only the layers below its own",
+            "crates/majordomus/src/api.rs:2: `api` (layer 1) uses `server` (layer 9): a module \
+             uses only the layers below its own",
+            "crates/majordomus/src/port.rs:1: `port` imports everything of the crate's root, \
+             which hides the modules it uses: name them",
+        ]
+    );
+}
+
+/// The most lines a file of the app's crates holds before its tests: past it a file holds
+/// more than one concept, and is split by concept.
+const FILE_LINES: usize = 800;
+
+#[test]
+fn no_file_of_the_app_crates_holds_more_than_800_lines_before_its_tests() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names: Vec<String> = std::fs::read_dir(&crates)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("majordomus"))
+        .collect();
+    names.sort();
+    let mut long = Vec::new();
+    for name in &names {
+        for (relative, source) in sources_under(&crates.join(name).join("src")) {
+            let lines = non_test(&source).lines().count();
+            if lines > FILE_LINES {
+                long.push(format!(
+                    "crates/{name}/src/{}: {lines} lines before its tests",
+                    relative.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        names.len() >= 4,
+        "the app's crates were not found: {names:?}"
+    );
+    assert!(
+        long.is_empty(),
+        "over {FILE_LINES} lines: split by concept\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_file_is_counted_up_to_its_tests() {
+    let source = "fn a() {}\n\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(non_test(source).lines().count(), 2);
+    let item_only = "#[cfg(test)]\nmod testing;\nfn a() {}\n";
+    assert_eq!(non_test(item_only).lines().count(), 3);
 }
 
 #[test]
@@ -459,10 +890,14 @@ fn a_back_import_fails_naming_the_file_the_line_and_both_modules() {
 fn groups_inline_paths_and_climbing_supers_count_and_the_rest_does_not() {
     let module = |path: &str| module_of(Path::new(path));
     let named = |path: &str, text: &str| -> Vec<(usize, String)> {
-        uses(&module(path), text)
+        let module = module(path);
+        let mut named: Vec<(usize, String)> = uses(&module, text, &BTreeSet::new())
             .into_iter()
-            .map(|found| (found.line, found.module))
-            .collect()
+            .filter_map(|found| Some((found.line, found.path.first()?.clone())))
+            .filter(|(_, to)| Some(to) != module.first())
+            .collect();
+        named.dedup();
+        named
     };
     let text = "use crate::{context::Site,\n    server::{self, run}};\n\
                 fn f() { crate::watch::peers(); }\n\

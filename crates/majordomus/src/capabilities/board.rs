@@ -8,21 +8,19 @@
 //! checkout only (`checkouts: this`), so a gather never asks back. A serving process that
 //! follows a sibling lists that sibling's board from memory while the sibling's server
 //! confirmed it recently enough ([`Board::listed`]); everything else is still asked.
+//!
+//! What a capability reads of a board is a method that capability adds beside its own
+//! operation (`Board::peers` and `Board::everywhere` in `peers::list`, `Board::status` in
+//! `server`, `Board::episodes` in `episodes`), asked through [`ask`]: this module names no
+//! capability, so the capabilities and the board they read use one another one way only.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::LeaseView;
-use majordomus_domain::changes::WorktreeChanges;
-use majordomus_domain::checkouts::{Checkouts, ServerStanding};
-use majordomus_domain::episodes::EpisodeList;
+use majordomus_domain::checkouts::ServerStanding;
 
-use super::episodes::{EpisodeListInput, EpisodesList};
-use super::federated::merge_everywhere;
-use super::peers::{ListedPeer, PeerList, PeerListInput, PeersList};
-use super::server::{ServerStatus, ServerStatusInput};
 use crate::context::{Context, Site};
-use crate::federation::{Federation, FederationStatus};
 use crate::port::{BoardPort, SiblingBoard};
 use crate::registry::Operation;
 use crate::survey::{self, Survey};
@@ -43,15 +41,6 @@ pub(crate) enum Board<'a> {
         found: Box<Survey>,
         view: SiblingBoard,
     },
-}
-
-/// What a board gave of itself for a listing.
-pub(crate) struct BoardPeers {
-    pub peers: Vec<ListedPeer>,
-    /// The worktree's changes, as the board's own server read them.
-    pub changes: Option<WorktreeChanges>,
-    /// Why the board could not be read; absent when it was, or had nobody to read.
-    pub reason: Option<String>,
 }
 
 /// Why a remote board's server could not be asked.
@@ -152,148 +141,10 @@ impl<'a> Board<'a> {
             }
         }
     }
-
-    /// The board's peers, each marked when a bridge carries its client, and the worktree's
-    /// changes as a remote server reported them (from memory, with their age, for a followed
-    /// one). A remote board that does not answer has no peers; it is unread only when its
-    /// standing says it should have answered.
-    pub async fn peers(&self, site: &Site) -> BoardPeers {
-        match self {
-            Board::Local { port, .. } => {
-                let bridged = port.bridged_peers();
-                let peers = port
-                    .board_peers(SystemTime::now())
-                    .into_iter()
-                    .map(|peer| ListedPeer {
-                        bridged: bridged.contains(&peer.id),
-                        qualified_id: String::new(),
-                        peer,
-                    })
-                    .collect();
-                BoardPeers {
-                    peers,
-                    changes: None,
-                    reason: None,
-                }
-            }
-            Board::Viewed { view, .. } => BoardPeers {
-                peers: view
-                    .peers
-                    .iter()
-                    .map(|(peer, bridged)| ListedPeer {
-                        peer: peer.clone(),
-                        bridged: *bridged,
-                        qualified_id: String::new(),
-                    })
-                    .collect(),
-                changes: view.changes.as_ref().map(|changes| WorktreeChanges {
-                    read_seconds_ago: Some(view.read.as_secs()),
-                    ..(**changes).clone()
-                }),
-                reason: None,
-            },
-            Board::Remote(found) => {
-                let this = PeerListInput {
-                    checkouts: Checkouts::This,
-                };
-                match ask::<PeersList>(found, site, &this, site.probe_timeout()).await {
-                    Ok(answer) => BoardPeers {
-                        changes: answer.boards.into_iter().next().and_then(|b| b.changes),
-                        peers: answer.peers,
-                        reason: None,
-                    },
-                    Err(Unasked::Failed(error)) => BoardPeers {
-                        peers: Vec::new(),
-                        changes: None,
-                        reason: Some(error.to_string()),
-                    },
-                    Err(Unasked::NoServer(_)) => BoardPeers {
-                        peers: Vec::new(),
-                        changes: None,
-                        reason: (!found.standing.readable).then(|| {
-                            found.standing.reason.clone().unwrap_or_else(|| {
-                                format!("its server is {}", found.standing.standing.as_str())
-                            })
-                        }),
-                    },
-                }
-            }
-        }
-    }
-
-    /// How many peers are attached to the board, when its server could be asked, and where
-    /// its server stands with the federation.
-    pub async fn status(&self, site: &Site) -> (Option<usize>, Option<FederationStatus>) {
-        match self {
-            Board::Local { port, .. } => (
-                Some(port.attached_peers()),
-                Some(port.federation().status()),
-            ),
-            Board::Remote(found) | Board::Viewed { found, .. } => {
-                let this = ServerStatusInput {
-                    checkouts: Checkouts::This,
-                };
-                match ask::<ServerStatus>(found, site, &this, site.probe_timeout()).await {
-                    Ok(answer) => (
-                        answer.servers.first().and_then(|server| server.peers),
-                        Some(answer.federation),
-                    ),
-                    Err(_) => (None, None),
-                }
-            }
-        }
-    }
-
-    /// The episodes the board's server holds in memory; `mine` is the caller's.
-    pub async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
-        match self {
-            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller.as_ref())),
-            Board::Remote(found) | Board::Viewed { found, .. } => {
-                let site = &ctx.site;
-                ask::<EpisodesList>(found, site, &EpisodeListInput {}, site.probe_timeout()).await
-            }
-        }
-    }
-
-    /// `listing`, this machine's boards, joined with the boards other machines publish to
-    /// the federation. Only a serving process follows the federation: a remote board's
-    /// server is asked for its own such listing (it gathers the siblings itself, so it gets
-    /// the time of a gather and a little more), and without one the listing is answered
-    /// with the reason.
-    pub async fn everywhere(&self, site: &Site, listing: PeerList) -> PeerList {
-        match self {
-            Board::Local { port, .. } => {
-                let federation = port.federation();
-                if !federation.is_on() {
-                    return merge_everywhere(listing, None, &[], FederationStatus::off());
-                }
-                merge_everywhere(
-                    listing,
-                    federation.machine(),
-                    &federation.remote_boards(),
-                    federation.status(),
-                )
-            }
-            Board::Remote(found) | Board::Viewed { found, .. } => {
-                let config = &site.config.federation;
-                if config.url.is_some() {
-                    let everywhere = PeerListInput {
-                        checkouts: Checkouts::Everywhere,
-                    };
-                    let patience = site.probe_timeout() * 2 + Duration::from_secs(1);
-                    if let Ok(answer) = ask::<PeersList>(found, site, &everywhere, patience).await {
-                        return answer;
-                    }
-                }
-                let status = Federation::status_without_server(config);
-                merge_everywhere(listing, None, &[], status)
-            }
-        }
-    }
 }
 
 /// Asks the server a survey found for capability `O`, through the route `O` declares.
-async fn ask<O: Operation>(
+pub(crate) async fn ask<O: Operation>(
     found: &Survey,
     site: &Site,
     input: &O::Input,

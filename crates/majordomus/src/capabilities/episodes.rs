@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::CapabilityError;
-use crate::capabilities::board::{Board, Unasked};
+use crate::capabilities::board::{Board, Unasked, ask};
 use crate::capabilities::peers::needs_a_session;
 use crate::context::Context;
 use crate::episodes::event::CloseReason;
@@ -294,5 +294,18 @@ impl Operation for EpisodesDetach {
             episode,
             reason: CloseReason::Detach,
         })
+    }
+}
+
+impl<'a> Board<'a> {
+    /// The episodes the board's server holds in memory; `mine` is the caller's.
+    pub async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
+        match self {
+            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller.as_ref())),
+            Board::Remote(found) | Board::Viewed { found, .. } => {
+                let site = &ctx.site;
+                ask::<EpisodesList>(found, site, &EpisodeListInput {}, site.probe_timeout()).await
+            }
+        }
     }
 }

@@ -4,7 +4,6 @@
 mod board;
 pub mod conflicts;
 pub mod episodes;
-pub mod federated;
 pub mod hooks;
 pub mod leases;
 pub mod peers;

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::CapabilityError;
-use crate::capabilities::board::Board;
-use crate::context::Context;
+use crate::capabilities::board::{Board, ask};
+use crate::context::{Context, Site};
 use crate::federation::{Federation, FederationStatus};
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
@@ -252,4 +252,29 @@ async fn view(
 
 pub(crate) fn display(path: &std::path::Path) -> String {
     path.display().to_string()
+}
+
+impl<'a> Board<'a> {
+    /// How many peers are attached to the board, when its server could be asked, and where
+    /// its server stands with the federation.
+    pub async fn status(&self, site: &Site) -> (Option<usize>, Option<FederationStatus>) {
+        match self {
+            Board::Local { port, .. } => (
+                Some(port.attached_peers()),
+                Some(port.federation().status()),
+            ),
+            Board::Remote(found) | Board::Viewed { found, .. } => {
+                let this = ServerStatusInput {
+                    checkouts: Checkouts::This,
+                };
+                match ask::<ServerStatus>(found, site, &this, site.probe_timeout()).await {
+                    Ok(answer) => (
+                        answer.servers.first().and_then(|server| server.peers),
+                        Some(answer.federation),
+                    ),
+                    Err(_) => (None, None),
+                }
+            }
+        }
+    }
 }

@@ -33,7 +33,7 @@ use crate::api::CapabilityError;
 use crate::context::Site;
 use crate::episodes::Recorder;
 use crate::federation::Federation;
-use crate::port::ListingCache;
+use crate::port::KeptSlot;
 use stops::StopRequests;
 
 /// A connection's claim to be a worker that outlives its sessions.
@@ -101,7 +101,7 @@ pub struct ServerState {
     /// The MCP-over-HTTP sessions, and the idle ones parked.
     pub(crate) parking: Arc<parking::Parking>,
     /// This board's own listing as last encoded, served again until the board changes.
-    pub(crate) listing: ListingCache,
+    pub(crate) listing: KeptSlot,
     /// The claims handed to the next server of the checkout should this process end.
     handover: handover::HandOver,
     /// The edits the guard stopped once by a speed bump, which pass when repeated soon.
@@ -146,7 +146,7 @@ impl ServerState {
                     site.config.timings.session_park(),
                     site.config.timings.idle_timeout(),
                 )),
-                listing: ListingCache::default(),
+                listing: KeptSlot::default(),
                 handover: Default::default(),
                 site,
             }

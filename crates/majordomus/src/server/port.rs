@@ -17,7 +17,7 @@ use majordomus_checkout::ancestry::ProcessStamp;
 use super::ServerState;
 use crate::api::CapabilityError;
 use crate::federation::{Federation, Published};
-use crate::port::{BoardPort, BoardSnapshot, Fact, ListingCache, SiblingBoard};
+use crate::port::{BoardPort, BoardSnapshot, Fact, KeptSlot, SiblingBoard};
 
 impl BoardPort for ServerState {
     fn bumped_before(&self, key: u64) -> bool {
@@ -74,7 +74,7 @@ impl BoardPort for ServerState {
         }
     }
 
-    fn listing_cache(&self) -> &ListingCache {
+    fn listing_slot(&self) -> &KeptSlot {
         &self.listing
     }
 

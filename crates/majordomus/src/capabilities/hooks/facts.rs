@@ -18,9 +18,9 @@ use majordomus_domain::text::{for_terminal, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Guarded, NewsMoment};
 use crate::api::CapabilityError;
 use crate::capabilities::peers::{self, Detail, PeerList};
+use crate::clients::NewsMoment;
 use crate::context::Context;
 use crate::context::RepositoryReading;
 use crate::port::{EDITS_CLAIM, Fact};
@@ -640,6 +640,34 @@ pub(crate) fn bounded(lines: Vec<String>) -> Vec<String> {
         ));
     }
     kept
+}
+
+/// What the guard found: other sessions' claims on the files.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Guarded {
+    /// The peer that speaks for the session on this checkout's board.
+    pub peer: PeerId,
+    /// Each other claim that meets one of the files, live sessions first; at most 8.
+    pub findings: Vec<Finding>,
+    /// How many more claims meet the files than `findings` lists.
+    pub more_findings: usize,
+    /// The findings as lines for an agent: facts, with what other sessions wrote quoted and
+    /// escaped. Empty when nothing was found.
+    pub lines: Vec<String>,
+    /// Speed bumps, as lines: another worktree's uncommitted change to one of the files, a
+    /// merge conflict on one of them predicted between this worktree and another (with the
+    /// other side's conflicting lines quoted and fenced when known). Read from the latest
+    /// reading of the repository, never from git in the guard's own time.
+    #[serde(default)]
+    pub bumps: Vec<String>,
+    /// Whether the same session was stopped by these speed bumps for the same files within
+    /// the last five minutes: a repeated edit passes.
+    #[serde(default)]
+    pub bump_passed: bool,
+    /// Whether every board of the repository was read.
+    pub complete: bool,
+    /// A line for each board that could not be read, saying why.
+    pub unread: Vec<String>,
 }
 
 #[cfg(test)]

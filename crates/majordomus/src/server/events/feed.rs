@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::EventBus;
+use super::bus::EventBus;
 use crate::resources::BOARD_URI;
 
 /// The level overlap notices are sent at.

@@ -36,7 +36,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{Change, Envelope, MAX_EVENT_BYTES, ReceivedEvent, read_stream};
+use super::wire::{Change, Envelope, MAX_EVENT_BYTES, ReceivedEvent, read_stream};
 use crate::capabilities::peers::{PeerList, PeerListInput, PeersList};
 use crate::context::CHANGES_INTERVAL;
 use crate::port::SiblingBoard;

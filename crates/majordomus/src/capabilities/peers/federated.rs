@@ -4,14 +4,14 @@
 
 use std::collections::BinaryHeap;
 
-use majordomus_domain::changes::SideKind;
 use majordomus_domain::index::PathIndex;
 use majordomus_domain::limits;
 use majordomus_domain::listing::silent;
 use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
+use majordomus_domain::peers::SideKind;
 use majordomus_domain::peers::{Announced, Overlap, OverlapPath, PeerCheckout};
 
-use crate::capabilities::peers::{BoardView, ListedPeer, PeerList};
+use super::answer::{BoardView, ListedPeer, PeerList};
 use crate::federation::FederationStatus;
 use crate::federation::document::RemoteBoard;
 use crate::federation::view::HeldBoard;
@@ -286,7 +286,7 @@ mod tests {
             .map(|p| p.peer.checkout.as_ref().unwrap().machine.as_deref())
             .collect();
         assert_eq!(machines, [Some("laptop"), Some("sandbox"), Some("sandbox")]);
-        crate::capabilities::peers::find_overlaps(&mut merged);
+        super::super::answer::find_overlaps(&mut merged);
         assert_eq!(merged.overlaps.len(), 1);
         let overlap = &merged.overlaps[0];
         let side = |c: &Option<PeerCheckout>| c.as_ref().unwrap().machine.clone().unwrap();

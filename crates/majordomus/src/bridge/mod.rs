@@ -17,29 +17,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use majordomus_checkout::ancestry::{self, ProcessStamp};
 use majordomus_checkout::{Lease, ProbeAnswer};
 use majordomus_domain::peers::Transport;
 use majordomus_domain::sync::LockExt;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig,
-    ClientRequest, ContentBlock, CustomRequest, CustomResult, InitializeRequestParams,
-    InitializeResult, JsonObject, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
-    ServerConfig, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
+    ContentBlock, InitializeRequestParams, JsonObject, ListToolsRequest, ListToolsResult,
+    PaginatedRequestParams, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
-};
-use rmcp::{
-    ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceError, ServiceExt,
-};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ErrorData as McpError, RoleClient, RoleServer, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-use majordomus_checkout::ancestry::{self, ProcessStamp};
 
 use crate::capabilities::episodes::{EpisodesAttach, EpisodesDetach};
 use crate::capabilities::peers::PeersAnnounce;
@@ -48,13 +42,20 @@ use crate::registry::Operation;
 use crate::server::Worker;
 use crate::server::mcp::{
     BRIDGED_META_KEY, CLIENT_PROCESS_META_KEY, CLIENT_SESSION_META_KEY, McpSession,
-    WORKER_META_KEY, client_session_of, is_let_go, metas, negotiate, tool_list,
+    WORKER_META_KEY, tool_list,
 };
 use crate::server::run::{
     Lifetime, Outcome, Running, Silence, StartError, elect_and_start, elect_and_start_after,
 };
 use crate::server::stops::StopRequests;
 use crate::survey;
+
+mod failure;
+mod handler;
+
+pub use failure::{Failure, Recovery, recovery};
+use failure::{Loss, Reach, Unanswered, unanswered};
+use handler::SharedBridge;
 
 /// How many times one call is retried through a failover before the client is told.
 const MAX_FAILOVERS_PER_CALL: usize = 3;
@@ -81,156 +82,6 @@ fn client_session_from_environment() -> Option<String> {
         .iter()
         .filter_map(|name| std::env::var(name).ok())
         .find(|id| !id.trim().is_empty())
-}
-
-/// Why a forwarded call failed, as far as the bridge can tell.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The server provably did not run it: it never left this process, the connection was
-    /// refused, or the server refused the session before reading the call (an unknown
-    /// session, or one it let go for its silence).
-    NotExecuted(String),
-    /// It was written to the server and no answer came: it may or may not have run.
-    OutcomeUnknown(String),
-    /// The server answered with an HTTP error instead of an MCP answer; that is the answer,
-    /// not a failover.
-    Refused(String),
-}
-
-impl Failure {
-    fn describe(&self) -> &str {
-        match self {
-            Failure::NotExecuted(why) | Failure::OutcomeUnknown(why) | Failure::Refused(why) => why,
-        }
-    }
-}
-
-/// What the bridge does after a failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Recovery {
-    /// Elect again and send the call to whoever serves now.
-    ResendAfterFailover,
-    /// Elect again, but tell the client the outcome is unknown rather than risk running a
-    /// write twice.
-    FailoverAndReportUnknown,
-    /// Hand the error to the client; nothing is wrong with the upstream.
-    PassThrough,
-}
-
-/// The resend rule: a call is sent again only when that cannot do harm — it is idempotent,
-/// or it provably never ran.
-pub fn recovery(idempotent: bool, failure: &Failure) -> Recovery {
-    match failure {
-        Failure::Refused(_) => Recovery::PassThrough,
-        Failure::NotExecuted(_) => Recovery::ResendAfterFailover,
-        Failure::OutcomeUnknown(_) if idempotent => Recovery::ResendAfterFailover,
-        Failure::OutcomeUnknown(_) => Recovery::FailoverAndReportUnknown,
-    }
-}
-
-/// How far a request got before it failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reach {
-    /// rmcp refused it before it entered the session: it never left this process.
-    Refused,
-    /// It was handed to the session, which writes it to the server.
-    Handed,
-}
-
-/// Sorts an rmcp client error into a protocol answer (passed through as it is) or a failure,
-/// by the error's type alone.
-fn classify(error: ServiceError, reach: Reach) -> Result<Failure, McpError> {
-    match error {
-        ServiceError::McpError(error) if is_let_go(&error) => {
-            Ok(Failure::NotExecuted(error.message.into_owned()))
-        }
-        ServiceError::McpError(error) => Err(error),
-        ServiceError::TransportClosed if reach == Reach::Refused => Ok(Failure::NotExecuted(
-            "the session to the server had already ended".into(),
-        )),
-        ServiceError::TransportClosed => Ok(Failure::OutcomeUnknown(
-            "the session to the server ended before the answer came".into(),
-        )),
-        ServiceError::TransportSend(error) => {
-            let Some(http) = error
-                .error
-                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-            else {
-                return Ok(Failure::OutcomeUnknown(with_sources(&*error.error)));
-            };
-            let text = with_sources(http);
-            Ok(match http {
-                StreamableHttpError::Client(error) if error.is_connect() => {
-                    Failure::NotExecuted(format!(
-                        "the server refused the connection ({})",
-                        with_sources(error)
-                    ))
-                }
-                StreamableHttpError::Client(error) => Failure::OutcomeUnknown(format!(
-                    "the connection broke after the call was sent ({})",
-                    with_sources(error)
-                )),
-                StreamableHttpError::SessionExpired => {
-                    Failure::NotExecuted("the server no longer knows this session (404)".into())
-                }
-                StreamableHttpError::HttpStatus(status) if status.status == 429 => {
-                    Failure::NotExecuted(format!("the server turned it away ({status})"))
-                }
-                StreamableHttpError::HttpStatus(status) => {
-                    Failure::OutcomeUnknown(format!("the server failed while answering ({status})"))
-                }
-                StreamableHttpError::UnexpectedServerResponse(answer) => {
-                    Failure::Refused(answer.to_string())
-                }
-                StreamableHttpError::AuthRequired(_)
-                | StreamableHttpError::InsufficientScope(_) => Failure::Refused(text),
-                _ => Failure::OutcomeUnknown(text),
-            })
-        }
-        other => Ok(Failure::OutcomeUnknown(other.to_string())),
-    }
-}
-
-/// An error and every error beneath it, in words: rmcp's and reqwest's top-level messages
-/// leave the cause ("connection closed before message completed") to their sources.
-fn with_sources(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// A failure, with what the bridge learned of its server's silence on the way.
-#[derive(Clone, Debug)]
-struct Loss {
-    failure: Failure,
-    /// Set when the server stopped answering even its probe: the election that follows
-    /// counts the busy grace from when the wait began.
-    silence: Option<Silence>,
-}
-
-impl From<Failure> for Loss {
-    fn from(failure: Failure) -> Loss {
-        Loss {
-            failure,
-            silence: None,
-        }
-    }
-}
-
-/// How a forwarded request ended, when it did not end in an answer.
-enum Unanswered {
-    /// The server answered with a JSON-RPC error: that is its answer.
-    Protocol(McpError),
-    /// No answer came.
-    Lost(Loss),
 }
 
 /// Where calls go.
@@ -923,13 +774,6 @@ async fn keep_alive(bridge: Arc<Bridge>) {
     }
 }
 
-fn unanswered(error: ServiceError, reach: Reach) -> Unanswered {
-    match classify(error, reach) {
-        Ok(failure) => Unanswered::Lost(failure.into()),
-        Err(error) => Unanswered::Protocol(error),
-    }
-}
-
 fn tool_error(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
@@ -953,197 +797,4 @@ fn worker_identity() -> String {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The handler rmcp serves on stdio: a shared handle on the bridge.
-struct SharedBridge(Arc<Bridge>);
-
-impl ServerHandler for SharedBridge {
-    fn get_info(&self) -> ServerConfig {
-        crate::server::mcp::server_config()
-    }
-
-    /// What the front let through as a custom request is a method nobody serves; its name
-    /// goes back cut to a bounded length.
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, McpError> {
-        Err(crate::stdio_front::custom_request_error(
-            context.id,
-            &request.method,
-            request.params.as_ref(),
-        ))
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        let negotiated = negotiate(self, &request, &context)?;
-        // A client that names its conversation in `initialize` is taken at its word, as one
-        // naming it on a tool call is.
-        if let Some(id) = client_session_of(&metas(&context, request.meta.as_ref())) {
-            self.0.note_client_session(id);
-        }
-        let _ = self.0.client.set(request);
-        self.0
-            .current()
-            .await
-            .map_err(|error| McpError::internal_error(error.to_string(), None))?;
-        Ok(negotiated)
-    }
-
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.0.introduce(&context);
-        if let Some(Upstream::Local(session)) =
-            self.0.connection.lock().await.as_ref().map(|c| &c.upstream)
-        {
-            session.heard()?;
-        }
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        self.0.introduce(&context);
-        self.0.list_tools(request).await
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.0.introduce(&context);
-        // Codex names its conversation only here, in every call's turn metadata.
-        if let Some(id) = client_session_of(&metas(&context, request.meta.as_ref())) {
-            self.0.note_client_session(id);
-        }
-        self.0.call_tool(request).await.map(CallToolResponse::from)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::transport::DynamicTransportError;
-    use rmcp::transport::streamable_http_client::HttpStatusError;
-
-    #[test]
-    fn the_resend_rule() {
-        let not_executed = Failure::NotExecuted("connection refused".into());
-        let unknown = Failure::OutcomeUnknown("stream ended".into());
-        let refused = Failure::Refused("HTTP 400".into());
-        assert_eq!(recovery(true, &not_executed), Recovery::ResendAfterFailover);
-        assert_eq!(
-            recovery(false, &not_executed),
-            Recovery::ResendAfterFailover,
-            "it never ran, so sending it is safe"
-        );
-        assert_eq!(
-            recovery(true, &unknown),
-            Recovery::ResendAfterFailover,
-            "running it twice is the same as once"
-        );
-        assert_eq!(
-            recovery(false, &unknown),
-            Recovery::FailoverAndReportUnknown,
-            "a write is never resent blindly"
-        );
-        assert_eq!(recovery(true, &refused), Recovery::PassThrough);
-        assert_eq!(recovery(false, &refused), Recovery::PassThrough);
-    }
-
-    fn http_failure(error: StreamableHttpError<reqwest::Error>) -> ServiceError {
-        ServiceError::TransportSend(DynamicTransportError::from_parts(
-            "http",
-            std::any::TypeId::of::<()>(),
-            Box::new(error),
-        ))
-    }
-
-    #[test]
-    fn a_closed_session_is_not_executed_only_before_the_request_entered_it() {
-        assert!(matches!(
-            classify(ServiceError::TransportClosed, Reach::Refused),
-            Ok(Failure::NotExecuted(_))
-        ));
-        assert!(
-            matches!(
-                classify(ServiceError::TransportClosed, Reach::Handed),
-                Ok(Failure::OutcomeUnknown(_))
-            ),
-            "rmcp says the transport closed also when a written request lost its answer"
-        );
-    }
-
-    #[test]
-    fn failures_are_sorted_by_their_type() {
-        let sorted = |error| classify(http_failure(error), Reach::Handed).unwrap();
-        assert!(matches!(
-            sorted(StreamableHttpError::SessionExpired),
-            Failure::NotExecuted(_)
-        ));
-        assert!(matches!(
-            sorted(StreamableHttpError::HttpStatus(HttpStatusError::new(
-                502, None
-            ))),
-            Failure::OutcomeUnknown(_)
-        ));
-        assert!(matches!(
-            sorted(StreamableHttpError::HttpStatus(HttpStatusError::new(
-                429, None
-            ))),
-            Failure::NotExecuted(_)
-        ));
-        assert!(matches!(
-            sorted(StreamableHttpError::UnexpectedServerResponse(
-                "HTTP 413 Payload Too Large: the body is over the limit".into()
-            )),
-            Failure::Refused(_)
-        ));
-        assert!(matches!(
-            sorted(StreamableHttpError::TransportChannelClosed),
-            Failure::OutcomeUnknown(_)
-        ));
-        assert!(matches!(
-            sorted(StreamableHttpError::UnexpectedEndOfStream),
-            Failure::OutcomeUnknown(_)
-        ));
-        assert!(matches!(
-            classify(
-                ServiceError::Timeout {
-                    timeout: Duration::from_secs(1)
-                },
-                Reach::Handed
-            ),
-            Ok(Failure::OutcomeUnknown(_))
-        ));
-    }
-
-    #[test]
-    fn a_server_answer_passes_through_unless_it_lets_the_session_go() {
-        let protocol = classify(
-            ServiceError::McpError(McpError::invalid_params("bad", None)),
-            Reach::Handed,
-        );
-        assert!(
-            protocol.is_err(),
-            "a JSON-RPC error is the server's answer, passed through"
-        );
-        let let_go = McpError::invalid_request(
-            "let go",
-            Some(serde_json::json!({ crate::server::mcp::LET_GO_DATA_KEY: true })),
-        );
-        assert!(matches!(
-            classify(ServiceError::McpError(let_go), Reach::Handed),
-            Ok(Failure::NotExecuted(_))
-        ));
-    }
 }

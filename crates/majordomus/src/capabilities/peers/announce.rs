@@ -1,0 +1,222 @@
+//! `peers.announce`: a claim recorded on this board, answered with every claim and change in
+//! the repository that meets it.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use majordomus_checkout::resolve::resolve_scope;
+use majordomus_domain::board::check_announcement;
+use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
+use majordomus_domain::limits;
+use majordomus_domain::listing::claims_meeting;
+use majordomus_domain::paths::{ClaimPath, without_repeats};
+use majordomus_domain::peers::{AnnounceInput, Announced};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::federated::remote_overlaps;
+use crate::api::CapabilityError;
+use crate::context::{Context, Site};
+use crate::registry::{BenchCases, Declaration, Exposure, Kind, Moment, Operation, Stability};
+
+use super::answer::is_zero;
+use super::siblings::read_siblings;
+
+/// `peers.announce`.
+pub struct PeersAnnounce;
+
+impl BenchCases for AnnounceInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![
+            (
+                "one_path",
+                AnnounceInput {
+                    intent: "benchmark the announce path".into(),
+                    scope: vec!["src/bench".into()],
+                    claim: None,
+                },
+            ),
+            (
+                "ten_paths_named",
+                AnnounceInput {
+                    intent: "benchmark a named claim of ten paths".into(),
+                    scope: (0..10).map(|i| format!("crates/part{i}/src")).collect(),
+                    claim: Some("bench".into()),
+                },
+            ),
+        ]
+    }
+}
+
+/// Another worktree's board that an announcement could not read in time.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct UnreadBoard {
+    /// Where the worktree is.
+    pub worktree: String,
+    /// The branch checked out there, when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Why its board could not be read.
+    pub reason: String,
+}
+
+/// The answer of `peers.announce`: you as the board now records you, every claim and every
+/// change in the repository that meets the one you made, and which boards could not be
+/// asked.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AnnounceAnswer {
+    /// You, the claims that meet yours (at most 32, live peers' first) and the paths you
+    /// stopped claiming.
+    #[serde(flatten)]
+    pub announced: Announced,
+    /// How many more claims of other peers meet yours than `overlaps` lists; absent when it
+    /// lists them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_overlaps: usize,
+    /// Other worktrees' changes, as git knows them (committed on their branch, staged,
+    /// unstaged, untracked), that meet the claim just made: work already done there,
+    /// announced or not. Your own worktree's changes are your own work and never listed.
+    /// Empty is the ordinary case.
+    pub change_overlaps: Vec<ChangeOverlap>,
+    /// The other worktrees whose boards could not be read within the probe timeout, and
+    /// why: their claims are missing from `overlaps`. Empty is the ordinary case.
+    pub boards_unread: Vec<UnreadBoard>,
+    /// Whether every worktree's board was read, so that `overlaps` covers the repository.
+    pub complete: bool,
+}
+
+/// What a refusal of a call without a connection says: the claim must belong to a peer.
+pub(crate) fn needs_a_session(tool: &str) -> CapabilityError {
+    CapabilityError::refused(format!(
+        "this call needs an MCP session to belong to: call the `{tool}` tool through \
+         `majordomus mcp` (the bridge your MCP client runs) rather than over plain HTTP or a \
+         session-less MCP request"
+    ))
+}
+
+impl Operation for PeersAnnounce {
+    type Input = AnnounceInput;
+    type Output = AnnounceAnswer;
+    const DECLARATION: Declaration = Declaration {
+        id: "peers.announce",
+        kind: Kind::Command,
+        title: "Announce what you are working on",
+        description: "Say in one line what this session is doing and which repository paths it \
+            expects to touch. The answer lists every other peer, in any worktree, whose claim \
+            meets yours (`overlaps`, live peers first), every other worktree's actual changes that \
+            meet it (`change_overlaps`), and in `boards_unread` the worktrees that could not be \
+            asked in time. Name a claim to hold several side by side; announcing under the same \
+            name replaces it (`released` lists the paths no longer claimed). Paths are \
+            repository-relative and taken as the file system has them: a link meets its target, a \
+            link out of the repository is refused; `.` is the whole repository and a glob counts \
+            as its directory prefix.",
+        exposure: Exposure {
+            mcp_tool: Some("majordomus_announce"),
+            // Only the MCP session calling it can act: a claim belongs to a peer, an attached
+            // episode to a connection. Plain HTTP has no session, so a route could only ever
+            // refuse; what hooks do over HTTP for a session is `hooks.*`, whose input names it.
+            http: None,
+            cli: None,
+        },
+        tags: &["peers", "coordination"],
+        stability: Stability::BehaviorallyVerified,
+        idempotent: true,
+        moments: &[
+            Moment {
+                headline: "learned of a collision only at merge time",
+                detail: "Two agents edited the same module for an hour; an announce tells the \
+                    second one the moment it claims the ground.",
+            },
+            Moment {
+                headline: "a subagent's work vanished from the board",
+                detail: "Without names every announcement replaced the last; named claims stand \
+                    side by side.",
+            },
+            Moment {
+                headline: "told `overlaps: []` while a peer in another worktree held the ground",
+                detail: "The announce reads every worktree's board within the probe timeout, and \
+                    says which ones it could not read.",
+            },
+        ],
+    };
+
+    async fn run(ctx: &Context, input: AnnounceInput) -> Result<AnnounceAnswer, CapabilityError> {
+        let tool = Self::DECLARATION
+            .exposure
+            .mcp_tool
+            .unwrap_or(Self::DECLARATION.id);
+        // Input that could never be accepted is bad input on every surface, before the
+        // question whether this caller can announce at all.
+        check_announcement(&input)
+            .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
+        let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
+            return Err(needs_a_session(tool));
+        };
+        let paths = resolve(&ctx.site, &input.scope).await?;
+        let mine = without_repeats(paths.clone());
+        let mut announced = server.announce_resolved(caller, input, paths, SystemTime::now())?;
+        let (here, siblings) = read_siblings(ctx).await;
+        for overlap in &mut announced.overlaps {
+            overlap.checkout = Some(here.clone());
+        }
+        let mut boards_unread = Vec::new();
+        let mut peers = Vec::new();
+        let mut changes = Vec::new();
+        for (view, board_peers) in siblings {
+            if let Some(reason) = &view.reason {
+                boards_unread.push(UnreadBoard {
+                    worktree: view.worktree.clone(),
+                    branch: view.branch.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            if let Some(worktree_changes) = view.changes.clone() {
+                changes.push((view.stamp(), worktree_changes));
+            }
+            peers.extend(board_peers.into_iter().map(|listed| listed.peer));
+        }
+        announced.overlaps.extend(claims_meeting(&mine, &peers));
+        let remote = server.federation().remote_boards();
+        if !remote.is_empty() {
+            let worktree = ctx.site.checkout.root.display().to_string();
+            announced
+                .overlaps
+                .extend(remote_overlaps(&announced, &worktree, &remote));
+        }
+        announced.overlaps.sort_by_key(|overlap| !overlap.attached);
+        let more_overlaps = announced
+            .overlaps
+            .len()
+            .saturating_sub(limits::OVERLAPS_LISTED);
+        announced.overlaps.truncate(limits::OVERLAPS_LISTED);
+        Ok(AnnounceAnswer {
+            announced,
+            more_overlaps,
+            change_overlaps: changes_meeting(&mine, &changes),
+            complete: boards_unread.is_empty(),
+            boards_unread,
+        })
+    }
+}
+
+/// Up to how many scope paths are resolved on the calling thread: a few `readlink`s each,
+/// less than the hop to a blocking thread and back that a wide scope is worth.
+const INLINE_SCOPE_PATHS: usize = 4;
+
+/// Where each scope path leads on disk; a path leading out of the checkout is bad input. A
+/// small scope in a small repository is resolved on the calling thread (see
+/// [`Site::reads_inline`]), anything more on a blocking thread.
+async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
+    let resolved = if scope.len() <= INLINE_SCOPE_PATHS && site.reads_inline() {
+        resolve_scope(&site.checkout.root, scope)
+    } else {
+        let root = site.checkout.root.clone();
+        let scope = scope.to_vec();
+        tokio::task::spawn_blocking(move || resolve_scope(&root, &scope))
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("the scope could not be resolved: {error}"))
+            })?
+    };
+    resolved.map_err(|error| CapabilityError::invalid_input(error.to_string()))
+}
