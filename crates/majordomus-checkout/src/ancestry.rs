@@ -18,8 +18,8 @@ use crate::process::{parent_of, process_start_time};
 /// (`sh -c`, perhaps a wrapper), and a bounded walk costs a bounded number of reads.
 pub const ANCESTORS: usize = 16;
 
-/// One process: its pid and when it started (as the platform counts it: clock ticks since boot on Linux), so a pid the
-/// system gave to another process since is never taken for it.
+/// One process: its pid and when it started, as the platform counts it (clock ticks since
+/// boot on Linux), so a pid the system gave to another process since is never taken for it.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
