@@ -10,11 +10,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 
+use crate::files;
 use crate::process::{process_alive, process_start_time};
 
 /// The most bytes the table file is read to: a full table (every lease with a full queue)
@@ -56,11 +56,14 @@ impl LeaseTableFile {
 
     /// Which version of the file is there now; `None` when there is none.
     pub fn stamp(&self) -> Option<TableStamp> {
-        fs::metadata(&self.path).ok().map(|m| TableStamp {
-            ino: m.ino(),
-            mtime: m.mtime(),
-            mtime_nsec: m.mtime_nsec(),
-            len: m.len(),
+        fs::metadata(&self.path).ok().map(|m| {
+            let (mtime, mtime_nsec) = files::modified(&m);
+            TableStamp {
+                ino: files::identity(&m).1,
+                mtime,
+                mtime_nsec,
+                len: m.len(),
+            }
         })
     }
 
@@ -68,17 +71,15 @@ impl LeaseTableFile {
     /// whether it changed it; a changed table is written before the lock goes.
     pub fn change<T>(&self, change: impl FnOnce(&mut LeaseTable) -> (T, bool)) -> io::Result<T> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(dir.join("leases.lock"))?;
+        files::create_private_dir(dir)?;
+        let lock = files::private_file(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .open(dir.join("leases.lock"))?;
         lock.lock()?;
         let mut table = read_table(&self.path)?;
         let (answer, changed) = change(&mut table);
@@ -117,8 +118,7 @@ fn read_table(path: &Path) -> io::Result<LeaseTable> {
 fn write_table(path: &Path, table: &LeaseTable) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.as_file()
-        .set_permissions(fs::Permissions::from_mode(0o600))?;
+    files::set_mode(file.path(), 0o600)?;
     let mut bytes = serde_json::to_vec(table).map_err(io::Error::other)?;
     bytes.push(b'\n');
     file.write_all(&bytes)?;
@@ -194,7 +194,9 @@ mod tests {
             Some(stamp),
             "an unchanged table is not written"
         );
-        assert_eq!(fs::metadata(file.path()).unwrap().mode() & 0o777, 0o600);
+        if let Some(mode) = files::mode(&fs::metadata(file.path()).unwrap()) {
+            assert_eq!(mode & 0o777, 0o600);
+        }
         fs::write(file.path(), "{").unwrap();
         let refused = file.read().unwrap_err().to_string();
         assert!(refused.contains("not a lease table"), "{refused}");

@@ -512,10 +512,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         if let Some(name) = leaf.get_one::<String>("name") {
             input.insert("name".into(), Value::String(name.clone()));
         }
-        input.insert(
-            "pid".into(),
-            Value::from(std::os::unix::process::parent_id()),
-        );
+        input.insert("pid".into(), Value::from(crate::commands::caller_pid()));
         let release = crate::capabilities::registry()
             .by_id("leases.release")
             .expect("leases.release is built in");

@@ -239,7 +239,7 @@ pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
     };
     let ctx = crate::context::Context::observer(site);
     let pid = if asked.command.is_empty() {
-        std::os::unix::process::parent_id()
+        caller_pid()
     } else {
         std::process::id()
     };
@@ -329,7 +329,6 @@ async fn run_holding(
     pid: u32,
     granted: serde_json::Value,
 ) -> std::process::ExitCode {
-    use std::os::unix::process::ExitStatusExt;
     use std::process::ExitCode;
     let (program, args) = asked.command.split_first().expect("a command was given");
     let mut child = match tokio::process::Command::new(program).args(args).spawn() {
@@ -356,7 +355,7 @@ async fn run_holding(
         }
     };
     match status {
-        Ok(status) => match (status.code(), status.signal()) {
+        Ok(status) => match (status.code(), killed_by(status)) {
             (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             (None, Some(signal)) => ExitCode::from(128 + u8::try_from(signal).unwrap_or(0)),
             (None, None) => ExitCode::FAILURE,
@@ -366,6 +365,25 @@ async fn run_holding(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The signal that ended a process, on Unix.
+fn killed_by(status: std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(&status)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
+}
+
+/// The process that ran this command (a shell, a script), which a lease taken without a
+/// command is held for; this process itself where its parent cannot be told.
+pub(crate) fn caller_pid() -> u32 {
+    majordomus_checkout::process::parent_of(std::process::id()).unwrap_or_else(std::process::id)
 }
 
 /// `input` without its `null` fields, which the capability's input would refuse.
