@@ -9,11 +9,12 @@
 //! of `src/lib.rs`, so a merge of the two is predicted to conflict there. Each kind of
 //! finding is then one file to edit; the rest of the board is the same for all of them.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use majordomus::capabilities::hooks::HookClient;
+use majordomus::context::CHANGES_INTERVAL;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -142,6 +143,45 @@ impl GuardCase {
     }
 }
 
+/// How the measured calls follow each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Pace {
+    /// One after the other: the repository's reading (renewed at most once a
+    /// [`CHANGES_INTERVAL`]) and the other worktree's board are as warm as they get.
+    BackToBack,
+    /// Each after a pause longer than a [`CHANGES_INTERVAL`], untimed, as edits come in a
+    /// session: the reading is due to be renewed when the guard asks.
+    AfterPause,
+}
+
+impl Pace {
+    /// How long to wait, untimed, before each measured call.
+    fn pause(self) -> Duration {
+        match self {
+            Pace::BackToBack => Duration::ZERO,
+            Pace::AfterPause => CHANGES_INTERVAL + Duration::from_millis(100),
+        }
+    }
+
+    /// The budget of a scenario measured at this pace: back to back, `min` to `max` calls
+    /// within `seconds`; after pauses, a few dozen.
+    fn budget(self, options: &Options, min: usize, max: usize, seconds: f64) -> Budget {
+        match self {
+            Pace::BackToBack => Budget::scenario(options, min, max, seconds),
+            Pace::AfterPause => Budget::scenario(options, 20, 40, 25.0),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Pace::BackToBack => "calls back to back",
+            Pace::AfterPause => {
+                "each call after an untimed pause of 1.1 s, so the repository's reading (renewed at most once a second) is due when the guard asks"
+            }
+        }
+    }
+}
+
 /// The guard's repository, made as the module says; answers it and the linked worktree.
 fn guarded_repository(scratch: &Scratch, label: &str) -> Result<(TempRepository, PathBuf), String> {
     let repository = TempRepository::new(scratch, label)?;
@@ -243,6 +283,7 @@ pub async fn in_process(
     scratch: &Scratch,
     options: &Options,
     case: GuardCase,
+    pace: Pace,
 ) -> Result<ScenarioRow, String> {
     let (repository, other_dir) = guarded_repository(scratch, &label(scenario))?;
     let other = OtherWorktree::start(scratch, &other_dir).await?;
@@ -292,15 +333,13 @@ pub async fn in_process(
                 Some(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         };
-        let budget = Budget::scenario(options, 200, 2000, 4.0);
-        let attempts = RefCell::new(attempt);
+        let budget = pace.budget(options, 200, 2000, 4.0);
+        let attempts = Cell::new(attempt);
         let samples = sample(budget, || async {
-            let n = {
-                let mut attempts = attempts.borrow_mut();
-                *attempts += 1;
-                *attempts
-            };
+            attempts.set(attempts.get() + 1);
+            let n = attempts.get();
             let input = input(n);
+            tokio::time::sleep(pace.pause()).await;
             let started = Instant::now();
             guard
                 .answer(&ctx, input)
@@ -311,7 +350,7 @@ pub async fn in_process(
         .await?;
         // The same kind of answer after the measured calls as before them.
         let last = guard
-            .call(&ctx, input(attempts.borrow().wrapping_add(1)))
+            .call(&ctx, input(attempts.get() + 1))
             .await
             .map_err(|error| format!("the guard was refused: {}", error.message))?;
         if let Some(said) = case.check_answer(&last) {
@@ -321,11 +360,12 @@ pub async fn in_process(
             scenario,
             Summary::of(&samples),
             format!(
-                "{}: {} finding(s), {} speed bump line(s), {} bytes of JSON; in-process call from the primary's server, the other worktree's board and the repository's reading (changes, predicted conflicts) warm",
+                "{}: {} finding(s), {} speed bump line(s), {} bytes of JSON; in-process call from the primary's server, {}",
                 case.describe(),
                 first["findings"].as_array().map_or(0, Vec::len),
                 first["bumps"].as_array().map_or(0, Vec::len),
                 first.to_string().len(),
+                pace.describe(),
             ),
         ))
     }
@@ -422,6 +462,7 @@ pub async fn hook_process(
     options: &Options,
     client: HookClient,
     case: GuardCase,
+    pace: Pace,
 ) -> Result<ScenarioRow, String> {
     let (repository, other_dir) = guarded_repository(scratch, &label(scenario))?;
     let root = repository.root().to_path_buf();
@@ -464,19 +505,17 @@ pub async fn hook_process(
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let budget = Budget::scenario(options, 50, 300, 5.0);
-        let attempts = RefCell::new(attempt);
+        let budget = pace.budget(options, 50, 300, 5.0);
+        let attempts = Cell::new(attempt);
         let floors = RefCell::new(Vec::new());
         let samples = sample(budget, || async {
+            tokio::time::sleep(pace.pause()).await;
             let mut version = tokio::process::Command::new(scratch.exe());
             version.arg("--version").current_dir(&root);
             let (floor, _) = spawned(version, Vec::new()).await?;
             floors.borrow_mut().push(floor);
-            let n = {
-                let mut attempts = attempts.borrow_mut();
-                *attempts += 1;
-                *attempts
-            };
+            attempts.set(attempts.get() + 1);
+            let n = attempts.get();
             let (elapsed, printed) = hook(n).await?;
             let expected = match case.printed() {
                 None => printed.is_empty(),
@@ -495,8 +534,9 @@ pub async fn hook_process(
                 scenario,
                 summary,
                 format!(
-                    "{}: spawn → read the event → find the lease → POST /api/v1/hooks/guard → the answer printed → exit, both checkouts served",
-                    case.describe()
+                    "{}: spawn → read the event → find the lease → POST /api/v1/hooks/guard → the answer printed → exit, both checkouts served; {}",
+                    case.describe(),
+                    pace.describe()
                 ),
             )
             .with_floor(ScenarioFloor::of(PROCESS_FLOOR, &summary, &floor)),

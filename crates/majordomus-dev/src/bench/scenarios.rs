@@ -81,9 +81,11 @@ pub async fn run(
         ScenarioId::EventsAnnounceTo50 => announce_to_subscribers(scenario, scratch, options).await,
         ScenarioId::HookGuard => hook(scenario, scratch, options, true).await,
         ScenarioId::HookFailOpen => hook(scenario, scratch, options, false).await,
-        ScenarioId::Guard(case) => super::guard::in_process(scenario, scratch, options, case).await,
-        ScenarioId::GuardHook(client, case) => {
-            super::guard::hook_process(scenario, scratch, options, client, case).await
+        ScenarioId::Guard(case, pace) => {
+            super::guard::in_process(scenario, scratch, options, case, pace).await
+        }
+        ScenarioId::GuardHook(client, case, pace) => {
+            super::guard::hook_process(scenario, scratch, options, client, case, pace).await
         }
         ScenarioId::FederationVisible => federation_visible(scenario, scratch, options).await,
         ScenarioId::FederationEverywhere => federation_everywhere(scenario, scratch, options).await,
