@@ -659,7 +659,7 @@ pub struct Options {
     /// Only rows (capability/transport/case) and scenarios whose name contains TEXT
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, boards federated across machines (needs nats-server)
+    /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, the guard by kind of finding, boards federated across machines (needs nats-server)
     #[arg(long)]
     pub scenarios: bool,
     /// Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)
