@@ -3,14 +3,19 @@
 //! ignored). Agents that never announce still leave these, so the board shows them beside
 //! the claims.
 //!
-//! Reading runs `git status` and, when HEAD or the default branch moved, `git merge-base`
-//! and `git diff`; [`ChangesCache`] keeps the answer and reads again at most once per
-//! interval, and only the cheap part when HEAD and the base have not moved. Nothing here
-//! writes: `GIT_OPTIONAL_LOCKS=0` keeps `git status` from refreshing the index.
+//! A reading runs two git processes side by side: `git status`, which says what is not
+//! committed and which commit HEAD names, and one that names the default branch and its
+//! commit (`for-each-ref`, or `rev-parse` of a configured branch). The committed part
+//! (`git merge-base` and `git diff` between the base and HEAD) is run only when HEAD or the
+//! default branch's commit differs from the previous reading's; otherwise the previous
+//! reading's base and committed paths are reused, which is sound because both are fixed by
+//! those two commits. [`ChangesCache`] keeps the answer and reads again at most once per
+//! interval, so what is uncommitted is never older than that interval. Nothing here writes:
+//! `GIT_OPTIONAL_LOCKS=0` keeps `git status` from refreshing the index.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use majordomus_domain::sync::LockExt;
@@ -91,57 +96,157 @@ impl Changes {
 /// names a commit, else what `origin/HEAD` points at, else `main`, else `master`. `None` when
 /// none exists (a repository without either, or with no commit yet).
 pub fn default_branch(root: &Path, configured: Option<&str>) -> Option<String> {
-    if let Some(name) = configured {
-        return names_commit(root, name).then(|| name.to_owned());
-    }
-    let output = git_command(
-        root,
-        &["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"],
-    )
-    .output()
-    .ok()?;
-    if output.status.success() {
-        let name = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        if !name.is_empty() && names_commit(root, &name) {
-            return Some(name);
-        }
-    }
-    ["main", "master"]
-        .into_iter()
-        .find(|name| names_commit(root, &format!("refs/heads/{name}")))
-        .map(str::to_owned)
+    default_branch_tip(root, configured).map(|tip| tip.name)
 }
 
-fn names_commit(root: &Path, name: &str) -> bool {
+/// A default branch, by name, and the commit it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BranchTip {
+    name: String,
+    commit: String,
+}
+
+/// The refs a default branch is found among, in order of preference; `origin/HEAD` counts
+/// for the branch it points at.
+const DEFAULT_BRANCH_CANDIDATES: [&str; 3] = [
+    "refs/remotes/origin/HEAD",
+    "refs/heads/main",
+    "refs/heads/master",
+];
+
+/// [`default_branch`] and its commit, learnt by one git process: a reading runs it every
+/// time, to see whether the default branch moved.
+fn default_branch_tip(root: &Path, configured: Option<&str>) -> Option<BranchTip> {
+    if let Some(name) = configured {
+        return commit_named(root, name).map(|commit| BranchTip {
+            name: name.to_owned(),
+            commit,
+        });
+    }
+    let mut args = vec![
+        "for-each-ref",
+        "--format=%(refname)%00%(symref:short)%00%(objecttype)%00%(objectname)",
+    ];
+    args.extend(DEFAULT_BRANCH_CANDIDATES);
+    let output = git_command(root, &args).output().ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let listed = String::from_utf8_lossy(&output.stdout);
+    let commits: Vec<(&str, &str, &str)> = listed
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\0');
+            let (refname, target, kind, commit) = (
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+                fields.next()?,
+            );
+            (kind == "commit").then_some((refname, target, commit))
+        })
+        .collect();
+    DEFAULT_BRANCH_CANDIDATES.iter().find_map(|candidate| {
+        let (refname, target, commit) =
+            commits.iter().find(|(refname, ..)| refname == candidate)?;
+        let name = match refname.strip_prefix("refs/heads/") {
+            Some(branch) => branch,
+            // origin/HEAD counts only as the branch it points at
+            None if !target.is_empty() => target,
+            None => return None,
+        };
+        Some(BranchTip {
+            name: name.to_owned(),
+            commit: (*commit).to_owned(),
+        })
+    })
+}
+
+/// The commit `name` names, if it names one.
+fn commit_named(root: &Path, name: &str) -> Option<String> {
     let spec = format!("{name}^{{commit}}");
-    git_command(root, &["rev-parse", "--verify", "-q", &spec])
+    let output = git_command(root, &["rev-parse", "--verify", "-q", &spec])
         .output()
-        .is_ok_and(|output| output.status.success())
+        .ok()?;
+    let commit = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !commit.is_empty()).then_some(commit)
+}
+
+/// What a reading found committed on the branch, kept by [`ChangesCache`] for the next
+/// reading: the merge base and the paths changed since are fixed by HEAD's commit and the
+/// default branch's, so while neither moves they are reused rather than asked of git again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CommittedPart {
+    head: String,
+    tip: BranchTip,
+    base: Option<String>,
+    /// The paths the branch's own commits changed; at most [`MAX_CHANGED_PATHS`], or the
+    /// part is not kept (a larger branch is read whole every time rather than held).
+    paths: Vec<String>,
 }
 
 /// Reads what the worktree at `root` has changed against the default branch: `configured`,
 /// or the one [`default_branch`] finds.
 pub fn read_changes(root: &Path, configured: Option<&str>) -> Result<Changes, CheckoutError> {
-    let default_branch = default_branch(root, configured);
-    let default_branch = default_branch.as_deref();
-    let base = match default_branch {
-        Some(branch) => merge_base(root, branch)?,
-        None => None,
-    };
-    let committed = match &base {
-        Some(base) => committed_paths(root, base)?,
-        None => Vec::new(),
-    };
-    let (head, status) = status_entries(root)?;
-    let mut changes = assemble(base, default_branch.map(str::to_owned), committed, status);
-    changes.head = head;
-    Ok(changes)
+    read_changes_reusing(root, configured, None).map(|(changes, _)| changes)
 }
 
-/// The merge base of HEAD and `branch`; `None` when they share no history or HEAD has no
-/// commit yet.
-fn merge_base(root: &Path, branch: &str) -> Result<Option<String>, CheckoutError> {
-    let args = ["merge-base", "HEAD", branch];
+/// [`read_changes`], reusing `previous` reading's committed part when HEAD and the default
+/// branch still name the commits it was read at. What is uncommitted is read every time.
+/// Returns the committed part the next reading may reuse.
+fn read_changes_reusing(
+    root: &Path,
+    configured: Option<&str>,
+    previous: Option<&Arc<CommittedPart>>,
+) -> Result<ReadChanges, CheckoutError> {
+    let (tip, status) = std::thread::scope(|scope| {
+        let tip = scope.spawn(|| default_branch_tip(root, configured));
+        let status = status_entries(root);
+        let tip = tip
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (tip, status)
+    });
+    let (head, status) = status?;
+    let committed = match (head.as_ref(), tip.as_ref()) {
+        (Some(head), Some(tip)) => Some(match previous {
+            Some(kept) if kept.head == *head && kept.tip == *tip => kept.clone(),
+            _ => Arc::new(committed_part(root, head, tip)?),
+        }),
+        _ => None,
+    };
+    let (base, committed_paths) = match &committed {
+        Some(part) => (part.base.clone(), part.paths.as_slice()),
+        None => (None, &[][..]),
+    };
+    let mut changes = assemble(base, tip.map(|tip| tip.name), committed_paths, status);
+    changes.head = head;
+    let kept = committed.filter(|part| part.paths.len() <= MAX_CHANGED_PATHS);
+    Ok((changes, kept))
+}
+
+/// The merge base of `head` and the default branch's `tip`, and the paths changed since.
+fn committed_part(
+    root: &Path,
+    head: &str,
+    tip: &BranchTip,
+) -> Result<CommittedPart, CheckoutError> {
+    let base = merge_base(root, head, &tip.commit)?;
+    let paths = match &base {
+        Some(base) => committed_paths(root, base, head)?,
+        None => Vec::new(),
+    };
+    Ok(CommittedPart {
+        head: head.to_owned(),
+        tip: tip.clone(),
+        base,
+        paths,
+    })
+}
+
+/// The merge base of two commits; `None` when they share no history.
+fn merge_base(root: &Path, head: &str, tip: &str) -> Result<Option<String>, CheckoutError> {
+    let args = ["merge-base", head, tip];
     let output = git_command(root, &args)
         .output()
         .map_err(CheckoutError::GitUnavailable)?;
@@ -149,16 +254,16 @@ fn merge_base(root: &Path, branch: &str) -> Result<Option<String>, CheckoutError
         Some(0) => Ok(Some(
             String::from_utf8_lossy(&output.stdout).trim().to_owned(),
         )),
-        // 1: no common ancestor; 128: HEAD is unborn
+        // 1: no common ancestor; 128: git could not walk to one (a shallow history)
         Some(1 | 128) => Ok(None),
         _ => Err(git_failed(root, &args, &output)),
     }
 }
 
-/// Paths changed by the commits between `base` and HEAD. Renames are listed as the two paths
-/// they touch, so a rename meets claims on either name.
-fn committed_paths(root: &Path, base: &str) -> Result<Vec<String>, CheckoutError> {
-    let args = ["diff", "--name-only", "-z", "--no-renames", base, "HEAD"];
+/// Paths changed by the commits between `base` and `head`. Renames are listed as the two
+/// paths they touch, so a rename meets claims on either name.
+fn committed_paths(root: &Path, base: &str, head: &str) -> Result<Vec<String>, CheckoutError> {
+    let args = ["diff", "--name-only", "-z", "--no-renames", base, head];
     let output = git_command(root, &args)
         .output()
         .map_err(CheckoutError::GitUnavailable)?;
@@ -239,13 +344,13 @@ fn nul_fields(bytes: &[u8]) -> impl Iterator<Item = &str> {
 fn assemble(
     base: Option<String>,
     default_branch: Option<String>,
-    committed: Vec<String>,
+    committed: &[String],
     status: Vec<(String, ChangeKind)>,
 ) -> Changes {
     let mut kinds: BTreeMap<String, Vec<ChangeKind>> = BTreeMap::new();
     let all = committed
-        .into_iter()
-        .map(|path| (path, ChangeKind::Committed))
+        .iter()
+        .map(|path| (path.clone(), ChangeKind::Committed))
         .chain(status);
     for (path, kind) in all.filter(|(path, _)| !is_own_wiring(path)) {
         let entry = kinds.entry(path).or_default();
@@ -274,7 +379,8 @@ fn assemble(
 /// The changes of several worktrees, each read again at most once per `interval`, and by one
 /// caller at a time: a caller that finds a worktree being read waits for that reading rather
 /// than starting its own, so a crowd of calls arriving as an answer expires costs one run of
-/// git, not one per call.
+/// git, not one per call. Each reading hands its committed part to the next, which reuses it
+/// while HEAD and the default branch stay where they were.
 #[derive(Debug)]
 pub struct ChangesCache {
     interval: Duration,
@@ -297,6 +403,8 @@ struct Cached {
     /// When it ended: a caller that waited for it takes it however old it is.
     ended_at: Instant,
     changes: Result<Changes, String>,
+    /// What the next reading may reuse; none after a failure.
+    committed: Option<Arc<CommittedPart>>,
 }
 
 impl ChangesCache {
@@ -314,16 +422,18 @@ impl ChangesCache {
     /// another caller is reading it already. A failure is kept too, as git's words, so a
     /// broken worktree is not asked again on every call.
     pub fn changes(&self, root: &Path, configured: Option<&str>) -> Result<Changes, String> {
-        self.changes_read_by(root, || {
-            read_changes(root, configured).map_err(|error| error.to_string())
+        self.changes_read_by(root, |previous| {
+            read_changes_reusing(root, configured, previous.as_ref())
+                .map_err(|error| error.to_string())
         })
     }
 
-    /// [`ChangesCache::changes`], reading with `read` when this caller is the one to read.
+    /// [`ChangesCache::changes`], reading with `read` when this caller is the one to read;
+    /// `read` is given the previous reading's committed part, and returns the next one's.
     fn changes_read_by(
         &self,
         root: &Path,
-        read: impl FnOnce() -> Result<Changes, String>,
+        read: impl FnOnce(Option<Arc<CommittedPart>>) -> Result<ReadChanges, String>,
     ) -> Result<Changes, String> {
         let mut entries = self.entries.lock_or_recover();
         loop {
@@ -342,14 +452,22 @@ impl ChangesCache {
             }
         }
         entries.reading.insert(root.to_path_buf());
+        let previous = entries
+            .kept
+            .get(root)
+            .and_then(|cached| cached.committed.clone());
         drop(entries);
         let reading = Reading { cache: self, root };
         let read_at = Instant::now();
-        let changes = read();
+        let (changes, committed) = match read(previous) {
+            Ok((changes, committed)) => (Ok(changes), committed),
+            Err(error) => (Err(error), None),
+        };
         reading.end(Cached {
             read_at,
             ended_at: Instant::now(),
             changes: changes.clone(),
+            committed,
         });
         changes
     }
@@ -380,6 +498,9 @@ impl ChangesCache {
             .retain(|root, _| roots.contains(root));
     }
 }
+
+/// What one reading returns: the changes, and the committed part the next may reuse.
+type ReadChanges = (Changes, Option<Arc<CommittedPart>>);
 
 /// One caller's reading of a worktree: however it ends (a panic included), the worktree is
 /// no longer marked as being read and the callers waiting for it wake.
@@ -498,6 +619,94 @@ mod tests {
             ],
         );
         assert_eq!(default_branch(&root, None).as_deref(), Some("origin/trunk"));
+        git(&root, &["update-ref", "-d", "refs/remotes/origin/trunk"]);
+        assert_eq!(
+            default_branch(&root, None).as_deref(),
+            Some("main"),
+            "an origin/HEAD that names no commit is passed over"
+        );
+    }
+
+    /// The committed part a reading kept, with its paths replaced by one no commit touched:
+    /// a reading that lists it has reused the part rather than asked git again.
+    fn forged(kept: &Arc<CommittedPart>) -> Arc<CommittedPart> {
+        Arc::new(CommittedPart {
+            paths: vec!["forged.rs".to_owned()],
+            ..CommittedPart::clone(kept)
+        })
+    }
+
+    #[test]
+    fn a_reused_merge_base_is_dropped_when_head_or_the_default_branch_moves() {
+        let repo = Repository::new();
+        let beta = repo.add_worktree("feature/beta");
+        fs::write(beta.join("one.rs"), "1\n").unwrap();
+        git(&beta, &["add", "."]);
+        git(&beta, &["commit", "--quiet", "-m", "one"]);
+        let (first, kept) = read_changes_reusing(&beta, None, None).unwrap();
+        let kept = kept.expect("a committed part to reuse");
+        assert_eq!(kinds(&first, "one.rs"), ["committed"]);
+
+        // nothing moved: the part is reused, and what is uncommitted is read anew
+        fs::write(beta.join("later.rs"), "l\n").unwrap();
+        let (reused, again) = read_changes_reusing(&beta, None, Some(&forged(&kept))).unwrap();
+        assert_eq!(kinds(&reused, "forged.rs"), ["committed"], "reused");
+        assert_eq!(kinds(&reused, "later.rs"), ["untracked"]);
+        assert_eq!(reused.base, first.base);
+        assert_eq!(again.unwrap().paths, ["forged.rs"]);
+
+        // HEAD moved: merge base and committed paths are read again
+        git(&beta, &["add", "later.rs"]);
+        git(&beta, &["commit", "--quiet", "-m", "later"]);
+        let (moved, kept) = read_changes_reusing(&beta, None, Some(&forged(&kept))).unwrap();
+        assert!(
+            kinds(&moved, "forged.rs").is_empty(),
+            "dropped when HEAD moved"
+        );
+        assert_eq!(kinds(&moved, "one.rs"), ["committed"]);
+        assert_eq!(kinds(&moved, "later.rs"), ["committed"]);
+        assert_eq!(moved.base, first.base);
+        assert_eq!(
+            moved.head.as_deref(),
+            Some(git(&beta, &["rev-parse", "HEAD"]).trim())
+        );
+
+        // the default branch moved (to HEAD itself): the base is HEAD, nothing is committed
+        let kept = kept.expect("a committed part to reuse");
+        git(
+            &repo.root(),
+            &["merge", "--quiet", "--ff-only", "feature/beta"],
+        );
+        let (merged, _) = read_changes_reusing(&beta, None, Some(&forged(&kept))).unwrap();
+        assert!(merged.is_empty(), "dropped when the default branch moved");
+        assert_eq!(merged.base, merged.head);
+    }
+
+    #[test]
+    fn the_cache_hands_each_reading_the_previous_committed_part() {
+        let repo = Repository::new();
+        let beta = repo.add_worktree("feature/beta");
+        fs::write(beta.join("one.rs"), "1\n").unwrap();
+        git(&beta, &["add", "."]);
+        git(&beta, &["commit", "--quiet", "-m", "one"]);
+        let cache = ChangesCache::new(Duration::ZERO);
+        let handed = Mutex::new(Vec::new());
+        let read = |previous: Option<Arc<CommittedPart>>| {
+            handed.lock().unwrap().push(previous.clone());
+            read_changes_reusing(&beta, None, previous.map(|kept| forged(&kept)).as_ref())
+                .map_err(|error| error.to_string())
+        };
+        let first = cache.changes_read_by(&beta, read).unwrap();
+        assert_eq!(kinds(&first, "one.rs"), ["committed"]);
+        let second = cache.changes_read_by(&beta, read).unwrap();
+        assert_eq!(kinds(&second, "forged.rs"), ["committed"]);
+        cache
+            .changes_read_by(&beta, |_| Err("git went away".to_owned()))
+            .unwrap_err();
+        let after_failure = cache.changes_read_by(&beta, read).unwrap();
+        assert_eq!(kinds(&after_failure, "one.rs"), ["committed"]);
+        let handed = handed.into_inner().unwrap();
+        assert!(handed[0].is_none() && handed[1].is_some() && handed[2].is_none());
     }
 
     #[test]
@@ -512,7 +721,7 @@ mod tests {
             ("src/lib.rs".to_owned(), ChangeKind::Unstaged),
         ];
         let committed = vec![".gemini/settings.json".to_owned()];
-        let changes = assemble(None, None, committed, status);
+        let changes = assemble(None, None, &committed, status);
         let paths: Vec<&str> = changes.paths.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(paths, [".claude/agents.md", "src/lib.rs"]);
     }
@@ -522,7 +731,7 @@ mod tests {
         let status = (0..MAX_CHANGED_PATHS + 5)
             .map(|n| (format!("gen/{n:05}"), ChangeKind::Untracked))
             .collect();
-        let changes = assemble(None, None, vec![], status);
+        let changes = assemble(None, None, &[], status);
         assert_eq!(changes.paths.len(), MAX_CHANGED_PATHS);
         assert_eq!(changes.omitted, 5);
         assert!(changes.has_uncommitted());
@@ -560,11 +769,11 @@ mod tests {
         let released = Mutex::new(released);
         let slow_read = || {
             released.lock().unwrap().recv().unwrap();
-            Ok(Changes::default())
+            Ok((Changes::default(), None))
         };
         std::thread::scope(|scope| {
             let first = scope.spawn(|| {
-                cache.changes_read_by(root, || {
+                cache.changes_read_by(root, |_| {
                     reads.fetch_add(1, Ordering::SeqCst);
                     slow_read()
                 })
@@ -576,9 +785,9 @@ mod tests {
                 .map(|_| {
                     scope.spawn(|| {
                         arrived.fetch_add(1, Ordering::SeqCst);
-                        cache.changes_read_by(root, || {
+                        cache.changes_read_by(root, |_| {
                             reads.fetch_add(1, Ordering::SeqCst);
-                            Ok(Changes::default())
+                            Ok((Changes::default(), None))
                         })
                     })
                 })
@@ -599,9 +808,9 @@ mod tests {
             "one reading served them all"
         );
         cache
-            .changes_read_by(root, || {
+            .changes_read_by(root, |_| {
                 reads.fetch_add(1, Ordering::SeqCst);
-                Ok(Changes::default())
+                Ok((Changes::default(), None))
             })
             .unwrap();
         assert_eq!(reads.load(Ordering::SeqCst), 2, "a later caller reads anew");
@@ -612,12 +821,12 @@ mod tests {
         let cache = ChangesCache::new(Duration::from_secs(3600));
         let root = Path::new("/a/worktree");
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            cache.changes_read_by(root, || panic!("git went away"))
+            cache.changes_read_by(root, |_| panic!("git went away"))
         }));
         assert!(panicked.is_err());
         assert!(
             cache
-                .changes_read_by(root, || Ok(Changes::default()))
+                .changes_read_by(root, |_| Ok((Changes::default(), None)))
                 .is_ok()
         );
     }

@@ -221,6 +221,46 @@ fn a_scenario_run_reports_its_scenario_row() {
     assert_eq!(scenarios[0]["summary"]["iterations"], 3);
 }
 
+/// The guard's scenarios measure every kind of finding: each checks, before and after its
+/// measured calls, that the guard (in-process) or the hook (its printed answer) says what
+/// that kind calls for, and fails otherwise; the hook processes are read against their floor.
+#[test]
+fn the_guard_scenarios_measure_every_kind_of_finding() {
+    let filter = "scenario/guard/";
+    let report = bench_json(&["--scenarios", "--filter", filter, "--iterations", "2"]);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let expected: BTreeSet<&str> = SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .filter(|name| name.contains(filter))
+        .collect();
+    let measured: BTreeSet<&str> = scenarios
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(measured, expected);
+    for kind in [
+        "none",
+        "live-claim",
+        "other-worktree-change",
+        "predicted-conflict",
+        "departed-claim",
+        "bump-repeat",
+    ] {
+        assert!(expected.contains(format!("scenario/guard/in-process/{kind}").as_str()));
+    }
+    for scenario in scenarios {
+        assert_eq!(scenario["outcome"], "measured", "{scenario}");
+        assert_eq!(scenario["summary"]["iterations"], 2, "{scenario}");
+        let spawned = scenario["name"].as_str().unwrap().contains("/hook-");
+        assert_eq!(
+            scenario["floor"]["ratio"].is_f64(),
+            spawned,
+            "a hook process, and only one, is read against spawning the executable: {scenario}"
+        );
+    }
+}
+
 /// `--baseline` compares two real runs, and flags the one row a third run slowed down.
 ///
 /// Two runs of the same binary differ: on a shared two-core machine, and with the other tests

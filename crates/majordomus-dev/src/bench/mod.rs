@@ -14,6 +14,7 @@ pub mod baseline;
 mod clients;
 pub mod executable;
 pub mod floor;
+mod guard;
 mod machine;
 mod nats;
 mod report;
@@ -28,7 +29,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use majordomus::capabilities::hooks::HookClient;
 use majordomus::registry::{Capability, Declaration, Kind, Registry};
+
+pub use guard::{GuardCase, Pace};
 
 pub use machine::Machine;
 pub use report::{Report, Row, ScenarioRow};
@@ -279,7 +283,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 25] = [
+pub const SCENARIOS: [Scenario; 41] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -407,6 +411,126 @@ pub const SCENARIOS: [Scenario; 25] = [
         target: ScenarioTarget::MillisBelow(5.0),
     },
     Scenario {
+        id: ScenarioId::Guard(GuardCase::Nothing, Pace::BackToBack),
+        name: "scenario/guard/in-process/none",
+        title: "`hooks.guard` in-process, warm: a file nobody claims, changes or conflicts on",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::LiveClaim, Pace::BackToBack),
+        name: "scenario/guard/in-process/live-claim",
+        title: "`hooks.guard` in-process, warm: a file a live session in another worktree claims",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::OtherWorktreeChange, Pace::BackToBack),
+        name: "scenario/guard/in-process/other-worktree-change",
+        title: "`hooks.guard` in-process, warm: a file another worktree changed without committing, first attempt",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::PredictedConflict, Pace::BackToBack),
+        name: "scenario/guard/in-process/predicted-conflict",
+        title: "`hooks.guard` in-process, warm: a file a merge with another worktree is predicted to conflict on, first attempt, the other side's hunk quoted",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::DepartedClaim, Pace::BackToBack),
+        name: "scenario/guard/in-process/departed-claim",
+        title: "`hooks.guard` in-process, warm: a file a departed session in another worktree still claims",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::BumpRepeat, Pace::BackToBack),
+        name: "scenario/guard/in-process/bump-repeat",
+        title: "`hooks.guard` in-process, warm: another worktree's changed file edited again after the speed bump stopped it once",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(HookClient::ClaudeCode, GuardCase::Nothing, Pace::BackToBack),
+        name: "scenario/guard/hook-claude-code/none",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its exit, both checkouts served: a file nobody claims, changes or conflicts on",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::ClaudeCode,
+            GuardCase::LiveClaim,
+            Pace::BackToBack,
+        ),
+        name: "scenario/guard/hook-claude-code/live-claim",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its exit, both checkouts served: a file a live session in another worktree claims",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::ClaudeCode,
+            GuardCase::DepartedClaim,
+            Pace::BackToBack,
+        ),
+        name: "scenario/guard/hook-claude-code/departed-claim",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its exit, both checkouts served: a file a departed session in another worktree still claims",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::ClaudeCode,
+            GuardCase::BumpRepeat,
+            Pace::BackToBack,
+        ),
+        name: "scenario/guard/hook-claude-code/bump-repeat",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its exit, both checkouts served: another worktree's changed file edited again after the speed bump stopped it once",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(HookClient::Codex, GuardCase::Nothing, Pace::BackToBack),
+        name: "scenario/guard/hook-codex/none",
+        title: "`majordomus hook codex PreToolUse` spawned to its exit, both checkouts served: a file nobody claims, changes or conflicts on",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(HookClient::Codex, GuardCase::LiveClaim, Pace::BackToBack),
+        name: "scenario/guard/hook-codex/live-claim",
+        title: "`majordomus hook codex PreToolUse` spawned to its exit, both checkouts served: a file a live session in another worktree claims",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::Codex,
+            GuardCase::OtherWorktreeChange,
+            Pace::BackToBack,
+        ),
+        name: "scenario/guard/hook-codex/other-worktree-change",
+        title: "`majordomus hook codex PreToolUse` spawned to its exit, both checkouts served: a file another worktree changed without committing, first attempt",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::Codex,
+            GuardCase::PredictedConflict,
+            Pace::BackToBack,
+        ),
+        name: "scenario/guard/hook-codex/predicted-conflict",
+        title: "`majordomus hook codex PreToolUse` spawned to its exit, both checkouts served: a file a merge with another worktree is predicted to conflict on, first attempt, the other side's hunk quoted",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
+        id: ScenarioId::Guard(GuardCase::LiveClaim, Pace::AfterPause),
+        name: "scenario/guard/in-process/live-claim-after-pause",
+        title: "`hooks.guard` in-process: a file a live session in another worktree claims, each call after a pause of over a second (the repository's reading due)",
+        target: ScenarioTarget::MillisBelow(5.0),
+    },
+    Scenario {
+        id: ScenarioId::GuardHook(
+            HookClient::ClaudeCode,
+            GuardCase::LiveClaim,
+            Pace::AfterPause,
+        ),
+        name: "scenario/guard/hook-claude-code/live-claim-after-pause",
+        title: "`majordomus hook claude-code PreToolUse` spawned to its exit: a file a live session in another worktree claims, each run after a pause of over a second (the repository's reading due)",
+        target: ScenarioTarget::MillisBelow(10.0),
+    },
+    Scenario {
         id: ScenarioId::FederationVisible,
         name: "scenario/federation/announce-to-remote-view",
         title: "an announce on one machine until the claim is in another machine's view, through nats-server (JetStream key-value)",
@@ -466,6 +590,10 @@ pub enum ScenarioId {
     EventsAnnounceTo50,
     HookGuard,
     HookFailOpen,
+    /// `hooks.guard` in-process for one kind of finding, at one pace.
+    Guard(GuardCase, Pace),
+    /// `majordomus hook <client> PreToolUse` for one kind of finding, at one pace.
+    GuardHook(HookClient, GuardCase, Pace),
     FederationVisible,
     FederationEverywhere,
     ConflictsCold,
@@ -531,7 +659,7 @@ pub struct Options {
     /// Only rows (capability/transport/case) and scenarios whose name contains TEXT
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, boards federated across machines (needs nats-server)
+    /// Also run the scenarios: cold starts, a 118-worktree gather, a 1,000-peer board, throughput with 8 and 32 clients, memory with 2,000 idle sessions, the size of tools/list, the guard by kind of finding, boards federated across machines (needs nats-server)
     #[arg(long)]
     pub scenarios: bool,
     /// Exactly N measured iterations per row and scenario (default: 200 to 2000 per row, bounded by time)

@@ -92,6 +92,28 @@ pub struct ToolsListSize {
     pub forwarded_tokens_estimate: usize,
 }
 
+/// The floor of a latency scenario: the least a call of its kind costs on this machine,
+/// measured alternately with the scenario's own calls, as a row's floor is.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioFloor {
+    /// What the floor does.
+    pub what: &'static str,
+    pub p50_ms: f64,
+    /// The scenario's p50 over the floor's, to two decimals.
+    pub ratio: f64,
+}
+
+impl ScenarioFloor {
+    /// The floor `what` measured as `floor`, beside the scenario's `summary`.
+    pub fn of(what: &'static str, summary: &Summary, floor: &Summary) -> Option<ScenarioFloor> {
+        (floor.iterations > 0 && floor.p50_ms > 0.0).then(|| ScenarioFloor {
+            what,
+            p50_ms: floor.p50_ms,
+            ratio: (summary.p50_ms / floor.p50_ms * 100.0).round() / 100.0,
+        })
+    }
+}
+
 /// One scenario as measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct ScenarioRow {
@@ -111,6 +133,9 @@ pub struct ScenarioRow {
     pub memory: Option<Memory>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_list: Option<ToolsListSize>,
+    /// What the scenario is read against, measured alternately with it, when it has a floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<ScenarioFloor>,
     pub target: ScenarioTarget,
     pub target_met: Option<bool>,
     /// `measured`, or `failed` (then `note` says why).
@@ -198,6 +223,11 @@ impl ScenarioRow {
         }
     }
 
+    /// The same scenario read against `floor`.
+    pub fn with_floor(self, floor: Option<ScenarioFloor>) -> ScenarioRow {
+        ScenarioRow { floor, ..self }
+    }
+
     /// A measured scenario with no figure yet: what the constructors above fill in.
     fn measured(scenario: &super::Scenario, note: impl Into<String>) -> ScenarioRow {
         ScenarioRow {
@@ -209,6 +239,7 @@ impl ScenarioRow {
             throughput: None,
             memory: None,
             tools_list: None,
+            floor: None,
             target: scenario.target,
             target_met: None,
             outcome: "measured",
@@ -328,8 +359,8 @@ const ROW_HEADERS: [&str; 11] = [
     "outcome",
 ];
 
-const SCENARIO_HEADERS: [&str; 8] = [
-    "scenario", "n", "p50", "p90", "p99", "target", "met", "note",
+const SCENARIO_HEADERS: [&str; 9] = [
+    "scenario", "n", "p50", "p90", "p99", "× floor", "target", "met", "note",
 ];
 
 /// The column the comparison with a baseline adds to both tables.
@@ -432,6 +463,9 @@ impl Report {
                     p50,
                     p90,
                     p99,
+                    s.floor
+                        .as_ref()
+                        .map_or_else(|| "—".into(), |floor| format!("{:.2}", floor.ratio)),
                     s.target.describe(),
                     met(s.target_met).to_string(),
                     s.note.to_string(),
@@ -454,6 +488,27 @@ impl Report {
             format!(
                 "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
                 floors.join(", ")
+            )
+        })
+    }
+
+    /// How to read the scenarios' "× floor" column: each floor, with the range of its
+    /// medians over the scenarios read against it.
+    fn scenario_floor_legend(&self) -> Option<String> {
+        let mut floors: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for floor in self.scenarios.iter().filter_map(|s| s.floor.as_ref()) {
+            let range = floors.entry(floor.what).or_insert((f64::MAX, 0.0));
+            range.0 = range.0.min(floor.p50_ms);
+            range.1 = range.1.max(floor.p50_ms);
+        }
+        (!floors.is_empty()).then(|| {
+            let floors: Vec<String> = floors
+                .into_iter()
+                .map(|(what, (low, high))| format!("{what}, p50 {low:.3}–{high:.3} ms"))
+                .collect();
+            format!(
+                "× floor of a scenario: its p50 over the p50 of its floor, run alternately with its own iterations (`floor` in the JSON): {}.",
+                floors.join("; ")
             )
         })
     }
@@ -521,6 +576,9 @@ impl Report {
                 "\n{}",
                 table(&self.headers(&SCENARIO_HEADERS), &self.scenario_cells())
             );
+            if let Some(legend) = self.scenario_floor_legend() {
+                let _ = writeln!(out, "{legend}");
+            }
         }
         if let Some(summary) = self.baseline_summary() {
             let _ = writeln!(out, "\n{summary}");
@@ -585,6 +643,9 @@ impl Report {
                     &self.scenario_cells()
                 )
             );
+            if let Some(legend) = self.scenario_floor_legend() {
+                let _ = writeln!(out, "{legend}\n");
+            }
         }
         if let Some(summary) = self.baseline_summary() {
             let _ = writeln!(out, "{}", summary.replace('\n', "  \n"));

@@ -59,8 +59,9 @@ pub(super) async fn run_hook(
 }
 
 /// From spawning `majordomus hook` to its exit. With a server (`guarded`): another session
-/// claims `src/parser` and the hook answers the warning for an edit of a file in it. Without
-/// one: the hook finds no server and exits at once with no output.
+/// claims `src/parser` and the hook answers an edit of a file in it (under the default
+/// policy, refuses it). Without one: the hook finds no server and exits at once with no
+/// output.
 pub(super) async fn hook(
     scenario: &Scenario,
     scratch: &Scratch,
@@ -121,7 +122,7 @@ pub(super) async fn hook(
         server.stop().await;
     }
     let note = if guarded {
-        "spawn → read the event → find the lease → POST /api/v1/hooks/guard (a repository-wide listing) → the warning printed → exit"
+        "spawn → read the event → find the lease → POST /api/v1/hooks/guard (a repository-wide listing) → the answer printed → exit"
     } else {
         "spawn → read the event → find no server → exit 0, nothing printed"
     };

@@ -91,6 +91,12 @@ pub async fn run(
         ScenarioId::EventsAnnounceTo50 => announce_to_subscribers(scenario, scratch, options).await,
         ScenarioId::HookGuard => hook(scenario, scratch, options, true).await,
         ScenarioId::HookFailOpen => hook(scenario, scratch, options, false).await,
+        ScenarioId::Guard(case, pace) => {
+            super::guard::in_process(scenario, scratch, options, case, pace).await
+        }
+        ScenarioId::GuardHook(client, case, pace) => {
+            super::guard::hook_process(scenario, scratch, options, client, case, pace).await
+        }
         ScenarioId::FederationVisible => federation_visible(scenario, scratch, options).await,
         ScenarioId::FederationEverywhere => federation_everywhere(scenario, scratch, options).await,
         ScenarioId::ConflictsCold => predict(scenario, scratch, options, true).await,
@@ -102,7 +108,7 @@ pub async fn run(
 }
 
 /// Runs `once` until the budget says stop, after its warm-up; `once` returns the measured span.
-async fn sample<F, Fut>(budget: Budget, mut once: F) -> Result<Vec<Duration>, String>
+pub(super) async fn sample<F, Fut>(budget: Budget, mut once: F) -> Result<Vec<Duration>, String>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Duration, String>>,
