@@ -545,7 +545,10 @@ mod tests {
         .unwrap();
         assert_eq!(replaced.base.as_deref(), Some("{}\n"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}\n");
-        assert_eq!(files::mode(&path.metadata().unwrap()).unwrap() & 0o7777, 0o640);
+        assert_eq!(
+            files::mode(&path.metadata().unwrap()).unwrap() & 0o7777,
+            0o640
+        );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
