@@ -17,13 +17,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
 use majordomus_domain::leases::{
-    Holder, LeaseError, LeaseTable, Life, ProcessId, Resource, Standing, millis, port_lease_name,
+    Holder, LeaseError, LeaseTable, Life, ProcessId, Request, Resource, Standing, millis,
+    port_lease_name,
 };
 use majordomus_domain::limits::{
     LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_DEFAULT, LEASE_TTL_SECS_MAX, LEASE_WAIT_SECS_MAX,
 };
 use majordomus_domain::peers::PeerId;
-use majordomus_domain::text::for_terminal;
+use majordomus_domain::text::{for_terminal, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
@@ -60,7 +61,7 @@ pub struct AcquireInput {
 }
 
 /// The characters of a lease name, as the table checks them.
-const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
 
 impl BenchCases for AcquireInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
@@ -646,6 +647,78 @@ pub struct ListedLease {
     pub queued: usize,
 }
 
+/// A lease as listed: its holder's grant and who waits behind it.
+fn listed_lease(name: &str, holder: &Request, waiting: &[&Holder], now_ms: u64) -> ListedLease {
+    ListedLease {
+        name: name.to_string(),
+        holder: holder.holder.label.clone(),
+        expires_in_secs: holder
+            .expires_ms
+            .unwrap_or(0)
+            .saturating_sub(now_ms)
+            .div_ceil(1_000),
+        queue: waiting
+            .iter()
+            .take(QUEUE_LISTED)
+            .map(|h| h.label.clone())
+            .collect(),
+        queued: waiting.len(),
+    }
+}
+
+/// A lease someone else holds, as the guard names it to a session whose command needs it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct HeldElsewhere {
+    #[serde(flatten)]
+    pub lease: ListedLease,
+    /// The asking session's place in its queue, 1 first; absent when it does not wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = LEASE_QUEUE))]
+    pub position: Option<usize>,
+}
+
+/// Which of `names` another session or process holds now than `peer`, a session of this
+/// server: what a holder that left, whose process ended or whose grant ran out held is held
+/// by nobody (a sweep will hand it on). Reads the table, never git.
+pub async fn held_by_others(
+    ctx: &Context,
+    peer: &PeerId,
+    names: &[String],
+) -> Result<Vec<HeldElsewhere>, CapabilityError> {
+    let file = table_file(&ctx.site)?;
+    let table = blocking(move || file.read().map_err(unreadable)).await?;
+    let attached = ctx.server.as_deref().map(attached_here);
+    let key = session_key(this_server(), peer);
+    let now = millis(SystemTime::now());
+    let known = Known::default();
+    let mut seen = HashSet::new();
+    Ok(names
+        .iter()
+        .filter(|name| seen.insert(name.as_str()))
+        .filter_map(|name| {
+            let lease = table.leases.get(name)?;
+            let holder = lease.holder.as_ref()?;
+            let lives = |h: &Holder| alive(h, attached.as_ref(), &known);
+            if holder.holder.key == key
+                || holder.expires_ms.is_some_and(|at| at <= now)
+                || !lives(&holder.holder)
+            {
+                return None;
+            }
+            let waiting: Vec<&Holder> = lease
+                .queue
+                .iter()
+                .map(|r| &r.holder)
+                .filter(|h| lives(h))
+                .collect();
+            Some(HeldElsewhere {
+                position: waiting.iter().position(|h| h.key == key).map(|at| at + 1),
+                lease: listed_lease(name, holder, &waiting, now),
+            })
+        })
+        .collect())
+}
+
 /// The repository's leases held now, as the table says, without those whose holder's
 /// process ended (a sweep will drop them): at most [`LEASES_LISTED`].
 pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
@@ -672,21 +745,7 @@ pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
                 .map(|r| &r.holder)
                 .filter(|h| known.lives(h))
                 .collect();
-            Some(ListedLease {
-                name: name.clone(),
-                holder: holder.holder.label.clone(),
-                expires_in_secs: holder
-                    .expires_ms
-                    .unwrap_or(0)
-                    .saturating_sub(now)
-                    .div_ceil(1_000),
-                queue: waiting
-                    .iter()
-                    .take(QUEUE_LISTED)
-                    .map(|h| h.label.clone())
-                    .collect(),
-                queued: waiting.len(),
-            })
+            Some(listed_lease(name, holder, &waiting, now))
         })
         .take(LEASES_LISTED)
         .collect()
@@ -713,6 +772,38 @@ pub fn lease_line(lease: &ListedLease) -> String {
     }
     line
 }
+
+/// A lease another holds, on one line for an agent: the holder, its grant and the queue,
+/// everything the holders said of themselves quoted.
+pub fn held_elsewhere_line(held: &HeldElsewhere) -> String {
+    let lease = &held.lease;
+    let mut line = format!(
+        "the lease {} is held by {} for {} s more",
+        quoted(&lease.name, LEASE_NAME_BYTES + 2),
+        quoted(&lease.holder, LABEL_QUOTED_BYTES),
+        lease.expires_in_secs
+    );
+    if lease.queued == 0 {
+        line.push_str("; nobody waits for it");
+    } else {
+        let waiting: Vec<String> = lease
+            .queue
+            .iter()
+            .map(|label| quoted(label, LABEL_QUOTED_BYTES))
+            .collect();
+        line.push_str(&format!("; waiting, in turn: {}", waiting.join(", ")));
+        if lease.queued > lease.queue.len() {
+            line.push_str(&format!(" and {} more", lease.queued - lease.queue.len()));
+        }
+    }
+    if let Some(position) = held.position {
+        line.push_str(&format!(" (this session is number {position} in line)"));
+    }
+    line
+}
+
+/// The most bytes of a holder's label quoted to an agent.
+const LABEL_QUOTED_BYTES: usize = 200;
 
 /// The leases `peer`, a session of this server, holds now, each grant a fact told once at
 /// the session's next prompt: so a grant made while it did something else is learnt there.
