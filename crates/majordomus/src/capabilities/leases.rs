@@ -9,6 +9,10 @@
 //! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
 //! table drops what outlived its process or its ttl and hands the lease on; a request that
 //! waits sees its grant from the table itself.
+//!
+//! The guard reads the same table before a shell command the repository declares as needing
+//! a lease ([`held_by_others`], asked through `hooks.leases`): a lease held by another live
+//! session or process stops the command, naming the holder and the queue.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -8,6 +8,12 @@
 //! token (it never starts a server), and answers in the client's own contract
 //! ([`answer`], [`crate::clients`]).
 //!
+//! Before a shell command, each of its simple commands is matched against the commands the
+//! repository declares as needing a lease (`[leases.commands]`); for those, the hook reads
+//! the repository's lease table itself (one small file, no git, no lock), and only when a
+//! live holder has one does it ask the server whether that holder is another session than
+//! its own (`hooks.leases`), since only the server knows which session the hook speaks for.
+//!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
 //! prints nothing, and the client carries on as if majordomus were not there. A server that
