@@ -92,9 +92,9 @@ pub struct Suggested {
 #[serde(default, deny_unknown_fields)]
 pub struct HooksConfig {
     /// What the pre-edit guard does when the file about to change is claimed by another
-    /// session: stop a live session's claim before the write (`guard`, the default), tell
-    /// the agent (`warn`), ask the person (`ask`), refuse the edit (`deny`), or nothing
-    /// (`off`).
+    /// session, or a shell command needs a lease another session holds (`[leases.commands]`):
+    /// stop it before it runs (`guard`, the default), tell the agent (`warn`), ask the person
+    /// (`ask`), refuse it (`deny`), or nothing (`off`).
     pub policy: GuardPolicy,
     /// How long a hook may take, from its start to its answer, before it gives up and lets
     /// the client carry on as if majordomus were absent. At most [`HOOK_BUDGET_MS`]'s end.
