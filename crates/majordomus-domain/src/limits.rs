@@ -89,6 +89,19 @@ pub const LEASE_TTL_SECS_DEFAULT: u32 = 600;
 /// few minutes at most.
 pub const LEASE_WAIT_SECS_MAX: u32 = 600;
 
+/// Leases a repository's `[leases.commands]` may declare commands for, and so the most lease
+/// names one hook asks its server about.
+pub const LEASES_DECLARED: usize = 32;
+
+/// Command prefixes declared for one lease (`["cargo test", "npm test"]`).
+pub const LEASE_COMMAND_PREFIXES: usize = 16;
+
+/// Shell words in one declared command prefix.
+pub const LEASE_COMMAND_WORDS: usize = 16;
+
+/// Bytes in one declared command prefix as written.
+pub const LEASE_COMMAND_BYTES: usize = 256;
+
 /// Ports in one `port:A-B` range: each is tried in turn when a worktree needs a new one.
 pub const PORT_RANGE_PORTS: u32 = 1_024;
 

@@ -1342,3 +1342,121 @@ async fn a_session_starting_where_no_server_serves_hears_the_other_worktrees() {
     codex.close().await;
     gemini.close().await;
 }
+
+/// Claude Code's `Bash` call of `command` in the conversation `session`, as its hook reads it.
+fn bash_payload(root: &Path, command: &str, session: &str) -> String {
+    let filled = payload("claude-code", "PreToolUse-Bash", root, "", session);
+    let mut input: Value = serde_json::from_str(&filled).unwrap();
+    input["tool_input"]["command"] = json!(command);
+    input.to_string()
+}
+
+/// 5. A shell command the repository declares as needing a lease (`[leases.commands]`),
+///    while another live session holds it: stopped before it runs under `guard`, naming the
+///    holder, its worktree and the queue, with the way to wait its turn; a line under
+///    `warn`, nothing under `off`. The session holding the lease itself, or nobody holding
+///    it, passes; a command the repository does not declare is never asked about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_needing_a_lease_another_session_holds_is_stopped_naming_the_holder() {
+    let repo = TempRepo::new();
+    let declared = "[leases.commands]\ntest-suite = [\"cargo test\", \"npm test\"]\n";
+    configure(repo.root(), declared);
+    let beta = repo.add_worktree("beta");
+    let (_primary, _primary_lease) = ServeProcess::start(&repo, repo.root()).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let codex = McpClient::http(&beta_lease, "codex", "0.98.0").await;
+    let granted = codex
+        .answer("majordomus_lease", json!({"name": "test-suite"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted:#}");
+    // The Claude Code session's own MCP connection, which its hooks speak as, waits in line.
+    let session = "5e0c8a2f-7b3d-4c1e-9a6f-2d8b4e0c1a3f";
+    let mut command = majordomus_command(["mcp", "--repo"]);
+    command
+        .arg(repo.root())
+        .env("CLAUDE_CODE_SESSION_ID", session);
+    let claude = McpClient::stdio_command(&repo, command, "claude-code", "2.1.332").await;
+    let queued = claude
+        .answer("majordomus_lease", json!({"name": "test-suite"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued:#}");
+
+    let run = |command: &str, session: &str| {
+        let input = bash_payload(repo.root(), command, session);
+        let repo = &repo;
+        async move { hook(repo, "claude-code", "PreToolUse", &input).await }
+    };
+    let stopped = run("cd src && FOO=1 cargo test --workspace", session)
+        .await
+        .answer();
+    let output = &stopped["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{stopped:#}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    for part in [
+        "stopped this command before it ran",
+        "the lease \"test-suite\" is held by \"p1 codex in beta\"",
+        "waiting, in turn: \"",
+        "claude-code in ",
+        "(this session is number 1 in line)",
+        "`majordomus_lease` for `test-suite` with `wait_secs`",
+        "`majordomus lease test-suite -- cargo test --workspace`",
+    ] {
+        assert!(reason.contains(part), "{part} in {reason}");
+    }
+    run("cargo build && git status", session)
+        .await
+        .assert_silent("a command no lease is declared for");
+    run("echo cargo test", session)
+        .await
+        .assert_silent("a command that only names a declared one");
+
+    // The holder lets go: the session in line holds it, and its own command passes.
+    codex
+        .answer("majordomus_release", json!({"name": "test-suite"}))
+        .await;
+    run("npm test", session)
+        .await
+        .assert_silent("the command of the session holding the lease");
+    let other = run("npm test", "claude-other").await.answer();
+    let reason = other["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("held by \"p")
+            && reason.contains("claude-code in ")
+            && reason.contains("nobody waits"),
+        "another session is stopped, naming the new holder: {reason}"
+    );
+
+    configure(
+        repo.root(),
+        &format!("{declared}[hooks]\npolicy = \"warn\"\n"),
+    );
+    let warned = run("npm test", "claude-other").await.answer();
+    let output = &warned["hookSpecificOutput"];
+    assert!(output.get("permissionDecision").is_none(), "{warned:#}");
+    assert!(
+        output["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("another session holds a lease this command needs"),
+        "{warned:#}"
+    );
+    configure(
+        repo.root(),
+        &format!("{declared}[hooks]\npolicy = \"off\"\n"),
+    );
+    run("npm test", "claude-other")
+        .await
+        .assert_silent("the guard is off");
+
+    configure(repo.root(), declared);
+    claude
+        .answer("majordomus_release", json!({"name": "test-suite"}))
+        .await;
+    run("npm test", "claude-other")
+        .await
+        .assert_silent("a lease nobody holds");
+    codex.close().await;
+    claude.close().await;
+}

@@ -865,3 +865,110 @@ async fn codex_own_claim_passes_under_warn_and_ask() {
 async fn gemini_cli_own_claim_passes_under_warn_and_ask() {
     own_claim_passes_under_warn_and_ask(Client::GeminiCli).await;
 }
+
+/// Real Claude Code, under the default policy, in a repository whose `majordomus.toml`
+/// declares `./run-tests.sh` as needing the lease `test-suite`, while another session (an
+/// MCP client) holds that lease: its `Bash` running the script is stopped before it runs,
+/// and the model reads who holds the lease and how to wait its turn; once the holder
+/// releases it, the same command runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_running_the_test_suite_another_session_holds_waits_its_turn() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    std::fs::write(
+        checkout.join("majordomus.toml"),
+        "[leases.commands]\ntest-suite = [\"./run-tests.sh\"]\n",
+    )
+    .unwrap();
+    let script = checkout.join("run-tests.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran >> ran.log\necho tests ran\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ran = checkout.join("ran.log");
+    let workspace = Workspace::new(&repo, Client::ClaudeCode).allowing("Bash(./run-tests.sh)");
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = Arc::new(McpClient::http(&lease, "holder-agent", "1.0").await);
+    let granted = holder
+        .answer("majordomus_lease", json!({"name": "test-suite"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted:#}");
+    // Before the model's second turn — after the first run was stopped — the holder
+    // releases the lease, and whether the script ran by then is recorded.
+    let witness: Witness = {
+        let (holder, ran) = (holder.clone(), ran.clone());
+        let runtime = tokio::runtime::Handle::current();
+        let turns = std::sync::atomic::AtomicUsize::new(0);
+        Arc::new(move || {
+            let turn = turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let ran_before = ran.exists();
+            if turn == 2 {
+                runtime
+                    .block_on(holder.answer("majordomus_release", json!({"name": "test-suite"})));
+            }
+            json!({"turn": turn, "ran": ran_before})
+        })
+    };
+    let run_tests = Turn::call(
+        "Bash",
+        json!({"command": "./run-tests.sh", "description": "run the tests"}),
+    );
+    let fake = FakeModel::start_witnessed(
+        vec![run_tests.clone(), run_tests, Turn::answer("done")],
+        witness,
+    )
+    .await;
+    let run = workspace.run(&checkout, &fake, "Run the tests.").await;
+    assert!(
+        run.status.success(),
+        "claude failed ({}):\n{}\n{}",
+        run.status,
+        run.output(),
+        fake.summary()
+    );
+    assert_eq!(fake.unplayed(), 0, "{}\n{}", fake.summary(), run.output());
+    let witnessed = fake.witnessed();
+    assert_eq!(
+        witnessed[1]["ran"], false,
+        "the first run was stopped before the script ran: {witnessed:?}"
+    );
+    let shells = fake.tool_results("Bash");
+    assert_eq!(shells.len(), 2, "{shells:?}");
+    for part in [
+        "stopped this command before it ran",
+        "the lease \"test-suite\" is held by \"p",
+        "holder-agent in ",
+        "majordomus lease test-suite -- ./run-tests.sh",
+        "majordomus_lease",
+    ] {
+        assert!(
+            shells[0].contains(part),
+            "the model reads {part}: {}",
+            shells[0]
+        );
+    }
+    assert!(
+        shells[1].contains("tests ran") && !shells[1].contains("majordomus"),
+        "after the release the command ran untouched: {}",
+        shells[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&ran).unwrap(),
+        "ran\n",
+        "the script ran once, after the release"
+    );
+    // The fake's server, and the witness with it, ends once its task is aborted.
+    drop(fake);
+    let mut holder = holder;
+    let holder = tokio::time::timeout(common::BOUND, async {
+        loop {
+            match Arc::try_unwrap(holder) {
+                Ok(alone) => return alone,
+                Err(shared) => holder = shared,
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the fake model's witness lets go of the holder");
+    holder.close().await;
+}

@@ -24,10 +24,12 @@ use crate::allowances::{self, Allowances, Suggestion};
 use crate::git::Checkout;
 
 mod federation;
+mod leases;
 
 pub use federation::{
     DEFAULT_FEDERATION_TTL_SECS, FEDERATION_NAME_CHARS, FEDERATION_TTL_SECS, FederationConfig,
 };
+pub use leases::{LeaseCommands, LeasesConfig};
 
 /// The file name looked for at the repository root.
 pub const CONFIG_FILE: &str = "majordomus.toml";
@@ -41,6 +43,7 @@ pub struct Config {
     pub episodes: EpisodesConfig,
     pub changes: ChangesConfig,
     pub hooks: HooksConfig,
+    pub leases: LeasesConfig,
     /// Once loaded, the federation in effect: the user's own, or the repository's once
     /// allowed.
     pub federation: FederationConfig,
@@ -91,9 +94,9 @@ pub struct Suggested {
 #[serde(default, deny_unknown_fields)]
 pub struct HooksConfig {
     /// What the pre-edit guard does when the file about to change is claimed by another
-    /// session: stop a live session's claim before the write (`guard`, the default), tell
-    /// the agent (`warn`), ask the person (`ask`), refuse the edit (`deny`), or nothing
-    /// (`off`).
+    /// session, or a shell command needs a lease another session holds (`[leases.commands]`):
+    /// stop it before it runs (`guard`, the default), tell the agent (`warn`), ask the person
+    /// (`ask`), refuse it (`deny`), or nothing (`off`).
     pub policy: GuardPolicy,
     /// How long a hook may take, from its start to its answer, before it gives up and lets
     /// the client carry on as if majordomus were absent. At most [`HOOK_BUDGET_MS`]'s end.
@@ -619,6 +622,9 @@ fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
     if let Some(wrong) = config.out_of_bounds() {
         return Err(problem(wrong));
     }
+    if let Some(wrong) = config.leases.problem() {
+        return Err(problem(wrong));
+    }
     let proposed = Proposed {
         federation: std::mem::take(&mut config.federation),
         episodes_command: config.episodes.command.take(),
@@ -709,6 +715,9 @@ fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::limits::{
+        LEASE_COMMAND_BYTES, LEASE_COMMAND_PREFIXES, LEASE_COMMAND_WORDS, LEASES_DECLARED,
+    };
     use strum::VariantArray;
 
     #[test]
@@ -1030,6 +1039,123 @@ mod tests {
             assert!(load_text(&at_the_ceiling).is_ok(), "{at_the_ceiling}");
         }
         assert!(load_text("").unwrap().out_of_bounds().is_none());
+    }
+
+    fn words(command: &str) -> Vec<String> {
+        shlex::split(command).unwrap()
+    }
+
+    #[test]
+    fn declared_lease_commands_match_a_simple_command_word_by_word() {
+        let config = load_text(
+            "[leases.commands]\ntest-suite = [\"cargo test\", \"npm test\", \"./run 'all tests'\"]\n\
+             \"db:staging\" = [\"cargo test\", \"psql\"]\n",
+        )
+        .unwrap();
+        let matcher = config.leases.matcher();
+        for (command, needed) in [
+            ("cargo test", vec!["db:staging", "test-suite"]),
+            ("cargo test --workspace", vec!["db:staging", "test-suite"]),
+            ("/usr/bin/cargo test", vec!["db:staging", "test-suite"]),
+            ("npm test", vec!["test-suite"]),
+            ("./run 'all tests' -v", vec!["test-suite"]),
+            ("psql -c 'select 1'", vec!["db:staging"]),
+            ("cargo build", vec![]),
+            ("cargo", vec![]),
+            ("npm testing", vec![]),
+            ("echo cargo test", vec![]),
+            ("./run all tests", vec![]),
+            ("", vec![]),
+        ] {
+            let mut found = matcher.needed_by(&words(command));
+            found.sort_unstable();
+            assert_eq!(found, needed, "{command}");
+        }
+        assert_eq!(
+            load_text("")
+                .unwrap()
+                .leases
+                .matcher()
+                .needed_by(&words("cargo test")),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn lease_commands_are_refused_beyond_their_bounds_naming_them() {
+        let many_leases: String = (0..=LEASES_DECLARED)
+            .map(|n| format!("lease-{n} = [\"x\"]\n"))
+            .collect();
+        let many_prefixes = vec!["\"x\""; LEASE_COMMAND_PREFIXES + 1].join(", ");
+        let many_words = vec!["w"; LEASE_COMMAND_WORDS + 1].join(" ");
+        let long = "x".repeat(LEASE_COMMAND_BYTES + 1);
+        for (text, named) in [
+            (
+                many_leases,
+                format!("declares 33 leases: at most {LEASES_DECLARED}"),
+            ),
+            (
+                format!("a = [{many_prefixes}]\n"),
+                format!(
+                    "leases.commands.a lists 17 commands: between 1 and {LEASE_COMMAND_PREFIXES}"
+                ),
+            ),
+            (
+                "a = []\n".into(),
+                "leases.commands.a lists 0 commands".into(),
+            ),
+            (
+                format!("a = [\"{many_words}\"]\n"),
+                format!("has 17 words: between 1 and {LEASE_COMMAND_WORDS}"),
+            ),
+            ("a = [\"\"]\n".into(), "has 0 words".into()),
+            (
+                format!("a = [\"{long}\"]\n"),
+                format!("a command is at most {LEASE_COMMAND_BYTES} bytes"),
+            ),
+            ("a = [\"echo 'open\"]\n".into(), "not shell words".into()),
+            (
+                "a = [\"make && make test\"]\n".into(),
+                "more than one command".into(),
+            ),
+            (
+                "a = [\"x\\u001b[2J\"]\n".into(),
+                "not one line of plain text".into(),
+            ),
+            (
+                "\"-x\" = [\"x\"]\n".into(),
+                "leases.commands.-x: a lease name".into(),
+            ),
+            (
+                "\"port:3000-3099\" = [\"x\"]\n".into(),
+                "a port range".into(),
+            ),
+        ] {
+            let message = load_text(&format!("[leases.commands]\n{text}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.contains(CONFIG_FILE) && message.contains(&named),
+                "{named}: {message}"
+            );
+        }
+        let at_the_bounds: String = (0..LEASES_DECLARED)
+            .map(|n| {
+                format!(
+                    "lease-{n} = [{}]\n",
+                    vec![
+                        format!("\"{}\"", vec!["w"; LEASE_COMMAND_WORDS].join(" "));
+                        LEASE_COMMAND_PREFIXES
+                    ]
+                    .join(", ")
+                )
+            })
+            .collect();
+        assert!(load_text(&format!("[leases.commands]\n{at_the_bounds}")).is_ok());
+        let message = load_text("[leases]\ncommand = {}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("command"), "{message}");
     }
 
     #[test]

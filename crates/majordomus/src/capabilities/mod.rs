@@ -26,6 +26,7 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<leases::LeasesAcquire>(),
         Capability::of::<leases::LeasesRelease>(),
         Capability::of::<hooks::HooksGuard>(),
+        Capability::of::<hooks::HooksLeases>(),
         Capability::of::<hooks::HooksEdit>(),
         Capability::of::<hooks::HooksNews>(),
         Capability::of::<hooks::HooksEnd>(),

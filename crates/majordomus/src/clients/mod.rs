@@ -212,7 +212,8 @@ pub trait Contract: Sync {
 pub enum Action {
     /// A file is about to change: check it against other sessions' claims.
     Guard(Vec<String>),
-    /// A shell command is about to run that writes files or discards work.
+    /// A shell command is about to run: the files it writes, the work it discards, the
+    /// commands that may need a lease.
     Shell(ShellEffects),
     /// Files just changed: record them in the session's `edits` claim.
     Edit(Vec<String>),
@@ -246,7 +247,8 @@ pub fn parse(client: HookClient, event: &str, input: &Value) -> Option<Event> {
     let hook = contract.hooks().iter().find(|hook| hook.event == event)?;
     let action = match hook.moment {
         Moment::BeforeTool => match shell_command(contract, input) {
-            Some(command) => Action::Shell(shell::effects(&command).filter(|e| !e.is_empty())?),
+            // Whether it needs a lease is known only once the repository's settings are read.
+            Some(command) => Action::Shell(shell::effects(&command)?),
             None => Action::Guard(edited_files(contract, input)?),
         },
         Moment::AfterTool => match shell_command(contract, input) {
@@ -372,11 +374,27 @@ mod tests {
 
     #[test]
     fn other_tools_and_events_are_not_majordomus_business() {
-        let bash = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}});
-        assert_eq!(parse(HookClient::ClaudeCode, "PreToolUse", &bash), None);
+        let read =
+            json!({"session_id": "s", "tool_name": "Read", "tool_input": {"file_path": "/x"}});
+        assert_eq!(parse(HookClient::ClaudeCode, "PreToolUse", &read), None);
         let test = json!({"session_id": "s", "tool_name": "run_shell_command",
             "tool_input": {"command": "cargo test && git status"}});
-        assert_eq!(parse(HookClient::GeminiCli, "BeforeTool", &test), None);
+        let Some(Event {
+            action: Action::Shell(test),
+            ..
+        }) = parse(HookClient::GeminiCli, "BeforeTool", &test)
+        else {
+            panic!("a shell command may need a lease");
+        };
+        assert!(test.changes_nothing());
+        assert_eq!(test.commands, [["cargo", "test"], ["git", "status"]]);
+        let listing = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"},
+            "tool_response": {}});
+        assert_eq!(
+            parse(HookClient::ClaudeCode, "PostToolUse", &listing),
+            None,
+            "a command that wrote nothing adds no edit"
+        );
         let sed = json!({"session_id": "s", "tool_name": "exec_command",
             "tool_input": {"cmd": ["sed", "-i", "s/a/b/", "src/lib.rs"]}});
         let Some(Event {

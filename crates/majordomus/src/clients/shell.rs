@@ -4,8 +4,12 @@
 //! or rewrite uncommitted work (`reset --hard`, `checkout -- …`, `checkout .`, `checkout
 //! <branch>`, `switch`, `restore`, `clean -f`, `stash`, `rebase`).
 //!
+//! Each simple command is also kept as its words, program first (assignments, `sudo`,
+//! `command`, `exec` and redirections left out), for the commands a repository declares as
+//! needing a lease (`[leases.commands]`) to be matched against.
+//!
 //! Nothing beyond those shapes is guessed: a script, a variable, a subshell or any other
-//! program is not looked into, and `cargo test` or `git status` read as nothing at all.
+//! program is not looked into, and `cargo test` or `git status` write nothing.
 
 /// The longest command read; a longer one is not looked into (the hook fails open).
 pub const COMMAND_BYTES: usize = 16 * 1024;
@@ -20,10 +24,13 @@ pub struct ShellEffects {
     pub writes: Vec<String>,
     /// The first git command in it that discards or rewrites uncommitted work, as words.
     pub discards: Option<String>,
+    /// Each simple command's program and arguments, in order.
+    pub commands: Vec<Vec<String>>,
 }
 
 impl ShellEffects {
-    pub fn is_empty(&self) -> bool {
+    /// Whether it neither writes a file nor discards work.
+    pub fn changes_nothing(&self) -> bool {
         self.writes.is_empty() && self.discards.is_none()
     }
 }
@@ -102,6 +109,9 @@ fn read_simple(words: &[String], effects: &mut ShellEffects) {
     let Some((program, rest)) = arguments.split_first() else {
         return;
     };
+    effects
+        .commands
+        .push(arguments.iter().map(|word| (*word).to_owned()).collect());
     let program = program.rsplit('/').next().unwrap_or(program);
     match program {
         "sed" => effects.writes.extend(sed_in_place(rest)),
@@ -204,6 +214,10 @@ fn git_discards(arguments: &[&str]) -> bool {
 mod tests {
     use super::*;
 
+    fn commands(command: &str) -> Vec<Vec<String>> {
+        effects(command).unwrap().commands
+    }
+
     fn writes(command: &str) -> Vec<String> {
         effects(command).unwrap().writes
     }
@@ -249,7 +263,7 @@ mod tests {
             "git clean -n",
             "git reset --soft HEAD~1",
         ] {
-            assert_eq!(effects(command), Some(ShellEffects::default()), "{command}");
+            assert!(effects(command).unwrap().changes_nothing(), "{command}");
         }
     }
 
@@ -269,6 +283,26 @@ mod tests {
         ] {
             assert!(discards(command), "{command}");
         }
+    }
+
+    #[test]
+    fn each_simple_command_is_kept_program_first() {
+        let words = |text: &str| shlex::split(text).unwrap();
+        assert_eq!(
+            commands("cargo test --workspace"),
+            [words("cargo test --workspace")]
+        );
+        assert_eq!(
+            commands("cd x && FOO=1 LANG=C cargo test 2>&1 | tee log; sudo npm test > out"),
+            [
+                words("cd x"),
+                words("cargo test"),
+                words("tee log"),
+                words("npm test")
+            ]
+        );
+        assert_eq!(commands("FOO=1"), Vec::<Vec<String>>::new());
+        assert_eq!(commands("./run 'all tests'"), [words("./run 'all tests'")]);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! What the hook answers, in the client's own contract: the guard's decision by
 //! `[hooks] policy` before an edit — under `guard`, the default, a live session's claim stops
-//! the edit (asking only where a person can answer), another worktree's uncommitted change or
-//! a predicted conflict refuses the first attempt and lets the same edit repeated soon pass,
-//! a departed claim is a line — and what is said after an edit and as news. The words are
+//! the edit (asking only where a person can answer), and so does a lease another session
+//! holds that a shell command needs (`[leases.commands]`), with the way to wait its turn;
+//! another worktree's uncommitted change or a predicted conflict refuses the first attempt
+//! and lets the same edit repeated soon pass, a departed claim is a line — and what is said
+//! after an edit and as news. The words are
 //! decided here; each client's contract ([`crate::clients::Contract`]) gives them the shape
 //! that client honours.
 
@@ -16,6 +18,9 @@ use crate::clients::{HookClient, NewsMoment, text};
 pub struct Found {
     /// Live other sessions' claims on the files: under `guard`, they stop the edit.
     pub live: Vec<String>,
+    /// Leases the command needs that another session or process holds: under `guard`, they
+    /// stop it as a live claim does.
+    pub leases: Vec<LeaseHeld>,
     /// Other worktrees' uncommitted changes to the files and conflicts predicted on them:
     /// under `guard`, the first attempt is refused and the same edit repeated soon passes.
     pub bumps: Vec<String>,
@@ -28,19 +33,53 @@ pub struct Found {
     pub landing: Vec<String>,
 }
 
+/// A lease a shell command needs that someone else holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHeld {
+    /// The lease, as `[leases.commands]` names it.
+    pub name: String,
+    /// The holder, its grant and who waits, as a line.
+    pub line: String,
+    /// The simple command that needs it, as shell words.
+    pub command: Vec<String>,
+}
+
 impl Found {
     fn is_empty(&self) -> bool {
-        self.live.is_empty() && self.bumps.is_empty() && self.departed.is_empty()
+        !self.stops() && self.bumps.is_empty() && self.departed.is_empty()
+    }
+
+    /// Whether it holds what stops a tool call under `guard`: a live claim, a lease held.
+    fn stops(&self) -> bool {
+        !(self.live.is_empty() && self.leases.is_empty())
     }
 
     fn all(&self) -> Vec<String> {
         self.landing
             .iter()
             .chain(&self.live)
+            .chain(self.leases.iter().map(|lease| &lease.line))
             .chain(&self.bumps)
             .chain(&self.departed)
             .cloned()
             .collect()
+    }
+
+    /// What the guard's words are about: the files, the leases, or both.
+    fn header(
+        &self,
+        files: &'static str,
+        leases: &'static str,
+        both: &'static str,
+    ) -> &'static str {
+        match (
+            self.leases.is_empty(),
+            self.live.is_empty() && self.bumps.is_empty() && self.departed.is_empty(),
+        ) {
+            (true, _) => files,
+            (false, true) => leases,
+            (false, false) => both,
+        }
     }
 }
 
@@ -95,6 +134,37 @@ pub fn answer(client: HookClient, event: &str, said: &Said) -> Option<Value> {
 const WAY_FORWARD: &str = "Nothing was written. Wait until the other session is done \
     with the file, talk to it about the change, or ask the person to allow the edit.";
 
+/// The longest command the way forward repeats; a longer one is named `COMMAND`.
+const COMMAND_SHOWN_BYTES: usize = 200;
+
+/// What a command stopped for the leases it needs may do next: wait its turn, through the
+/// tool or through `majordomus lease`, which holds each lease for the command's run.
+fn lease_way_forward(leases: &[LeaseHeld]) -> String {
+    let names: Vec<String> = leases
+        .iter()
+        .map(|lease| format!("`{}`", lease.name))
+        .collect();
+    let command = leases
+        .first()
+        .and_then(|lease| shlex::try_join(lease.command.iter().map(String::as_str)).ok())
+        .filter(|command| {
+            command.len() <= COMMAND_SHOWN_BYTES
+                && majordomus_domain::text::find_refused(command).is_none()
+        })
+        .unwrap_or_else(|| "COMMAND".to_owned());
+    let held_for_the_run: String = leases
+        .iter()
+        .map(|lease| format!("majordomus lease {} -- ", lease.name))
+        .collect();
+    format!(
+        "Nothing ran. Wait your turn: call `majordomus_lease` for {} with `wait_secs`, run \
+         the command once granted and `majordomus_release` after; or run `{held_for_the_run}{command}`, \
+         which waits for the lease, holds it while the command runs and releases it when the \
+         command exits.",
+        names.join(" and ")
+    )
+}
+
 /// The guard's answer before an edit, by policy, in what the client honours.
 fn guard_answer(
     client: HookClient,
@@ -105,11 +175,18 @@ fn guard_answer(
 ) -> Option<Value> {
     let contract = client.contract();
     let all = found.all();
-    let told = text("other sessions claim files this edit changes:", &all);
+    let told = text(
+        found.header(
+            "other sessions claim files this edit changes:",
+            "another session holds a lease this command needs:",
+            "other sessions claim files this command changes or hold leases it needs:",
+        ),
+        &all,
+    );
     // What a finished session left is information under every policy: it refuses nobody
     // and asks nobody, so a person's next session is never stopped by their last one.
     let policy = match policy {
-        GuardPolicy::Ask | GuardPolicy::Deny if found.live.is_empty() && found.bumps.is_empty() => {
+        GuardPolicy::Ask | GuardPolicy::Deny if !found.stops() && found.bumps.is_empty() => {
             GuardPolicy::Warn
         }
         policy => policy,
@@ -118,15 +195,27 @@ fn guard_answer(
         GuardPolicy::Off => None,
         GuardPolicy::Warn => Some(contract.warning(event, &told)),
         GuardPolicy::Ask => Some(contract.policy_asks(event, person, &told, &all)),
-        GuardPolicy::Deny => Some(contract.refusal(
-            event,
-            &text(
-                "majordomus refused this edit: this repository's policy (`[hooks] policy = \
-                 \"deny\"` in majordomus.toml) refuses edits of files other sessions claim.",
+        GuardPolicy::Deny => {
+            let mut refused = text(
+                found.header(
+                    "majordomus refused this edit: this repository's policy (`[hooks] policy = \
+                     \"deny\"` in majordomus.toml) refuses edits of files other sessions claim.",
+                    "majordomus refused this command: this repository's policy (`[hooks] policy \
+                     = \"deny\"` in majordomus.toml) refuses a command while another session \
+                     holds a lease it needs.",
+                    "majordomus refused this command: this repository's policy (`[hooks] policy \
+                     = \"deny\"` in majordomus.toml) refuses it while other sessions claim \
+                     files it changes or hold leases it needs.",
+                ),
                 &all,
-            ),
-        )),
-        GuardPolicy::Guard if found.live.is_empty() && !found.bumps.is_empty() => {
+            );
+            if !found.leases.is_empty() {
+                refused.push('\n');
+                refused.push_str(&lease_way_forward(&found.leases));
+            }
+            Some(contract.refusal(event, &refused))
+        }
+        GuardPolicy::Guard if !found.stops() && !found.bumps.is_empty() => {
             Some(if found.bump_passed {
                 contract.warning(
                     event,
@@ -148,7 +237,7 @@ fn guard_answer(
                 contract.refusal(event, &stopped)
             })
         }
-        GuardPolicy::Guard if found.live.is_empty() => Some(contract.warning(
+        GuardPolicy::Guard if !found.stops() => Some(contract.warning(
             event,
             &text(
                 "sessions that have left still claim files this edit changes:",
@@ -157,11 +246,22 @@ fn guard_answer(
         )),
         GuardPolicy::Guard => {
             let mut stopped = text(
-                "majordomus stopped this tool call before it ran: live sessions work on what it changes.",
+                if found.live.is_empty() {
+                    "majordomus stopped this command before it ran: another session holds a \
+                     lease it needs."
+                } else {
+                    "majordomus stopped this tool call before it ran: live sessions work on what it changes."
+                },
                 &all,
             );
-            stopped.push('\n');
-            stopped.push_str(WAY_FORWARD);
+            if !found.live.is_empty() {
+                stopped.push('\n');
+                stopped.push_str(WAY_FORWARD);
+            }
+            if !found.leases.is_empty() {
+                stopped.push('\n');
+                stopped.push_str(&lease_way_forward(&found.leases));
+            }
             Some(if person {
                 contract.asking(event, &stopped)
             } else {
@@ -287,6 +387,90 @@ mod tests {
             found: found(true),
         };
         assert_eq!(answer(HookClient::ClaudeCode, "PreToolUse", &off), None);
+    }
+
+    #[test]
+    fn a_lease_held_elsewhere_is_decided_as_a_live_claim_with_the_way_to_wait() {
+        let held = |policy, person| Said::Claimed {
+            policy,
+            person,
+            found: Found {
+                leases: vec![LeaseHeld {
+                    name: "test-suite".into(),
+                    line: "the lease \"test-suite\" is held by \"p2 codex in beta\"".into(),
+                    command: vec!["cargo".into(), "test".into(), "--workspace".into()],
+                }],
+                ..Found::default()
+            },
+        };
+        let reason = |answer: &Value| {
+            answer["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        let asked = answer(
+            HookClient::ClaudeCode,
+            "PreToolUse",
+            &held(GuardPolicy::Guard, true),
+        )
+        .unwrap();
+        assert_eq!(asked["hookSpecificOutput"]["permissionDecision"], "ask");
+        let refused = answer(
+            HookClient::ClaudeCode,
+            "PreToolUse",
+            &held(GuardPolicy::Guard, false),
+        )
+        .unwrap();
+        assert_eq!(refused["hookSpecificOutput"]["permissionDecision"], "deny");
+        let refusal = reason(&refused);
+        for part in [
+            "stopped this command before it ran",
+            "p2 codex in beta",
+            "`majordomus_lease` for `test-suite` with `wait_secs`",
+            "`majordomus lease test-suite -- cargo test --workspace`",
+        ] {
+            assert!(refusal.contains(part), "{part}: {refusal}");
+        }
+        assert!(!refusal.contains("Nothing was written"), "{refusal}");
+        let denied = answer(
+            HookClient::ClaudeCode,
+            "PreToolUse",
+            &held(GuardPolicy::Deny, true),
+        )
+        .unwrap();
+        assert!(reason(&denied).contains("refused this command"), "{denied}");
+        let warned = answer(
+            HookClient::ClaudeCode,
+            "PreToolUse",
+            &held(GuardPolicy::Warn, true),
+        )
+        .unwrap();
+        assert!(warned["hookSpecificOutput"]["permissionDecision"].is_null());
+        assert!(
+            warned["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .unwrap()
+                .contains("holds a lease this command needs")
+        );
+        assert_eq!(
+            answer(
+                HookClient::ClaudeCode,
+                "PreToolUse",
+                &held(GuardPolicy::Off, true)
+            ),
+            None
+        );
+        let codex = answer(
+            HookClient::Codex,
+            "PreToolUse",
+            &held(
+                GuardPolicy::Guard,
+                can_ask_person(HookClient::Codex, Some("cli")),
+            ),
+        )
+        .unwrap();
+        assert_eq!(codex["hookSpecificOutput"]["permissionDecision"], "deny");
     }
 
     #[test]

@@ -8,6 +8,12 @@
 //! token (it never starts a server), and answers in the client's own contract
 //! ([`answer`], [`crate::clients`]).
 //!
+//! Before a shell command, each of its simple commands is matched against the commands the
+//! repository declares as needing a lease (`[leases.commands]`); for those, the hook reads
+//! the repository's lease table itself (one small file, no git, no lock), and only when a
+//! live holder has one does it ask the server whether that holder is another session than
+//! its own (`hooks.leases`), since only the server knows which session the hook speaks for.
+//!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
 //! prints nothing, and the client carries on as if majordomus were not there. A server that
@@ -27,16 +33,20 @@ use std::time::{Duration, Instant, SystemTime};
 use majordomus_checkout::config::{self, Config, HooksConfig};
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
+use majordomus_checkout::lease_table::{self, LeaseTableFile};
+use majordomus_domain::leases::millis;
 use majordomus_domain::{limits, text};
 use serde_json::Value;
 
 use crate::capabilities::hooks::{
-    EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksNews, NewsInput, facts,
+    EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksLeases, HooksNews,
+    LeasesNeededInput, NewsInput, facts,
 };
+use crate::capabilities::leases;
 use crate::clients::{self, Action, HookClient, NewsMoment};
 use crate::context::{Context, Site};
 use crate::registry::Operation;
-use answer::{Found, Said};
+use answer::{Found, LeaseHeld, Said};
 use majordomus_checkout::ancestry::{self, ProcessStamp};
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
@@ -105,6 +115,15 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     let located = locate::checkout_of(&cwd).ok_or(Silence::NoCheckout)?;
     // The repository's own settings are all a hook reads: its suggestions concern the server.
     let config = config::load_repository(&located.root)?;
+    let needed = match &event_of_input.action {
+        Action::Shell(effects) => held_now(&located, leases_needed(&config, &effects.commands)),
+        _ => Vec::new(),
+    };
+    if matches!(&event_of_input.action, Action::Shell(effects) if effects.changes_nothing())
+        && needed.is_empty()
+    {
+        return Err(Silence::NotOurs);
+    }
     let budget = config
         .hooks
         .budget()
@@ -151,7 +170,15 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     // once. Once half the budget has passed the server is probed: one that does not answer
     // that either within the probe's short timeout is given up on then, and remembered.
     let asked = tokio::time::timeout(budget, async {
-        let asking = ask(&server, client, &config, &located, &cwd, event_of_input);
+        let asking = ask(
+            &server,
+            client,
+            &config,
+            &located,
+            &cwd,
+            event_of_input,
+            needed,
+        );
         tokio::pin!(asking);
         let probing = async {
             tokio::time::sleep(budget / 2).await;
@@ -261,6 +288,62 @@ impl Server {
     }
 }
 
+/// A lease a shell command needs, by `[leases.commands]`, and the first simple command of it
+/// that needs it.
+struct Needed {
+    name: String,
+    command: Vec<String>,
+}
+
+/// The leases the simple `commands` need, each once, by the repository's `[leases.commands]`.
+fn leases_needed(config: &Config, commands: &[Vec<String>]) -> Vec<Needed> {
+    if config.leases.commands.is_empty() {
+        return Vec::new();
+    }
+    let declared = config.leases.matcher();
+    let mut needed: Vec<Needed> = Vec::new();
+    for command in commands {
+        for name in declared.needed_by(command) {
+            if !needed.iter().any(|lease| lease.name == name) {
+                needed.push(Needed {
+                    name: name.to_owned(),
+                    command: command.clone(),
+                });
+            }
+        }
+    }
+    needed
+}
+
+/// Of the `needed` leases, those the repository's lease table says someone holds now, whose
+/// process still runs and whose grant has not run out: only for those is the server asked
+/// whether the holder is another session. The table is one small file; no git, no lock.
+fn held_now(located: &locate::Located, needed: Vec<Needed>) -> Vec<Needed> {
+    if needed.is_empty() {
+        return needed;
+    }
+    let Some(table) = located
+        .common_dir()
+        .and_then(|dir| LeaseTableFile::new(&dir).read().ok())
+    else {
+        return Vec::new();
+    };
+    let now = millis(SystemTime::now());
+    needed
+        .into_iter()
+        .filter(|lease| {
+            table
+                .leases
+                .get(&lease.name)
+                .and_then(|held| held.holder.as_ref())
+                .is_some_and(|holder| {
+                    holder.expires_ms.is_none_or(|at| at > now)
+                        && lease_table::lives(&holder.holder)
+                })
+        })
+        .collect()
+}
+
 /// Asks the server what the event calls for.
 async fn ask(
     server: &Server,
@@ -269,6 +352,7 @@ async fn ask(
     located: &locate::Located,
     cwd: &Path,
     event: clients::Event,
+    needed: Vec<Needed>,
 ) -> Result<Said, Silence> {
     // The processes this hook runs under: the client is among them, and so the server finds
     // the client's MCP connection where no session id reached it.
@@ -330,6 +414,27 @@ async fn ask(
             }
             let mut found = found(guarded);
             found.landing = std::mem::take(&mut landing);
+            if !needed.is_empty() {
+                let input = LeasesNeededInput {
+                    client,
+                    session_id: event.session_id.clone(),
+                    names: needed.iter().map(|lease| lease.name.clone()).collect(),
+                    ancestors: ancestors.clone(),
+                };
+                let answer = server.post::<HooksLeases>(&input).await?;
+                found.leases = answer
+                    .held
+                    .iter()
+                    .filter_map(|held| {
+                        let lease = needed.iter().find(|lease| lease.name == held.lease.name)?;
+                        Some(LeaseHeld {
+                            name: lease.name.clone(),
+                            line: leases::held_elsewhere_line(held),
+                            command: lease.command.clone(),
+                        })
+                    })
+                    .collect();
+            }
             if let Some(command) = &effects.discards {
                 let whole =
                     in_requests(client, &event.session_id, &ancestors, vec![".".to_owned()]);

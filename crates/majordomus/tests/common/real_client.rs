@@ -144,6 +144,8 @@ pub struct Workspace<'a> {
     client: Client,
     home: PathBuf,
     path: std::ffi::OsString,
+    /// Claude Code's permission rules allowed for the run beyond majordomus's tools.
+    allowed_tools: Vec<String>,
 }
 
 impl<'a> Workspace<'a> {
@@ -168,7 +170,21 @@ impl<'a> Workspace<'a> {
             client,
             home,
             path,
+            allowed_tools: Vec::new(),
         }
+    }
+
+    /// Also allows Claude Code's permission rule `rule` (`Bash(./run-tests.sh)`) for the
+    /// headless run, as a person allows a command they trust: without it `claude -p` refuses
+    /// a command that is not read-only by itself, and the guard's passing would prove nothing.
+    /// A rule is one word: the list is given to Claude Code joined by commas.
+    pub fn allowing(mut self, rule: &str) -> Workspace<'a> {
+        assert!(
+            !rule.contains([' ', ',']),
+            "a rule without spaces or commas: {rule}"
+        );
+        self.allowed_tools.push(rule.to_owned());
+        self
     }
 
     fn codex_home(&self) -> PathBuf {
@@ -371,7 +387,13 @@ impl<'a> Workspace<'a> {
                     // Edits and majordomus's tools without a prompt, as a person allows them
                     // for a headless run.
                     .args(["--permission-mode", "acceptEdits"])
-                    .args(["--allowedTools", "mcp__majordomus"])
+                    .arg("--allowedTools")
+                    .arg(
+                        std::iter::once("mcp__majordomus")
+                            .chain(self.allowed_tools.iter().map(String::as_str))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    )
                     .env("ANTHROPIC_BASE_URL", fake.url())
                     .env("ANTHROPIC_API_KEY", "fake-key")
                     .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");

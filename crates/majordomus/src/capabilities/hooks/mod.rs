@@ -1,5 +1,5 @@
-//! `hooks.guard`, `hooks.edit`, `hooks.news`: what a client's hooks ask of the checkout's
-//! server, over plain HTTP, on behalf of the client's session.
+//! `hooks.guard`, `hooks.leases`, `hooks.edit`, `hooks.news`, `hooks.end`: what a client's
+//! hooks ask of the checkout's server, over plain HTTP, on behalf of the client's session.
 //!
 //! A hook runs as a short process of its own for one event of one conversation. It names
 //! that conversation by the client's own session id; the server finds the peer that speaks
@@ -25,6 +25,8 @@ use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 pub use facts::Guarded;
+
+use super::leases::{self, HeldElsewhere};
 
 /// Files a hook is about, for one session: about to change (`hooks.guard`) or just changed
 /// (`hooks.edit`).
@@ -222,6 +224,109 @@ impl Operation for HooksGuard {
             guarded.bump_passed = server.bumped_before(hasher.finish());
         }
         Ok(guarded)
+    }
+}
+
+/// The input of `hooks.leases`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeasesNeededInput {
+    /// The client whose hook asks.
+    pub client: HookClient,
+    /// The client's own id of the conversation, as in `hooks.guard`.
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub session_id: String,
+    /// The leases the command about to run needs, as the repository's `[leases.commands]`
+    /// names them. At most 32.
+    #[schemars(
+        length(min = 1, max = limits::LEASES_DECLARED),
+        inner(length(min = 1, max = limits::LEASE_NAME_BYTES), regex(pattern = leases::NAME_PATTERN))
+    )]
+    pub names: Vec<String>,
+    /// The processes the hook runs under, as in `hooks.guard`. At most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = ancestry::ANCESTORS))]
+    pub ancestors: Vec<ProcessStamp>,
+}
+
+impl BenchCases for LeasesNeededInput {
+    fn bench_cases() -> Vec<(&'static str, Self)> {
+        vec![(
+            "one_lease",
+            LeasesNeededInput {
+                client: HookClient::ClaudeCode,
+                session_id: "bench-session".into(),
+                names: vec!["bench-suite".into()],
+                ancestors: Vec::new(),
+            },
+        )]
+    }
+}
+
+/// The answer of `hooks.leases`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct LeasesNeeded {
+    /// The peer that speaks for the session on this checkout's board.
+    pub peer: PeerId,
+    /// Each lease asked about that another live session or process holds now, with its
+    /// queue; a lease nobody holds, or the session itself holds, is not listed.
+    pub held: Vec<HeldElsewhere>,
+}
+
+/// `hooks.leases`.
+pub struct HooksLeases;
+
+impl Operation for HooksLeases {
+    type Input = LeasesNeededInput;
+    type Output = LeasesNeeded;
+    const DECLARATION: Declaration = Declaration {
+        id: "hooks.leases",
+        kind: Kind::Command,
+        title: "Check the leases a shell command needs",
+        description: "What a client's pre-tool hook asks before a shell command that the \
+            repository's `[leases.commands]` says needs a lease (`cargo test` needs \
+            `test-suite`): each of those leases another live session or process holds, \
+            with the holder and who waits behind it. A lease nobody holds, or that the \
+            session itself holds, is not listed. The session is named by the client's own \
+            id, as in `hooks.guard`; the hook decides what to do by the repository's policy.",
+        exposure: Exposure {
+            mcp_tool: None,
+            http: Some((HttpMethod::Post, "/api/v1/hooks/leases")),
+            cli: None,
+        },
+        tags: &["hooks", "leases", "coordination"],
+        stability: Stability::Experimental,
+        idempotent: true,
+        moments: &[Moment {
+            headline: "an agent started the test suite while another session's run held it",
+            detail: "Both runs shared one database and failed each other. The command is \
+                stopped before it runs, naming the holder and the queue, with the way to \
+                wait its turn.",
+        }],
+    };
+
+    async fn run(ctx: &Context, input: LeasesNeededInput) -> Result<LeasesNeeded, CapabilityError> {
+        check_session_id(&input.session_id)?;
+        let server = serving(ctx)?;
+        if input.names.is_empty() || input.names.len() > limits::LEASES_DECLARED {
+            return Err(CapabilityError::invalid_input(format!(
+                "`names` holds 1 to {} leases; this one has {}",
+                limits::LEASES_DECLARED,
+                input.names.len()
+            )));
+        }
+        for name in &input.names {
+            majordomus_domain::leases::Resource::parse(name)
+                .map_err(|error| CapabilityError::invalid_input(format!("`names`: {error}")))?;
+        }
+        let peer = server
+            .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
+            .await;
+        let held = leases::held_by_others(ctx, &peer, &input.names).await?;
+        Ok(LeasesNeeded { peer, held })
     }
 }
 

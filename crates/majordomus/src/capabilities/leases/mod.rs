@@ -9,20 +9,21 @@
 //! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
 //! table drops what outlived its process or its ttl and hands the lease on; a request that
 //! waits sees its grant from the table itself.
+//!
+//! The guard reads the same table before a shell command the repository declares as needing
+//! a lease ([`held_by_others`], asked through `hooks.leases`): a lease held by another live
+//! session or process stops the command, naming the holder and the queue.
 
-use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
 use majordomus_domain::leases::{
-    Holder, LeaseError, LeaseTable, Life, ProcessId, Resource, Standing, millis, port_lease_name,
+    Holder, LeaseError, LeaseTable, Life, Resource, Standing, millis, port_lease_name,
 };
 use majordomus_domain::limits::{
     LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_DEFAULT, LEASE_TTL_SECS_MAX, LEASE_WAIT_SECS_MAX,
 };
-use majordomus_domain::peers::PeerId;
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -30,9 +31,20 @@ use tokio::sync::Notify;
 
 use crate::api::CapabilityError;
 use crate::context::{Context, Site};
-use crate::port::{BoardPort, Fact};
+use crate::port::BoardPort;
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+};
+
+mod listing;
+mod table;
+
+pub use listing::{
+    HeldElsewhere, ListedLease, grants_to, held_by_others, held_elsewhere_line, lease_line,
+    listed_leases,
+};
+use table::{
+    Known, alive, attached_here, blocking, session_key, table_file, this_server, unreadable,
 };
 
 /// The highest pid Linux hands out (`pid_max` at most 2^22).
@@ -60,7 +72,7 @@ pub struct AcquireInput {
 }
 
 /// The characters of a lease name, as the table checks them.
-const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@-]*$";
 
 impl BenchCases for AcquireInput {
     fn bench_cases() -> Vec<(&'static str, Self)> {
@@ -426,54 +438,6 @@ fn port_is_free(port: u16) -> bool {
     std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok()
 }
 
-/// Whether `holder` lives, as this process can tell: a session of this server while its
-/// peer is attached here (`attached`, when this process serves), any other while the
-/// process its life hangs on runs.
-fn alive(holder: &Holder, attached: Option<&(ProcessId, HashSet<PeerId>)>, known: &Known) -> bool {
-    match (&holder.life, attached) {
-        (Life::Session { server, peer }, Some((this, peers))) if server == this => {
-            peers.contains(&PeerId(peer.clone()))
-        }
-        _ => known.lives(holder),
-    }
-}
-
-/// Whether each process a table names runs, asked once per process however many requests
-/// name it: a sweep under the lock asks about every request of the table.
-#[derive(Default)]
-struct Known(std::cell::RefCell<std::collections::HashMap<ProcessId, bool>>);
-
-impl Known {
-    fn lives(&self, holder: &Holder) -> bool {
-        let process = match &holder.life {
-            Life::Session { server, .. } => *server,
-            Life::Process { process } => *process,
-        };
-        *self
-            .0
-            .borrow_mut()
-            .entry(process)
-            .or_insert_with(|| lease_table::lives(holder))
-    }
-}
-
-/// This server and the peers attached to its board now.
-fn attached_here(port: &dyn BoardPort) -> (ProcessId, HashSet<PeerId>) {
-    let peers = port
-        .board_peers(SystemTime::now())
-        .into_iter()
-        .filter(|peer| peer.attached)
-        .map(|peer| peer.id)
-        .collect();
-    (this_server(), peers)
-}
-
-/// This process, as a session's life names its server: read once, it never changes.
-fn this_server() -> ProcessId {
-    static THIS: LazyLock<ProcessId> = LazyLock::new(lease_table::this_process);
-    *THIS
-}
-
 /// Drops from the table whatever this server's departed peers held or waited for, and what
 /// outlived its process or ttl, when there is any: the server's housekeeping calls it every
 /// second, so the next in line is granted within about a second of a session's end.
@@ -560,20 +524,6 @@ fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError>
     })
 }
 
-/// The repository's table: in the common git dir, where every worktree finds it.
-fn table_file(site: &Site) -> Result<LeaseTableFile, CapabilityError> {
-    site.checkout
-        .common_dir
-        .as_deref()
-        .map(LeaseTableFile::new)
-        .ok_or_else(|| {
-            CapabilityError::refused(
-                "leases are kept in the repository's git dir, and this directory is in no git \
-                 repository",
-            )
-        })
-}
-
 fn answer(name: String, standing: Standing, port: Option<u16>, now: SystemTime) -> LeaseAnswer {
     match standing {
         Standing::Granted { ticket, expires_ms } => LeaseAnswer {
@@ -610,145 +560,4 @@ fn refusal(error: LeaseError) -> CapabilityError {
         | LeaseError::NoFreePort(_) => CapabilityError::refused(error.to_string()),
         _ => CapabilityError::invalid_input(error.to_string()),
     }
-}
-
-fn unreadable(error: std::io::Error) -> CapabilityError {
-    CapabilityError::internal(format!("the repository's lease table: {error}"))
-}
-
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CapabilityError> + Send + 'static,
-) -> Result<T, CapabilityError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|error| CapabilityError::internal(format!("the lease table: {error}")))?
-}
-
-/// Leases a listing names; the rest are counted on the last line people read.
-const LEASES_LISTED: usize = 32;
-
-/// Requests named in a listed lease's queue; the rest are counted.
-const QUEUE_LISTED: usize = 8;
-
-/// A lease as the board lists it.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct ListedLease {
-    pub name: String,
-    /// Who holds it.
-    pub holder: String,
-    /// Seconds left of the grant.
-    #[schemars(range(min = 0, max = LEASE_TTL_SECS_MAX))]
-    pub expires_in_secs: u64,
-    /// Who waits, first in line first: at most 8 named.
-    pub queue: Vec<String>,
-    /// How many wait in all.
-    #[schemars(range(min = 0, max = LEASE_QUEUE))]
-    pub queued: usize,
-}
-
-/// The repository's leases held now, as the table says, without those whose holder's
-/// process ended (a sweep will drop them): at most [`LEASES_LISTED`].
-pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
-    let Ok(file) = table_file(site) else {
-        return Vec::new();
-    };
-    let read = tokio::task::spawn_blocking(move || file.read()).await;
-    let Ok(Ok(table)) = read else {
-        return Vec::new();
-    };
-    let now = millis(SystemTime::now());
-    let known = Known::default();
-    table
-        .leases
-        .iter()
-        .filter_map(|(name, lease)| {
-            let holder = lease.holder.as_ref()?;
-            if !known.lives(&holder.holder) {
-                return None;
-            }
-            let waiting: Vec<&Holder> = lease
-                .queue
-                .iter()
-                .map(|r| &r.holder)
-                .filter(|h| known.lives(h))
-                .collect();
-            Some(ListedLease {
-                name: name.clone(),
-                holder: holder.holder.label.clone(),
-                expires_in_secs: holder
-                    .expires_ms
-                    .unwrap_or(0)
-                    .saturating_sub(now)
-                    .div_ceil(1_000),
-                queue: waiting
-                    .iter()
-                    .take(QUEUE_LISTED)
-                    .map(|h| h.label.clone())
-                    .collect(),
-                queued: waiting.len(),
-            })
-        })
-        .take(LEASES_LISTED)
-        .collect()
-}
-
-/// A listed lease on one line, for people.
-pub fn lease_line(lease: &ListedLease) -> String {
-    let mut line = format!(
-        "lease {}: held by {} for {} s more",
-        for_terminal(&lease.name),
-        for_terminal(&lease.holder),
-        lease.expires_in_secs
-    );
-    if lease.queued > 0 {
-        let names: Vec<String> = lease
-            .queue
-            .iter()
-            .map(|h| for_terminal(h).into_owned())
-            .collect();
-        line.push_str(&format!("; waiting: {}", names.join(", ")));
-        if lease.queued > lease.queue.len() {
-            line.push_str(&format!(" and {} more", lease.queued - lease.queue.len()));
-        }
-    }
-    line
-}
-
-/// The leases `peer`, a session of this server, holds now, each grant a fact told once at
-/// the session's next prompt: so a grant made while it did something else is learnt there.
-pub async fn grants_to(ctx: &Context, peer: &PeerId) -> Vec<Fact> {
-    let Ok(file) = table_file(&ctx.site) else {
-        return Vec::new();
-    };
-    let server = this_server();
-    let key = session_key(server, peer);
-    let Ok(Ok(table)) = tokio::task::spawn_blocking(move || file.read()).await else {
-        return Vec::new();
-    };
-    table
-        .leases
-        .iter()
-        .filter_map(|(name, lease)| {
-            let holder = lease.holder.as_ref().filter(|r| r.holder.key == key)?;
-            let mut hasher = DefaultHasher::new();
-            ("lease", name, holder.ticket).hash(&mut hasher);
-            Some(Fact {
-                key: hasher.finish(),
-                line: format!(
-                    "You hold the lease `{}` now; call `majordomus_release` when you are done \
-                     with it.",
-                    for_terminal(name)
-                ),
-            })
-        })
-        .collect()
-}
-
-/// The key of the holder that is session `peer` of the server `server`.
-fn session_key(server: ProcessId, peer: &PeerId) -> String {
-    format!(
-        "session:{}:{}:{peer}",
-        server.pid,
-        server.start.unwrap_or(0)
-    )
 }
