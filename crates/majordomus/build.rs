@@ -5,5 +5,7 @@ fn main() {
         // Linux's own facilities (inotify, pidfds, /proc), unless the portable
         // implementations are asked for.
         linux_native: { all(target_os = "linux", not(feature = "portable")) },
+        // macOS's own facilities (`renamex_np`), likewise.
+        macos_native: { all(target_os = "macos", not(feature = "portable")) },
     }
 }

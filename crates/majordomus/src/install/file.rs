@@ -6,10 +6,11 @@
 //! A new text is written to a temporary file beside the original (the same directory, so the
 //! rename stays on one file system), given the original's permission mode, synced, and renamed
 //! over it; the directory is synced after. Just before the rename the file is read again: if
-//! someone changed it since install read it, the text is made again from theirs. On Linux the
-//! rename is an exchange (`renameat2`), so a save that lands between that last reading and the
-//! rename is not lost either: it comes back in the temporary file's place, and the text is made
-//! again from it. A file install creates goes into place only if nobody created it meanwhile; a
+//! someone changed it since install read it, the text is made again from theirs. On Linux and
+//! macOS the rename is an exchange (`renameat2`, `renamex_np`), so a save that lands between
+//! that last reading and the rename is not lost either: it comes back in the temporary file's
+//! place, and the text is made again from it; elsewhere such a save, made in that instant, is
+//! replaced. A file install creates goes into place only if nobody created it meanwhile; a
 //! file install removes is first moved aside, and put back if it was not what install read. A
 //! failed write leaves the original untouched and its temporary file removed.
 
@@ -274,7 +275,22 @@ fn rename_with(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
     }
 }
 
-#[cfg(not(linux_native))]
+/// `renamex_np` with `flags` (`RENAME_SWAP`, `RENAME_EXCL`): macOS's exchange.
+#[cfg(macos_native)]
+fn rename_with(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let from = CString::new(from.as_os_str().as_bytes())?;
+    let to = CString::new(to.as_os_str().as_bytes())?;
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    if unsafe { libc::renamex_np(from.as_ptr(), to.as_ptr(), flags) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(any(linux_native, macos_native)))]
 fn rename_with(_: &Path, _: &Path, _: u32) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
@@ -283,18 +299,23 @@ fn rename_with(_: &Path, _: &Path, _: u32) -> io::Result<()> {
 const EXCHANGE: libc::c_uint = libc::RENAME_EXCHANGE;
 #[cfg(linux_native)]
 const NO_REPLACE: libc::c_uint = libc::RENAME_NOREPLACE;
-#[cfg(not(linux_native))]
+#[cfg(macos_native)]
+const EXCHANGE: libc::c_uint = libc::RENAME_SWAP;
+#[cfg(macos_native)]
+const NO_REPLACE: libc::c_uint = libc::RENAME_EXCL;
+#[cfg(not(any(linux_native, macos_native)))]
 const EXCHANGE: u32 = 0;
-#[cfg(not(linux_native))]
+#[cfg(not(any(linux_native, macos_native)))]
 const NO_REPLACE: u32 = 0;
 
-/// Whether `renameat2` failed only because the kernel or the file system lacks the flag.
+/// Whether the exchange or exclusive rename failed only because the kernel or the file
+/// system lacks the flag.
 fn unsupported(error: &io::Error) -> bool {
     #[cfg(unix)]
     let lacking = matches!(
         error.raw_os_error(),
         Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
-    );
+    ) || error.raw_os_error() == Some(libc::ENOTSUP);
     #[cfg(not(unix))]
     let lacking = false;
     error.kind() == io::ErrorKind::Unsupported || lacking
@@ -578,8 +599,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
-    /// Only Linux's `renameat2` exchange hands their save back; elsewhere the rename replaces.
-    #[cfg(linux_native)]
+    /// Only an exchange rename hands their save back; elsewhere the rename replaces.
+    #[cfg(any(linux_native, macos_native))]
     #[test]
     fn a_save_landing_between_the_last_reading_and_the_rename_comes_back_and_is_merged() {
         let dir = tempfile::tempdir().unwrap();

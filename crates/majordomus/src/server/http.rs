@@ -495,7 +495,7 @@ fn park_idle_sessions(state: &Arc<ServerState>, sessions: &Arc<LocalSessionManag
 /// server's resident size would stay where the busiest moment left it although the sessions
 /// are gone.
 pub(super) fn give_freed_memory_back() {
-    #[cfg(all(linux_native, target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free memory of the allocator's arenas to the system;
     // it touches no allocation in use.
     unsafe {
