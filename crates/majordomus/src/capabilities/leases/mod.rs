@@ -58,17 +58,35 @@ pub struct AcquireInput {
     #[schemars(length(min = 1, max = LEASE_NAME_BYTES), regex(pattern = NAME_PATTERN))]
     pub name: String,
     /// Grant seconds; default 600.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "never_null"
+    )]
     #[schemars(range(min = 1, max = LEASE_TTL_SECS_MAX))]
     pub ttl_secs: Option<u32>,
     /// Seconds to wait for the grant; default 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "never_null"
+    )]
     #[schemars(range(min = 0, max = LEASE_WAIT_SECS_MAX))]
     pub wait_secs: Option<u32>,
     /// Without an MCP session: the process it lasts for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "never_null"
+    )]
     #[schemars(range(min = 1, max = PID_MAX))]
     pub pid: Option<u32>,
+}
+
+/// A number an input may leave out but never sends as `null`, as its schema says (the
+/// schemas of inputs take `null` out of optional fields).
+fn never_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    u32::deserialize(deserializer).map(Some)
 }
 
 /// The characters of a lease name, as the table checks them.
@@ -256,7 +274,11 @@ pub struct ReleaseInput {
     #[schemars(length(min = 1, max = LEASE_NAME_BYTES), regex(pattern = NAME_PATTERN))]
     pub name: String,
     /// Without an MCP session: the process it was for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "never_null"
+    )]
     #[schemars(range(min = 1, max = PID_MAX))]
     pub pid: Option<u32>,
 }
