@@ -19,8 +19,8 @@ use super::wiring::{
     hook_parts, json_file, server_entry, strict_file,
 };
 use super::{
-    Contract, Hook, HookClient, Moment, NewsMoment, Read, WillRun, context, cwd_field, named_file,
-    permission_decision, session_id_field, tool_call,
+    Contract, Hook, HookClient, Read, WillRun, claude_code_style_hooks, context, named_file,
+    permission_decision, tool_call,
 };
 
 pub struct ClaudeCode;
@@ -28,46 +28,15 @@ pub struct ClaudeCode;
 /// The tools whose calls edit files, and the shell tool.
 const TOOLS: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
 
+/// Its hooks, as Claude Code's contract has them.
+static HOOKS: [Hook; 5] = claude_code_style_hooks(TOOLS);
+
 /// Where Claude Code keeps the person's approval of the project's server.
 const PERSONAL_FILES: &[&str] = &[".claude/settings.local.json"];
 
 impl Contract for ClaudeCode {
     fn hooks(&self) -> &'static [Hook] {
-        &[
-            Hook {
-                event: "PreToolUse",
-                moment: Moment::BeforeTool,
-                matcher: Some(TOOLS),
-            },
-            Hook {
-                event: "PostToolUse",
-                moment: Moment::AfterTool,
-                matcher: Some(TOOLS),
-            },
-            Hook {
-                event: "SessionStart",
-                moment: Moment::News(NewsMoment::SessionStart),
-                matcher: None,
-            },
-            Hook {
-                event: "UserPromptSubmit",
-                moment: Moment::News(NewsMoment::Prompt),
-                matcher: None,
-            },
-            Hook {
-                event: "SessionEnd",
-                moment: Moment::SessionEnd,
-                matcher: None,
-            },
-        ]
-    }
-
-    fn session_id<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        session_id_field(input)
-    }
-
-    fn cwd<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        cwd_field(input)
+        &HOOKS
     }
 
     fn is_shell_tool(&self, tool: &str) -> bool {

@@ -24,8 +24,8 @@ use super::wiring::{
     command_group, hook_parts, json_file,
 };
 use super::{
-    Contract, Hook, HookClient, Moment, NewsMoment, Read, WillRun, context, cwd_field,
-    permission_decision, session_id_field, tool_call,
+    Contract, Hook, HookClient, Read, WillRun, claude_code_style_hooks, context,
+    permission_decision, tool_call,
 };
 
 pub struct Codex;
@@ -33,47 +33,16 @@ pub struct Codex;
 /// The tool whose calls edit files, and the shell tools.
 const TOOLS: &str = "apply_patch|Bash|exec_command|shell";
 
+/// Its hooks, as Claude Code's contract has them.
+static HOOKS: [Hook; 5] = claude_code_style_hooks(TOOLS);
+
 const REVIEW_STEP: &str = "Codex reads a project's .codex/ only in a project it trusts, and \
      `codex exec` skips hooks nobody reviewed: start `codex` in each worktree and review \
      majordomus's hooks with `/hooks` (again whenever they change)";
 
 impl Contract for Codex {
     fn hooks(&self) -> &'static [Hook] {
-        &[
-            Hook {
-                event: "PreToolUse",
-                moment: Moment::BeforeTool,
-                matcher: Some(TOOLS),
-            },
-            Hook {
-                event: "PostToolUse",
-                moment: Moment::AfterTool,
-                matcher: Some(TOOLS),
-            },
-            Hook {
-                event: "SessionStart",
-                moment: Moment::News(NewsMoment::SessionStart),
-                matcher: None,
-            },
-            Hook {
-                event: "UserPromptSubmit",
-                moment: Moment::News(NewsMoment::Prompt),
-                matcher: None,
-            },
-            Hook {
-                event: "SessionEnd",
-                moment: Moment::SessionEnd,
-                matcher: None,
-            },
-        ]
-    }
-
-    fn session_id<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        session_id_field(input)
-    }
-
-    fn cwd<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        cwd_field(input)
+        &HOOKS
     }
 
     fn is_shell_tool(&self, tool: &str) -> bool {

@@ -23,8 +23,8 @@ use super::wiring::{
     server_entry,
 };
 use super::{
-    Contract, Hook, HookClient, Moment, NewsMoment, Read, WillRun, context, cwd_field, named_file,
-    session_id_field, text, tool_call,
+    Contract, Hook, HookClient, Moment, NewsMoment, Read, WillRun, context, named_file, text,
+    tool_call,
 };
 
 pub struct GeminiCli;
@@ -66,14 +66,6 @@ impl Contract for GeminiCli {
                 matcher: None,
             },
         ]
-    }
-
-    fn session_id<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        session_id_field(input)
-    }
-
-    fn cwd<'a>(&self, input: &'a Value) -> Option<&'a str> {
-        cwd_field(input)
     }
 
     fn is_shell_tool(&self, tool: &str) -> bool {

@@ -121,6 +121,39 @@ pub struct Hook {
     pub matcher: Option<&'static str>,
 }
 
+/// The hooks of a client that follows Claude Code's hook contract (Codex CLI does): edits
+/// guarded before the tools in `tools` and recorded after them, news at the session's start
+/// and with each prompt, and the session's end.
+pub(super) const fn claude_code_style_hooks(tools: &'static str) -> [Hook; 5] {
+    [
+        Hook {
+            event: "PreToolUse",
+            moment: Moment::BeforeTool,
+            matcher: Some(tools),
+        },
+        Hook {
+            event: "PostToolUse",
+            moment: Moment::AfterTool,
+            matcher: Some(tools),
+        },
+        Hook {
+            event: "SessionStart",
+            moment: Moment::News(NewsMoment::SessionStart),
+            matcher: None,
+        },
+        Hook {
+            event: "UserPromptSubmit",
+            moment: Moment::News(NewsMoment::Prompt),
+            matcher: None,
+        },
+        Hook {
+            event: "SessionEnd",
+            moment: Moment::SessionEnd,
+            matcher: None,
+        },
+    ]
+}
+
 /// Whether a client will itself run the wiring install wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WillRun {
@@ -142,11 +175,17 @@ pub trait Contract: Sync {
     /// The hooks majordomus answers, in the order install writes them.
     fn hooks(&self) -> &'static [Hook];
 
-    /// The conversation a hook input is about, as the client names it.
-    fn session_id<'a>(&self, input: &'a Value) -> Option<&'a str>;
+    /// The conversation a hook input is about, as the client names it: `session_id`, unless
+    /// the client says otherwise.
+    fn session_id<'a>(&self, input: &'a Value) -> Option<&'a str> {
+        input.get("session_id")?.as_str()
+    }
 
-    /// The directory the client works in, when the input says.
-    fn cwd<'a>(&self, input: &'a Value) -> Option<&'a str>;
+    /// The directory the client works in, when the input says: `cwd`, unless the client says
+    /// otherwise.
+    fn cwd<'a>(&self, input: &'a Value) -> Option<&'a str> {
+        input.get("cwd")?.as_str()
+    }
 
     /// Whether `tool` is the client's shell tool.
     fn is_shell_tool(&self, tool: &str) -> bool;
@@ -296,16 +335,6 @@ fn shell_command(contract: &dyn Contract, input: &Value) -> Option<String> {
 fn edited_files(contract: &dyn Contract, input: &Value) -> Option<Vec<String>> {
     let files = contract.edited_files(input)?;
     (!files.is_empty()).then_some(files)
-}
-
-/// The conversation id where most clients put it, `session_id`.
-fn session_id_field(input: &Value) -> Option<&str> {
-    input.get("session_id")?.as_str()
-}
-
-/// The working directory where most clients put it, `cwd`.
-fn cwd_field(input: &Value) -> Option<&str> {
-    input.get("cwd")?.as_str()
 }
 
 /// The tool a call is of, and its arguments.
