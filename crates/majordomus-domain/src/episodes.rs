@@ -80,9 +80,8 @@ pub struct ConnectionEpisode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachInput {
-    /// Your client's own durable id for this piece of work, such as its conversation id.
-    /// It must survive a reconnect, so never send the peer id, which changes with every
-    /// connection. One line of plain text, at most 256 characters.
+    /// Your client's own durable id for this piece of work, such as its conversation id;
+    /// never the peer id, which changes with every connection. One line of plain text.
     #[schemars(
         length(min = 1, max = limits::EXTERNAL_ID_CHARS),
         regex(pattern = text::PLAIN_TEXT_PATTERN)
@@ -94,7 +93,7 @@ pub struct AttachInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DetachInput {
-    /// The episode to close; leave it out to close the one your connection holds.
+    /// The episode to close, as attached (plain text); leave it out for your connection's.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = limits::EXTERNAL_ID_CHARS),

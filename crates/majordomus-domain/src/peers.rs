@@ -261,8 +261,8 @@ pub struct AnnounceInput {
     pub scope: Vec<String>,
     /// A name for this claim, when one session carries several pieces of work (subagents,
     /// say). A named claim stands beside your others and is replaced by announcing under the
-    /// same name again; leave it out to update your one unnamed claim. A peer holds at most
-    /// 32 named claims.
+    /// same name again (`released` lists the paths no longer claimed); leave it out to update
+    /// your one unnamed claim. Plain text; at most 32 named claims.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = limits::CLAIM_NAME_CHARS),

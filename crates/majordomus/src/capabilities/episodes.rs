@@ -175,12 +175,11 @@ impl Operation for EpisodesAttach {
         kind: Kind::Command,
         title: "Attach this connection to an episode",
         description: "Tell the server which piece of work this connection carries, by your \
-            client's own durable id for it (its conversation or thread id; never the peer id, \
-            which changes with every connection). The first attach opens the episode; after a \
-            reconnect, a restart or a crash, attaching the same id resumes it (`resumed: true`). A \
-            connection holds one episode: attaching another id detaches the first. When the \
-            connection goes, the episode waits `reattach_grace_seconds` before it is closed. Needs \
-            an MCP session.",
+            client's durable id for it (its conversation or thread id). The first attach opens \
+            the episode; attaching the same id after a reconnect, a restart or a crash resumes it \
+            (`resumed: true`). One episode per connection: attaching another id detaches the \
+            first. When the connection goes, the episode waits `reattach_grace_seconds` before it \
+            is closed. Needs an MCP session.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_attach"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached
@@ -238,11 +237,10 @@ impl Operation for EpisodesDetach {
         id: "episodes.detach",
         kind: Kind::Command,
         title: "Close an episode",
-        description: "Close an episode because its work is done, rather than leaving it to wait \
-            out the reattach grace: it leaves the board at once and is recorded closed with reason \
-            `detach`. Leave `external_id` out to close the one your connection holds (that needs \
-            an MCP session), or name any episode of this server. Closing twice is not closing \
-            once: the second is not found.",
+        description: "Close an episode whose work is done, rather than let it wait out the \
+            reattach grace: it leaves the board at once, recorded closed with reason `detach`. \
+            Leave `external_id` out to close your connection's own (needs an MCP session). A \
+            second close of the same episode finds nothing.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_detach"),
             http: Some((HttpMethod::Post, "/api/v1/episodes/detach")),

@@ -19,8 +19,7 @@ use crate::survey;
 #[serde(deny_unknown_fields)]
 pub struct ServerStatusInput {
     /// `repository` (the default): every checkout git registers; `this`: only the checkout the
-    /// call reached, reading nothing else; `everywhere`: as `repository`, since other
-    /// machines' servers are never reached (`federation` says how their boards are followed).
+    /// call reached; `everywhere`: as `repository` (other machines' servers are never reached).
     #[serde(default)]
     pub checkouts: Checkouts,
 }
@@ -120,8 +119,7 @@ impl Operation for ServerStatus {
         description: "Where the server of each checkout of this repository stands (absent, \
             starting, ready, outdated or stale, with the reason), the lease that names it \
             (without its token) and how many peers are attached to it; and where this server \
-            stands with the federation of other machines' boards. `checkouts: this` reads \
-            this checkout alone and probes nothing else.",
+            stands with the federation of other machines' boards.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_server"),
             http: Some((HttpMethod::Get, "/api/v1/server")),

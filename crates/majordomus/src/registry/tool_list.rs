@@ -5,12 +5,16 @@
 //! type, documented) live in `/openapi.json` and the reference pages. So a tool's input schema
 //! keeps what the model uses — the fields, their descriptions, bounds and patterns — without
 //! Rust type names, the dialect URI (MCP's default is 2020-12) or an enum spelled as a
-//! `oneOf` of documented constants (the field's own description names the values). A tool's
+//! `oneOf` of documented constants (the field's own description names the values), and
+//! without the plain-text pattern: about 440 bytes naming every refused control and format
+//! character, five times over, which a model cannot use — each such field's description says
+//! it takes plain text, and the server refuses a refused character by name. A tool's
 //! output schema says the answer's top level exactly — every field, its JSON type, `null`
 //! where it can be, the values of an enum, which fields are always there — and a nested
 //! object or array by its type alone: clients check structured content against it and hand
 //! none of it to the model, and the full output schema is more than five times the size.
 
+use majordomus_domain::text::PLAIN_TEXT_PATTERN;
 use serde_json::{Map, Value, json};
 
 /// How many `$ref` hops are followed when reading a field's type: our schemas' references
@@ -64,6 +68,9 @@ fn compact_input(schema: &mut Value) {
     };
     object.remove("$schema");
     object.remove("title");
+    if object.get("pattern").and_then(Value::as_str) == Some(PLAIN_TEXT_PATTERN) {
+        object.remove("pattern");
+    }
     if let Some(values) = object.get("oneOf").and_then(constants) {
         object.remove("oneOf");
         object.insert("type".into(), "string".into());
@@ -213,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn an_input_loses_type_names_and_documented_constants_not_its_fields() {
+    fn an_input_loses_type_names_documented_constants_and_the_plain_text_pattern_not_its_fields() {
         let full = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "Input",
@@ -224,7 +231,8 @@ mod tests {
                 {"const": "all", "type": "string"}]}},
             "properties": {
                 "which": {"$ref": "#/$defs/Which", "description": "`this` or `all`."},
-                "text": {"type": "string", "maxLength": 10, "pattern": "^a$", "title": "x"}
+                "text": {"type": "string", "maxLength": 10, "pattern": "^a$", "title": "x"},
+                "words": {"type": "string", "maxLength": 10, "pattern": PLAIN_TEXT_PATTERN}
             }
         });
         assert_eq!(
@@ -234,7 +242,8 @@ mod tests {
                 "$defs": {"Which": {"type": "string", "enum": ["this", "all"]}},
                 "properties": {
                     "which": {"$ref": "#/$defs/Which", "description": "`this` or `all`."},
-                    "text": {"type": "string", "maxLength": 10, "pattern": "^a$"}
+                    "text": {"type": "string", "maxLength": 10, "pattern": "^a$"},
+                    "words": {"type": "string", "maxLength": 10}
                 }
             })
         );

@@ -566,18 +566,35 @@ mod tests {
         assert!(!is_worker_identity("wörker"));
     }
 
-    /// What `tools/list` may weigh: clients fetch it at every start, and a model reads every
-    /// tool's name, description and input schema on every turn. Of it, about 2 KB are the
-    /// five text fields' patterns, which name every character they refuse (controls, and the
-    /// format characters a model reads and a person never sees).
-    const TOOL_LIST_BUDGET_BYTES: usize = 14_600;
+    /// What `tools/list` may weigh: clients fetch it at every start.
+    const TOOL_LIST_BUDGET_BYTES: usize = 12_000;
 
-    /// Every client downloads `tools/list` at every start; it stays within 14.6 KB, and each
-    /// tool's schemas are the compact ones (the full ones are in the OpenAPI document).
+    /// What a client forwards of `tools/list` to its model with every request (each tool's
+    /// name, description and input schema): 2,500 tokens at four bytes a token.
+    const FORWARDED_BUDGET_BYTES: usize = 10_000;
+
+    /// Every client downloads `tools/list` at every start and a model reads most of it on
+    /// every turn; both stay within their budgets, and each tool's schemas are the compact
+    /// ones (the full ones are in the OpenAPI document).
     #[test]
     fn the_tool_list_stays_small() {
         let size = serde_json::to_string(&tool_list()).unwrap().len();
         assert!(size <= TOOL_LIST_BUDGET_BYTES, "tools/list is {size} bytes");
+        let forwarded: Vec<Value> = tools()
+            .iter()
+            .map(|tool| {
+                serde_json::json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": tool.input_schema,
+                })
+            })
+            .collect();
+        let forwarded = serde_json::to_string(&forwarded).unwrap().len();
+        assert!(
+            forwarded <= FORWARDED_BUDGET_BYTES,
+            "a model is forwarded {forwarded} bytes of tools/list"
+        );
         for tool in tools() {
             let output = Value::Object(tool.output_schema.as_deref().cloned().unwrap());
             assert!(output.get("$defs").is_none(), "{}: {output}", tool.name);

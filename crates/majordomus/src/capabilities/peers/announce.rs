@@ -102,14 +102,11 @@ impl Operation for PeersAnnounce {
         kind: Kind::Command,
         title: "Announce what you are working on",
         description: "Say in one line what this session is doing and which repository paths it \
-            expects to touch. The answer lists every other peer, in any worktree, whose claim \
-            meets yours (`overlaps`, live peers first), every other worktree's actual changes that \
-            meet it (`change_overlaps`), and in `boards_unread` the worktrees that could not be \
-            asked in time. Name a claim to hold several side by side; announcing under the same \
-            name replaces it (`released` lists the paths no longer claimed). Paths are \
-            repository-relative and taken as the file system has them: a link meets its target, a \
-            link out of the repository is refused; `.` is the whole repository and a glob counts \
-            as its directory prefix.",
+            expects to touch. The answer names every other peer, in any worktree, whose claim \
+            meets yours (`overlaps`), other worktrees' changes that meet it (`change_overlaps`) \
+            and the worktrees that could not be asked (`boards_unread`). Paths are taken as the \
+            file system has them: a link meets its target, a link out of the repository is \
+            refused; `.` is the whole repository, a glob counts as its directory prefix.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_announce"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached

@@ -17,9 +17,8 @@ use crate::registry::BenchCases;
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PeerListInput {
-    /// `repository` (the default): every checkout's board; `this`: only the board of the
-    /// checkout the call reached, asking nobody else; `everywhere`: also the boards other
-    /// machines publish to the federation, each marked with its machine.
+    /// `repository` (the default): every checkout's board; `this`: only the checkout the
+    /// call reached; `everywhere`: also other machines' boards from the federation.
     // `this` is what a gather asks a sibling, so a gather can never ask back.
     #[serde(default)]
     pub checkouts: Checkouts,

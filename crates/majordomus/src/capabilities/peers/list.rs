@@ -37,15 +37,12 @@ impl Operation for PeersList {
         id: "peers.list",
         kind: Kind::Query,
         title: "Peers of this repository",
-        description: "Every worker on this repository, in every worktree: its client, transport, \
-            when it connected and was last seen (or left), and what it claims; and what each \
-            worktree actually changed as git knows it (committed on its branch, staged, unstaged, \
-            untracked). `overlaps` are the pairs of peers whose claims meet, naming the claims, \
-            `change_overlaps` the changes that meet another worktree's claims or changes, `conflicts` the merges that \
-            would conflict now. `boards` lists every checkout covered and `complete` says whether \
-            each was read, so a short board is never taken for an empty repository. `checkouts: \
-            this` reads this checkout's board alone; `everywhere` adds the boards other machines \
-            publish to the federation.",
+        description: "Every session on this repository, in every worktree: its client, when it \
+            was last seen, what it claims, and what each worktree changed as git knows it. \
+            `overlaps`: pairs of peers whose claims meet; `change_overlaps`: changes that meet \
+            another worktree's claims or changes; `conflicts`: merges that would conflict now. \
+            `boards` and `complete` say which checkouts were read, so a short board is never \
+            taken for an empty repository.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_peers"),
             http: Some((HttpMethod::Get, "/api/v1/peers")),
