@@ -489,7 +489,7 @@ fn file_size_limit(bytes: u64) -> impl FnOnce(&mut tokio::process::Command) {
     }
 }
 
-/// Issue 32: a write that fails halfway — the new settings, or the record of what install
+/// A write that fails halfway — the new settings, or the record of what install
 /// wrote — leaves every file byte for byte as it was, and no temporary file behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_that_fails_halfway_leaves_every_file_as_it_was() {
@@ -548,7 +548,7 @@ async fn a_write_that_fails_halfway_leaves_every_file_as_it_was() {
     assert_eq!(snapshot(setup.repo.root()), before);
 }
 
-/// Issue 32: 20 install/uninstall pairs while an editor keeps saving `.claude/settings.json`
+/// 20 install/uninstall pairs while an editor keeps saving `.claude/settings.json`
 /// (whole, by rename, as editors do) and another reader keeps reading it: none of the editor's
 /// saves is lost (where the rename is an exchange), and nobody ever reads a partial file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -672,7 +672,7 @@ async fn install_beside_an_editor_loses_none_of_its_saves_and_no_reader_sees_a_p
     assert_eq!(left, Vec::<String>::new(), "no temporary file left");
 }
 
-/// Issue 32: a link leading out of the repository and a FIFO are refused, naming the file and
+/// A link leading out of the repository and a FIFO are refused, naming the file and
 /// why, and left as they are (a link within the repository is followed); a `[mcp_servers.
 /// majordomus]` entry of the person's own is kept and said so, and `--force` replaces it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
