@@ -39,8 +39,10 @@ use crate::peers::{
 use crate::text;
 
 mod refusals;
+mod waiting;
 
 pub use refusals::{AnnounceError, InvalidAnnouncement, NotAttached, check_announcement};
+pub use waiting::Marked;
 
 /// How many departed peers (gone, but holding claims) a board keeps; beyond it the ones
 /// that left earliest are released early, so a long-lived server does not grow without
@@ -114,6 +116,8 @@ struct Slot {
     episode: Option<String>,
     /// Keyed by name; `None` (the unnamed claim) sorts first, as answers list them.
     claims: BTreeMap<Option<String>, Claim>,
+    /// Whether it waits for the person, and which reasons this waiting spell has had.
+    waiting: Option<waiting::Spell>,
 }
 
 #[derive(Debug)]
@@ -193,6 +197,7 @@ impl PeerBoard {
                 left_at: None,
                 episode: None,
                 claims: BTreeMap::new(),
+                waiting: None,
             },
         );
         PeerId::nth(self.last_peer)
@@ -247,6 +252,8 @@ impl PeerBoard {
         slot.attached = false;
         slot.left_at = Some(now);
         slot.episode = episode;
+        // A session that left waits for nobody.
+        slot.waiting = None;
         self.departed.push_back(number);
         let mut released = Vec::new();
         while self.departed.len() > DEPARTED_CAP {
@@ -481,6 +488,7 @@ impl PeerBoard {
                 .episode
                 .filter(|id| crate::episodes::validate_external_id(id).is_ok()),
             claims,
+            waiting: None,
         };
         self.peers.insert(number, slot);
         self.departed.push_back(number);
@@ -775,6 +783,7 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
             .max_by_key(|(_, claim)| claim.sequence)
             .map(announcement),
         checkout: None,
+        waiting: slot.waiting.as_ref().map(|spell| spell.waiting.clone()),
     }
 }
 
