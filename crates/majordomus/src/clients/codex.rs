@@ -273,6 +273,8 @@ mod tests {
             "session_start",
             "user_prompt_submit",
             "session_end",
+            "permission_request",
+            "stop",
         ];
         let config = reviewed(&all);
         assert!(trusts_project(&config, &places.root));

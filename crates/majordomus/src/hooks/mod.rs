@@ -39,7 +39,7 @@ use majordomus_domain::peers::{WaitHolder, WaitReason};
 use majordomus_domain::{limits, text};
 use serde_json::Value;
 
-use crate::capabilities::hooks::wait::{HooksWait, WaitInput};
+use crate::capabilities::hooks::wait::{BlockingSession, HooksWait, WaitInput};
 use crate::capabilities::hooks::{
     EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksLeases, HooksNews,
     LeasesNeededInput, NewsInput, facts,
@@ -539,7 +539,11 @@ async fn blocked(
         session_id: session_id.to_owned(),
         reason: WaitReason::Blocked,
         message: None,
-        holder: Some(holder.clone()),
+        holder: Some(BlockingSession {
+            peer: holder.peer.to_string(),
+            client: holder.client.clone(),
+            worktree: holder.worktree.clone(),
+        }),
         ancestors: ancestors.to_vec(),
     };
     server.post::<HooksWait>(&input).await.map(drop)

@@ -38,7 +38,7 @@ pub struct WaitInput {
     pub message: Option<String>,
     /// For `blocked`: the live session that holds what the session meant to change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holder: Option<WaitHolder>,
+    pub holder: Option<BlockingSession>,
     /// The processes the hook runs under, as in `hooks.guard`. At most 16.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = ancestry::ANCESTORS))]
@@ -58,6 +58,33 @@ impl BenchCases for WaitInput {
                 ancestors: Vec::new(),
             },
         )]
+    }
+}
+
+/// The live session a blocked session waits on, as the hook names it from the guard's
+/// finding; the board cleans each text and cuts it to its bound.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlockingSession {
+    /// Its id on its checkout's board, `p<number>`.
+    #[schemars(length(min = 1, max = limits::CLIENT_NAME_CHARS))]
+    pub peer: String,
+    /// Its client, as it named itself. At most 64 characters.
+    #[schemars(length(max = limits::CLIENT_NAME_CHARS))]
+    pub client: String,
+    /// The worktree it works in, when known. At most 1,024 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::PATH_BYTES))]
+    pub worktree: Option<String>,
+}
+
+impl From<BlockingSession> for WaitHolder {
+    fn from(session: BlockingSession) -> WaitHolder {
+        WaitHolder {
+            peer: PeerId(session.peer),
+            client: session.client,
+            worktree: session.worktree,
+        }
     }
 }
 
@@ -121,7 +148,7 @@ impl Operation for HooksWait {
             &peer,
             input.reason,
             input.message.as_deref(),
-            input.holder,
+            input.holder.map(WaitHolder::from),
         );
         Ok(Waited { peer, waiting })
     }
