@@ -64,7 +64,11 @@ async fn hook(repo: &TempRepo, client: &str, event: &str, input: &str) -> (Optio
             stdout.read_to_string(&mut out),
             stderr.read_to_string(&mut err)
         );
-        (child.wait().await.expect("the hook is waited for"), out, err)
+        (
+            child.wait().await.expect("the hook is waited for"),
+            out,
+            err,
+        )
     };
     let (status, out, err) = tokio::time::timeout(BOUND, ran)
         .await
@@ -206,10 +210,16 @@ async fn a_permission_prompt_marks_the_session_waiting_everywhere_until_its_next
         &repo,
         "claude-code",
         "Notification",
-        &payload("claude-code", "Notification", &root, "other-session", |input| {
-            input["notification_type"] = json!("idle_prompt");
-            input["message"] = json!(hostile);
-        }),
+        &payload(
+            "claude-code",
+            "Notification",
+            &root,
+            "other-session",
+            |input| {
+                input["notification_type"] = json!("idle_prompt");
+                input["message"] = json!(hostile);
+            },
+        ),
     )
     .await;
     waiting_count(&repo, 2).await;
@@ -247,8 +257,14 @@ async fn a_permission_prompt_marks_the_session_waiting_everywhere_until_its_next
         })
         .await;
     assert!(needs.contains(PERMISSION_MESSAGE), "{needs}");
-    assert!(needs.contains(&format!("{claude} in {}", display(&root))), "{needs}");
-    assert!(needs.contains("<img src=x"), "the markup is shown as text: {needs}");
+    assert!(
+        needs.contains(&format!("{claude} in {}", display(&root))),
+        "{needs}"
+    );
+    assert!(
+        needs.contains("<img src=x"),
+        "the markup is shown as text: {needs}"
+    );
     assert_eq!(
         browser
             .eval("document.querySelectorAll('#needs-you img').length")
@@ -457,11 +473,29 @@ async fn the_desktop_is_told_once_per_reason_when_the_person_asked_for_it() {
         })
     };
     let stop = payload("claude-code", "Stop", &root, CLAUDE, |_| {});
-    signal(&repo, "claude-code", "Notification", &notification(PERMISSION_MESSAGE)).await;
-    signal(&repo, "claude-code", "Notification", &notification("<b>again</b>")).await;
+    signal(
+        &repo,
+        "claude-code",
+        "Notification",
+        &notification(PERMISSION_MESSAGE),
+    )
+    .await;
+    signal(
+        &repo,
+        "claude-code",
+        "Notification",
+        &notification("<b>again</b>"),
+    )
+    .await;
     signal(&repo, "claude-code", "Stop", &stop).await;
     signal(&repo, "claude-code", "Stop", &stop).await;
-    signal(&repo, "claude-code", "Notification", &notification(PERMISSION_MESSAGE)).await;
+    signal(
+        &repo,
+        "claude-code",
+        "Notification",
+        &notification(PERMISSION_MESSAGE),
+    )
+    .await;
     // A new spell, after the session moved on, is told again.
     signal(
         &repo,
@@ -470,7 +504,13 @@ async fn the_desktop_is_told_once_per_reason_when_the_person_asked_for_it() {
         &payload("claude-code", "UserPromptSubmit", &root, CLAUDE, |_| {}),
     )
     .await;
-    signal(&repo, "claude-code", "Notification", &notification("<b>bold</b> & co")).await;
+    signal(
+        &repo,
+        "claude-code",
+        "Notification",
+        &notification("<b>bold</b> & co"),
+    )
+    .await;
 
     let told = eventually("three desktop notices", || async {
         let told = calls(&recorded);

@@ -896,9 +896,7 @@ mod tests {
 
         for text in ["[notify]\ndesktop = true\n", "[notify]\n"] {
             fs::write(repository.path().join(CONFIG_FILE), text).unwrap();
-            let message = load_with(repository.path(), &user)
-                .unwrap_err()
-                .to_string();
+            let message = load_with(repository.path(), &user).unwrap_err().to_string();
             assert!(
                 message.contains("[notify] runs programs on this machine")
                     && message.contains(CONFIG_FILE),
@@ -911,9 +909,7 @@ mod tests {
         )
         .unwrap();
         fs::remove_file(repository.path().join(CONFIG_FILE)).unwrap();
-        let message = load_with(repository.path(), &user)
-            .unwrap_err()
-            .to_string();
+        let message = load_with(repository.path(), &user).unwrap_err().to_string();
         assert!(message.contains("command"), "a typo is an error: {message}");
     }
 

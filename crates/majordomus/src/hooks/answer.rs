@@ -126,7 +126,10 @@ pub fn blocked_by(said: &Said) -> Option<&WaitHolder> {
         GuardPolicy::Ask => *person,
         GuardPolicy::Warn | GuardPolicy::Off => false,
     };
-    found.holder.as_ref().filter(|_| stops && !found.live.is_empty())
+    found
+        .holder
+        .as_ref()
+        .filter(|_| stops && !found.live.is_empty())
 }
 
 /// The answer the client reads on stdout, in its own contract; `None` when it should get no

@@ -5,6 +5,7 @@
 use std::time::SystemTime;
 
 use majordomus_checkout::desktop;
+use majordomus_domain::board::Signal;
 use majordomus_domain::peers::{PeerId, WaitHolder, WaitReason, Waiting};
 
 use super::ServerState;
@@ -22,7 +23,12 @@ impl ServerState {
     ) -> Option<Waiting> {
         let now = SystemTime::now();
         let mut board = self.board();
-        let marked = board.wait(peer, reason, message, holder, now)?;
+        let signal = Signal {
+            reason,
+            message: message.map(str::to_owned),
+            holder,
+        };
+        let marked = board.wait(peer, signal, now)?;
         if marked.changed {
             self.events.waiting(peer, Some(&marked.waiting));
         }

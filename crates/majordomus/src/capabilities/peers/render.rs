@@ -16,7 +16,12 @@ fn waiting_line(peer: &Peer) -> Option<String> {
     let waiting = peer.waiting.as_ref()?;
     let mut line = format!(
         "{} ({}): {} since {}",
-        peer_side(&peer.id, &peer.checkout, peer.attached, peer.left_seconds_ago),
+        peer_side(
+            &peer.id,
+            &peer.checkout,
+            peer.attached,
+            peer.left_seconds_ago
+        ),
         for_terminal(&peer.client.name),
         waiting.reason.as_str(),
         for_terminal(&waiting.since)
