@@ -571,3 +571,69 @@ async fn without_the_persons_word_the_desktop_is_never_told() {
     waiting_count(&repo, 1).await;
     assert_eq!(calls(&recorded), Vec::<Vec<String>>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_wires_each_clients_waiting_signals_and_uninstall_takes_them_away() {
+    let repo = TempRepo::new();
+    let home = repo.base().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &'static [&'static str]| {
+        let mut command = majordomus_command(args);
+        command
+            .current_dir(repo.root())
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        async move {
+            let output = tokio::time::timeout(BOUND, command.output())
+                .await
+                .expect("majordomus finishes in time")
+                .expect("majordomus runs");
+            assert!(output.status.success(), "majordomus {args:?}: {output:?}");
+        }
+    };
+    run(&["install", "all", "--scope", "project"]).await;
+    let wired = |file: &str| -> Value {
+        let text = std::fs::read_to_string(repo.root().join(file)).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    };
+    for (file, client, events) in [
+        (
+            ".claude/settings.json",
+            "claude-code",
+            ["Notification", "Stop"],
+        ),
+        (".codex/hooks.json", "codex", ["PermissionRequest", "Stop"]),
+        (
+            ".gemini/settings.json",
+            "gemini-cli",
+            ["Notification", "AfterAgent"],
+        ),
+    ] {
+        let hooks = wired(file)["hooks"].clone();
+        for event in events {
+            let command = hooks[event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{file} wires {event}: {hooks:#}"));
+            assert!(
+                command.ends_with(&format!("hook {client} {event}'")),
+                "{file}: {command}"
+            );
+        }
+    }
+    run(&["install", "all", "--uninstall"]).await;
+    for (file, events) in [
+        (".claude/settings.json", ["Notification", "Stop"]),
+        (".codex/hooks.json", ["PermissionRequest", "Stop"]),
+        (".gemini/settings.json", ["Notification", "AfterAgent"]),
+    ] {
+        let hooks = wired(file)["hooks"].clone();
+        for event in events {
+            assert!(
+                hooks.get(event).is_none(),
+                "{file} keeps {event}: {hooks:#}"
+            );
+        }
+    }
+}

@@ -378,7 +378,10 @@ async fn claude_code_stopped_by_a_claim_waits_on_its_holder_then_finishes() {
     let named = &blocked[0]["waiting"]["holder"];
     assert_eq!(named["peer"], holder_id, "{after_refusal:#}");
     assert_eq!(named["client"], "holder-agent", "{after_refusal:#}");
-    assert_ne!(blocked[0]["id"], holder_id, "the refused session, not the holder");
+    assert_ne!(
+        blocked[0]["id"], holder_id,
+        "the refused session, not the holder"
+    );
 
     // The events so far, read until the turn's end is among them.
     let mut seen = String::new();
