@@ -637,3 +637,68 @@ async fn install_wires_each_clients_waiting_signals_and_uninstall_takes_them_awa
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_signal_over_its_bounds_is_refused_naming_the_limit() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let post = |body: Value| {
+        let request = http()
+            .post(format!("{}/api/v1/hooks/wait", lease.url()))
+            .bearer_auth(&lease.token)
+            .json(&body);
+        async move {
+            let response = request.send().await.expect("the server answers");
+            let status = response.status();
+            (status, response.text().await.unwrap_or_default())
+        }
+    };
+    let base = json!({"client": "claude-code", "session_id": "hostile", "reason": "blocked"});
+    let with = |field: &str, value: Value| {
+        let mut body = base.clone();
+        body[field] = value;
+        body
+    };
+    for (body, said) in [
+        (
+            with("message", json!("x".repeat(201))),
+            "`message` holds at most 200 characters; this one has 201",
+        ),
+        (
+            with(
+                "holder",
+                json!({"peer": "p1", "client": "c".repeat(100_000)}),
+            ),
+            "`holder.client` holds at most 64 characters; this one has 100000",
+        ),
+        (
+            with(
+                "holder",
+                json!({"peer": "p1", "client": "c", "worktree": "w".repeat(1_025)}),
+            ),
+            "`holder.worktree` holds at most 1024 characters; this one has 1025",
+        ),
+        (
+            with("reason", json!("bored")),
+            "unknown variant `bored`, expected one of `permission`, `question`, `finished`, `blocked`",
+        ),
+    ] {
+        let (status, answer) = post(body).await;
+        assert_eq!(status.as_u16(), 400, "{answer}");
+        assert!(answer.contains(said), "{answer}");
+        assert!(answer.len() < 1_000, "the refusal does not echo the input");
+    }
+    let (status, answer) = post(with(
+        "holder",
+        json!({"peer": "p1", "client": "codex\u{1b}[2J", "worktree": "/w/\u{202e}beta"}),
+    ))
+    .await;
+    assert_eq!(status.as_u16(), 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let holder = &answer["waiting"]["holder"];
+    let shown = holder.to_string();
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{202e}'),
+        "what the board keeps is cleaned: {holder}"
+    );
+}

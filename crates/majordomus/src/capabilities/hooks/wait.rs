@@ -66,7 +66,7 @@ impl BenchCases for WaitInput {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BlockingSession {
-    /// Its id on its checkout's board, `p<number>`.
+    /// Its id on its checkout's board, `p<number>`. At most 64 characters.
     #[schemars(length(min = 1, max = limits::CLIENT_NAME_CHARS))]
     pub peer: String,
     /// Its client, as it named itself. At most 64 characters.
@@ -132,14 +132,35 @@ impl Operation for HooksWait {
     async fn run(ctx: &Context, input: WaitInput) -> Result<Waited, CapabilityError> {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
-        if let Some(message) = &input.message
-            && message.chars().count() > limits::WAIT_MESSAGE_CHARS
-        {
-            return Err(CapabilityError::invalid_input(format!(
-                "`message` holds at most {} characters; this one has {}",
+        let holder = input.holder.as_ref();
+        for (field, text, limit) in [
+            (
+                "message",
+                input.message.as_deref(),
                 limits::WAIT_MESSAGE_CHARS,
-                message.chars().count()
-            )));
+            ),
+            (
+                "holder.peer",
+                holder.map(|h| h.peer.as_str()),
+                limits::CLIENT_NAME_CHARS,
+            ),
+            (
+                "holder.client",
+                holder.map(|h| h.client.as_str()),
+                limits::CLIENT_NAME_CHARS,
+            ),
+            (
+                "holder.worktree",
+                holder.and_then(|h| h.worktree.as_deref()),
+                limits::PATH_BYTES,
+            ),
+        ] {
+            let chars = text.map_or(0, |text| text.chars().count());
+            if chars > limit {
+                return Err(CapabilityError::invalid_input(format!(
+                    "`{field}` holds at most {limit} characters; this one has {chars}"
+                )));
+            }
         }
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
