@@ -34,6 +34,10 @@ impl ServerState {
         }
         let client = board.peer(peer, now).map(|view| view.client.name);
         drop(board);
+        if marked.changed {
+            // Other machines list the mark as they list claims: the board is published again.
+            self.federation.board_changed();
+        }
         if marked.first_of_reason && self.site.config.notify.desktop {
             self.tell_desktop(peer, client.as_deref(), &marked.waiting);
         }
@@ -45,6 +49,8 @@ impl ServerState {
         let mut board = self.board();
         if board.moved_on(peer) {
             self.events.waiting(peer, None);
+            drop(board);
+            self.federation.board_changed();
         }
     }
 
