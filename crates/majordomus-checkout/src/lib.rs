@@ -5,7 +5,8 @@
 //! `majordomus.toml` and the user's own configuration ([`config`]), what the person allowed
 //! a repository to suggest ([`allowances`]), what each worktree changed ([`changes`]) and the
 //! merge conflicts between them ([`conflicts`]) with the private object directories their git
-//! objects go to ([`scratch`]), and where a claimed path leads on disk ([`resolve`]).
+//! objects go to ([`scratch`]), where a claimed path leads on disk ([`resolve`]), and a
+//! notice on the person's desktop ([`desktop`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
@@ -15,6 +16,7 @@ pub mod ancestry;
 pub mod changes;
 pub mod config;
 pub mod conflicts;
+pub mod desktop;
 pub mod files;
 pub mod git;
 pub mod lease;

@@ -507,6 +507,7 @@ mod tests {
             announcement: Some(claim.clone()),
             claims: vec![claim],
             checkout: Some(checkout(worktree)),
+            waiting: None,
         }
     }
 

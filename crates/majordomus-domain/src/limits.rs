@@ -63,6 +63,10 @@ pub const OVERLAPS_LISTED: usize = 32;
 /// the peers on the board wrote.
 pub const INSTRUCTIONS_BYTES: usize = 1_500;
 
+/// Characters kept of what a client said when its session began to wait (Claude Code's
+/// "Claude needs your permission to use Bash"): one line on the board.
+pub const WAIT_MESSAGE_CHARS: usize = 200;
+
 /// Bytes in a lease's name (`test-suite`, `db:staging`, `port:3000-3099`): a label people
 /// type, read on one line of the board.
 pub const LEASE_NAME_BYTES: usize = 64;

@@ -32,6 +32,7 @@
 //! #             this_checkout: false,
 //! #             machine: None,
 //! #         }),
+//! #         waiting: None,
 //! #     }
 //! # }
 //! // `p1` of the primary checkout and `p1` of a linked worktree are different peers.
@@ -522,6 +523,7 @@ mod tests {
             announcement: claims.last().cloned(),
             claims,
             checkout: worktree.map(checkout),
+            waiting: None,
         }
     }
 

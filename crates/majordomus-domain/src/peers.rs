@@ -191,6 +191,79 @@ pub struct Peer {
     /// a server answers about its own board.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
+    /// Whether the session waits for the person, why and since when; absent while it works
+    /// (or its client never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+}
+
+/// Why a session waits for the person.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
+pub enum WaitReason {
+    /// Its client asks the person to allow a tool call.
+    Permission,
+    /// It asked the person something, or sits idle waiting for an answer.
+    Question,
+    /// It finished its turn and waits for the next prompt.
+    Finished,
+    /// The guard stopped its tool call: another live session holds what it changes.
+    Blocked,
+}
+
+impl WaitReason {
+    /// The word answers write it as.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// The live session that holds what a blocked session meant to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WaitHolder {
+    /// Its id on its checkout's board.
+    pub peer: PeerId,
+    /// Its client, as it named itself.
+    pub client: String,
+    /// The worktree it works in, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+}
+
+impl WaitHolder {
+    /// What the board keeps of a holder a hook named: each text cleaned and cut to its bound
+    /// ([`limits::CLIENT_NAME_CHARS`], [`limits::PATH_BYTES`] characters for the worktree).
+    pub fn sanitized(self) -> WaitHolder {
+        WaitHolder {
+            peer: PeerId(text::sanitized(&self.peer.0, limits::CLIENT_NAME_CHARS)),
+            client: text::sanitized(&self.client, limits::CLIENT_NAME_CHARS),
+            worktree: self
+                .worktree
+                .map(|worktree| text::sanitized(&worktree, limits::PATH_BYTES))
+                .filter(|worktree| !worktree.is_empty()),
+        }
+    }
+}
+
+/// A session waiting for the person: why, since when, and what its client said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Waiting {
+    /// Why it waits.
+    pub reason: WaitReason,
+    /// When it began waiting, RFC 3339 in UTC: a new reason in the same spell keeps it.
+    pub since: String,
+    /// What its client said, one line cleaned and cut to 200 characters; absent when the
+    /// client said nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For `blocked`: the session that holds what it meant to change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<WaitHolder>,
 }
 
 /// One pair of claimed paths that meet: equal, or one inside the other.
@@ -366,6 +439,7 @@ mod tests {
             claims: vec![],
             announcement: None,
             checkout: None,
+            waiting: None,
         }
     }
 

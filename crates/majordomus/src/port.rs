@@ -20,7 +20,9 @@ use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
+use majordomus_domain::peers::{
+    AnnounceInput, Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting,
+};
 
 use crate::api::CapabilityError;
 use crate::federation::Federation;
@@ -165,6 +167,20 @@ pub trait BoardPort: Send + Sync {
 
     /// The client's hook says the session `session_id` ended.
     fn end_session(&self, session_id: &str) -> bool;
+
+    /// Marks `peer` as waiting for the person for `reason` (`message`: what its client said;
+    /// `holder`: who blocks it); the mark as the board shows it, `None` for a peer not
+    /// attached.
+    fn wait(
+        &self,
+        peer: &PeerId,
+        reason: WaitReason,
+        message: Option<&str>,
+        holder: Option<WaitHolder>,
+    ) -> Option<Waiting>;
+
+    /// `peer` moved on (a prompt, a tool call, an announce): it waits for nobody.
+    fn moved_on(&self, peer: &PeerId);
 
     /// Puts `paths` at the front of `peer`'s [`EDITS_CLAIM`]; answers the claim as it now
     /// stands.

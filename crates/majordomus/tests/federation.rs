@@ -324,6 +324,89 @@ async fn two_machines_see_each_other_and_their_overlap() {
     on_beta.close().await;
 }
 
+/// Runs Claude Code's hook `event` for the conversation `session` in `checkout`, with
+/// `fields` added to its input; it answers nothing.
+async fn claude_code_hook(checkout: &Path, event: &str, session: &str, fields: Value) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut input = json!({"session_id": session, "cwd": display(checkout),
+        "hook_event_name": event});
+    input
+        .as_object_mut()
+        .unwrap()
+        .extend(fields.as_object().unwrap().clone());
+    let mut command = majordomus_command(["hook", "claude-code", event]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("majordomus hook starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(BOUND, child.wait_with_output())
+        .await
+        .expect("the hook ends in time")
+        .unwrap();
+    assert!(
+        output.status.success() && output.stdout.is_empty(),
+        "{output:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_waiting_for_its_person_on_one_machine_is_seen_waiting_on_the_other() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, None).await;
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&repo, &alpha, &nats.url(), "alpha", "").await;
+    federate(&repo, &beta, &nats.url(), "beta", "").await;
+    let (_alpha_server, _alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+
+    claude_code_hook(
+        &alpha,
+        "Notification",
+        "alpha-session",
+        json!({"notification_type": "permission_prompt",
+            "message": "Claude needs your permission to use Bash\u{1b}[2J"}),
+    )
+    .await;
+    let waits_on_alpha = |listing: &Value| -> Option<Value> {
+        listing["peers"]
+            .as_array()?
+            .iter()
+            .find(|peer| machine(peer) == "alpha" && peer.get("waiting").is_some())
+            .map(|peer| peer["waiting"].clone())
+    };
+    let listing = everywhere_until(&beta_lease, "beta to see alpha's session wait", |l| {
+        waits_on_alpha(l)
+            .map(drop)
+            .ok_or_else(|| "no waiting session of alpha".into())
+    })
+    .await;
+    let waiting = waits_on_alpha(&listing).unwrap();
+    assert_eq!(waiting["reason"], "permission", "{waiting}");
+    let message = waiting["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Claude needs your permission to use Bash")
+            && !message.contains('\u{1b}'),
+        "{message:?}"
+    );
+
+    claude_code_hook(
+        &alpha,
+        "UserPromptSubmit",
+        "alpha-session",
+        json!({"prompt": "go on"}),
+    )
+    .await;
+    everywhere_until(&beta_lease, "beta to see alpha's session move on", |l| {
+        waits_on_alpha(l).map_or(Ok(()), |waiting| Err(format!("still waiting: {waiting}")))
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_machine_leaves_and_a_federation_outage_is_said_and_survived() {
     let repo = TempRepo::new();

@@ -319,6 +319,90 @@ async fn claude_code_is_stopped_before_writing_a_file_a_live_session_claims() {
     holder.close().await;
 }
 
+/// A headless Claude Code whose write another live session's claim stops waits on that
+/// session: when its model is asked for the next turn, `peers` shows it `blocked`, naming the
+/// holder; the end of its turn (its `Stop` hook) marks it `finished` on the event stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_stopped_by_a_claim_waits_on_its_holder_then_finishes() {
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let holder = McpClient::http(&lease, "holder-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "port the parser", "scope": ["src/lib.rs"]}),
+        )
+        .await;
+    let mut events = common::http()
+        .get(format!("{}/api/v1/events?checkouts=this", lease.url()))
+        .bearer_auth(&lease.token)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .expect("the event stream opens");
+    let fake = FakeModel::start_witnessed(
+        vec![
+            Client::ClaudeCode.write_file(&checkout, "src/lib.rs", WRITTEN),
+            Turn::answer("done"),
+        ],
+        board_witness(&repo, &checkout),
+    )
+    .await;
+    let run = workspace.run(&checkout, &fake, "Change src/lib.rs.").await;
+    assert_eq!(
+        fake.unplayed(),
+        0,
+        "the script was played to its end:\n{}\n{}",
+        fake.summary(),
+        run.output()
+    );
+    let witnessed = fake.witnessed();
+    let after_refusal = witnessed.get(1).cloned().unwrap_or_default();
+    let blocked: Vec<&Value> = after_refusal["peers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|peer| peer["waiting"]["reason"] == "blocked")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{after_refusal:#}");
+    let holder_id = after_refusal["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|peer| peer["client"]["name"] == "holder-agent")
+        .map(|peer| peer["id"].clone())
+        .unwrap();
+    let named = &blocked[0]["waiting"]["holder"];
+    assert_eq!(named["peer"], holder_id, "{after_refusal:#}");
+    assert_eq!(named["client"], "holder-agent", "{after_refusal:#}");
+    assert_ne!(
+        blocked[0]["id"], holder_id,
+        "the refused session, not the holder"
+    );
+
+    // The events so far, read until the turn's end is among them.
+    let mut seen = String::new();
+    let deadline = Instant::now() + common::BOUND;
+    while !seen.contains("\"reason\":\"finished\"") {
+        assert!(
+            Instant::now() < deadline,
+            "no `finished` waiting event within {:?}: {seen}",
+            common::BOUND
+        );
+        let chunk = tokio::time::timeout(common::BOUND, events.chunk())
+            .await
+            .expect("the stream goes on")
+            .expect("the stream reads")
+            .expect("the stream is open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("\"kind\":\"waiting\""), "{seen}");
+    holder.close().await;
+}
+
 /// Under the default policy, another worktree's uncommitted change to `src/lib.rs` that is
 /// predicted to conflict with this worktree's own: `client`'s first edit of it is
 /// refused with both facts, the other side's conflicting lines quoted; the same edit

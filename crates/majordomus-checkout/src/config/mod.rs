@@ -47,10 +47,30 @@ pub struct Config {
     /// Once loaded, the federation in effect: the user's own, or the repository's once
     /// allowed.
     pub federation: FederationConfig,
+    /// The person's own notices, from the user's file alone ([`NotifyConfig`]).
+    #[serde(skip)]
+    pub notify: NotifyConfig,
+    /// A `[notify]` section in a repository's file, read only to be refused by name.
+    #[serde(rename = "notify")]
+    notify_in_repository: Option<Refused>,
     /// What the repository's file suggests, whether or not it is in effect.
     #[serde(skip)]
     pub suggestions: Suggestions,
 }
+
+/// `[notify]`, in the user's own file only: a desktop notice runs a program on this machine
+/// (`notify-send`, `osascript`, PowerShell), which no cloned repository may turn on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Whether the person is told on the desktop, once per reason, when a session begins to
+    /// wait for them (a permission prompt, a question, a finished turn, a guard's refusal).
+    pub desktop: bool,
+}
+
+/// A section a repository's file may not hold, whatever it says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct Refused {}
 
 /// What a repository's file suggests that takes effect only once the person allows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -467,11 +487,12 @@ impl Config {
 /// not in a file the team commits.
 pub const USER_CONFIG_FILE: &str = "majordomus/config.toml";
 
-/// The user's configuration file: only a `[federation]` section for now.
+/// The user's configuration file: its `[federation]` and `[notify]` sections.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct UserConfig {
     federation: FederationConfig,
+    notify: NotifyConfig,
 }
 
 /// Where the user's configuration file is: below `$XDG_CONFIG_HOME`, else `~/.config`.
@@ -542,6 +563,7 @@ pub fn load_with(root: &Path, user: &UserFiles) -> Result<Config, ConfigError> {
                 problem: wrong,
             });
         }
+        config.notify = user.notify;
         // Relative file names are relative to the file that names them.
         federation = user
             .federation
@@ -608,6 +630,16 @@ fn read_repository(root: &Path) -> Result<(Config, Proposed), ConfigError> {
     }
     if let Some(wrong) = config.federation.problem() {
         return Err(problem(wrong));
+    }
+    if config.notify_in_repository.is_some() {
+        let own = user_config_path().map_or_else(
+            || USER_CONFIG_FILE.to_owned(),
+            |file| file.display().to_string(),
+        );
+        return Err(problem(format!(
+            "[notify] runs programs on this machine, so only your own configuration file \
+             ({own}) may set it, never a file shared through git. Remove it here"
+        )));
     }
     if config
         .episodes
@@ -850,6 +882,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("bridge_silence_ms is 10"), "{message}");
+    }
+
+    #[test]
+    fn desktop_notices_are_the_users_to_turn_on_never_a_repositorys() {
+        let repository = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let user = user_files(home.path());
+        let config = load_with(repository.path(), &user).unwrap();
+        assert!(!config.notify.desktop, "off unless the person turns it on");
+        fs::write(user.config.as_ref().unwrap(), "[notify]\ndesktop = true\n").unwrap();
+        assert!(load_with(repository.path(), &user).unwrap().notify.desktop);
+
+        for text in ["[notify]\ndesktop = true\n", "[notify]\n"] {
+            fs::write(repository.path().join(CONFIG_FILE), text).unwrap();
+            let message = load_with(repository.path(), &user).unwrap_err().to_string();
+            assert!(
+                message.contains("[notify] runs programs on this machine")
+                    && message.contains(CONFIG_FILE),
+                "{message}"
+            );
+        }
+        fs::write(
+            user.config.as_ref().unwrap(),
+            "[notify]\ndesktop = true\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        fs::remove_file(repository.path().join(CONFIG_FILE)).unwrap();
+        let message = load_with(repository.path(), &user).unwrap_err().to_string();
+        assert!(message.contains("command"), "a typo is an error: {message}");
     }
 
     /// A repository at `repository`, the user's files below `home`.

@@ -39,8 +39,10 @@ use crate::peers::{
 use crate::text;
 
 mod refusals;
+mod waiting;
 
 pub use refusals::{AnnounceError, InvalidAnnouncement, NotAttached, check_announcement};
+pub use waiting::{Marked, Signal};
 
 /// How many departed peers (gone, but holding claims) a board keeps; beyond it the ones
 /// that left earliest are released early, so a long-lived server does not grow without
@@ -114,6 +116,7 @@ struct Slot {
     episode: Option<String>,
     /// Keyed by name; `None` (the unnamed claim) sorts first, as answers list them.
     claims: BTreeMap<Option<String>, Claim>,
+    waiting: Option<waiting::Spell>,
 }
 
 #[derive(Debug)]
@@ -193,6 +196,7 @@ impl PeerBoard {
                 left_at: None,
                 episode: None,
                 claims: BTreeMap::new(),
+                waiting: None,
             },
         );
         PeerId::nth(self.last_peer)
@@ -247,6 +251,7 @@ impl PeerBoard {
         slot.attached = false;
         slot.left_at = Some(now);
         slot.episode = episode;
+        slot.waiting = None; // a session that left waits for nobody
         self.departed.push_back(number);
         let mut released = Vec::new();
         while self.departed.len() > DEPARTED_CAP {
@@ -481,6 +486,7 @@ impl PeerBoard {
                 .episode
                 .filter(|id| crate::episodes::validate_external_id(id).is_ok()),
             claims,
+            waiting: None,
         };
         self.peers.insert(number, slot);
         self.departed.push_back(number);
@@ -626,6 +632,19 @@ impl PeerBoard {
             Some(_) => Err(NotAttached::Departed(id.clone())),
             None => Err(NotAttached::Unknown(id.clone())),
         }
+    }
+
+    /// Marks the attached peer `id` as waiting ([`waiting::mark`]); `None` if not attached.
+    pub fn wait(&mut self, id: &PeerId, signal: Signal, now: SystemTime) -> Option<Marked> {
+        let slot = self.peers.get_mut(&peer_number(id)?)?;
+        let spell = slot.attached.then_some(&mut slot.waiting)?;
+        Some(waiting::mark(spell, signal, now, &mut self.version))
+    }
+
+    /// The peer `id` moved on (a prompt, a tool call, an announce): whether it was waiting.
+    pub fn moved_on(&mut self, id: &PeerId) -> bool {
+        let slot = peer_number(id).and_then(|n| self.peers.get_mut(&n));
+        slot.is_some_and(|slot| waiting::moved_on(&mut slot.waiting, &mut self.version))
     }
 
     /// Every other peer's claim that meets one of `paths` (without repeats), one entry per
@@ -775,6 +794,7 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
             .max_by_key(|(_, claim)| claim.sequence)
             .map(announcement),
         checkout: None,
+        waiting: slot.waiting.as_ref().map(|spell| spell.waiting.clone()),
     }
 }
 
@@ -832,6 +852,62 @@ mod tests {
         board
             .announce(id, input("work", scope, claim), at(10))
             .unwrap()
+    }
+
+    fn signal(reason: crate::peers::WaitReason, message: Option<&str>) -> Signal {
+        Signal {
+            reason,
+            message: message.map(str::to_owned),
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn a_waiting_mark_shows_on_the_peer_until_it_moves_on_or_leaves() {
+        use crate::peers::WaitReason;
+        let mut board = PeerBoard::new(ROOT);
+        let peer = board.attach(Transport::Stdio, client("claude-code"), at(0));
+        let version = board.version();
+        let marked = board
+            .wait(
+                &peer,
+                signal(WaitReason::Permission, Some("allow Bash?")),
+                at(5),
+            )
+            .unwrap();
+        assert!(marked.changed && marked.first_of_reason);
+        assert_ne!(board.version(), version);
+        let shown = board.peer(&peer, at(6)).unwrap().waiting.unwrap();
+        assert_eq!(shown.reason, WaitReason::Permission);
+        assert_eq!(shown.since, rfc3339(at(5)));
+        assert_eq!(shown.message.as_deref(), Some("allow Bash?"));
+        let version = board.version();
+        assert!(board.moved_on(&peer));
+        assert_ne!(board.version(), version);
+        assert_eq!(board.peer(&peer, at(7)).unwrap().waiting, None);
+        let version = board.version();
+        assert!(!board.moved_on(&peer), "it was not waiting");
+        assert_eq!(board.version(), version, "nothing changed");
+
+        board.wait(&peer, signal(WaitReason::Finished, None), at(8));
+        board
+            .announce(
+                &peer,
+                AnnounceInput {
+                    intent: "x".into(),
+                    scope: vec!["src".into()],
+                    claim: None,
+                },
+                at(9),
+            )
+            .unwrap();
+        board.detach(&peer, None, at(10));
+        assert_eq!(board.peer(&peer, at(10)).unwrap().waiting, None, "it left");
+        assert_eq!(
+            board.wait(&peer, signal(WaitReason::Question, None), at(11)),
+            None,
+            "a departed session waits for nobody"
+        );
     }
 
     #[test]

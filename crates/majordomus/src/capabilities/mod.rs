@@ -30,6 +30,7 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<hooks::HooksEdit>(),
         Capability::of::<hooks::HooksNews>(),
         Capability::of::<hooks::HooksEnd>(),
+        Capability::of::<hooks::wait::HooksWait>(),
     ]
 }
 

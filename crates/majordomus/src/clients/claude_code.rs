@@ -2,7 +2,10 @@
 //!
 //! - Hooks: `PreToolUse` / `PostToolUse` on `Write`, `Edit`, `MultiEdit` and `NotebookEdit`
 //!   (absolute `file_path` or `notebook_path`) and on `Bash` (`tool_input.command`),
-//!   `SessionStart`, `UserPromptSubmit`, `SessionEnd`; the conversation is `session_id`.
+//!   `SessionStart`, `UserPromptSubmit`, `SessionEnd`, and `Notification`
+//!   (`notification_type` `permission_prompt`, `idle_prompt`, `elicitation_dialog`, with
+//!   its `message`) and `Stop`, which say the session waits for the person and are answered
+//!   with nothing; the conversation is `session_id`.
 //! - Answers: `permissionDecision` `allow`, `ask` and `deny` are honoured; the reason reaches
 //!   the model only on `deny`, and `additionalContext` reaches it on all four events.
 //! - A person can be asked only in the interactive terminal: `CLAUDE_CODE_ENTRYPOINT` is
@@ -19,8 +22,8 @@ use super::wiring::{
     hook_parts, json_file, server_entry, strict_file,
 };
 use super::{
-    Contract, Hook, HookClient, Read, WillRun, claude_code_style_hooks, context, named_file,
-    permission_decision, tool_call,
+    Contract, Hook, HookClient, Moment, Read, Waits, WillRun, claude_code_style_hooks, context,
+    named_file, permission_decision, tool_call,
 };
 
 pub struct ClaudeCode;
@@ -28,8 +31,16 @@ pub struct ClaudeCode;
 /// The tools whose calls edit files, and the shell tool.
 const TOOLS: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
 
-/// Its hooks, as Claude Code's contract has them.
-static HOOKS: [Hook; 5] = claude_code_style_hooks(TOOLS);
+/// Its hooks, as Claude Code's contract has them: it says its session waits for the person
+/// in a `Notification` (a permission prompt, a question, an idle prompt).
+static HOOKS: [Hook; 7] = claude_code_style_hooks(
+    TOOLS,
+    Hook {
+        event: "Notification",
+        moment: Moment::Waits(Waits::Notified),
+        matcher: None,
+    },
+);
 
 /// Where Claude Code keeps the person's approval of the project's server.
 const PERSONAL_FILES: &[&str] = &[".claude/settings.local.json"];

@@ -3,7 +3,9 @@
 //! - Hooks: `PreToolUse` / `PostToolUse` on `apply_patch` (the raw patch in
 //!   `tool_input.command`, read by [`super::patch`]) and on its shell tools (`Bash`,
 //!   `exec_command`, `shell`; the command a string or its words, in `command` or `cmd`),
-//!   `SessionStart`, `UserPromptSubmit`, `SessionEnd`; the conversation is `session_id`.
+//!   `SessionStart`, `UserPromptSubmit`, `SessionEnd`, and `PermissionRequest` and `Stop`,
+//!   which say the session waits for the person; the conversation is `session_id`.
+//!   `PermissionRequest` is answered with nothing, which leaves the approval to the person.
 //! - Answers: only a `deny` decision is honoured (`allow` or `ask` make the hook fail and the
 //!   tool run), so none other is ever written, and nobody is ever asked; context without a
 //!   decision works.
@@ -24,7 +26,7 @@ use super::wiring::{
     command_group, hook_parts, json_file,
 };
 use super::{
-    Contract, Hook, HookClient, Read, WillRun, claude_code_style_hooks, context,
+    Contract, Hook, HookClient, Moment, Read, Waits, WillRun, claude_code_style_hooks, context,
     permission_decision, tool_call,
 };
 
@@ -33,8 +35,16 @@ pub struct Codex;
 /// The tool whose calls edit files, and the shell tools.
 const TOOLS: &str = "apply_patch|Bash|exec_command|shell";
 
-/// Its hooks, as Claude Code's contract has them.
-static HOOKS: [Hook; 5] = claude_code_style_hooks(TOOLS);
+/// Its hooks, as Claude Code's contract has them: its session waits for the person when it
+/// asks for a tool call's approval (`PermissionRequest`, on every tool).
+static HOOKS: [Hook; 7] = claude_code_style_hooks(
+    TOOLS,
+    Hook {
+        event: "PermissionRequest",
+        moment: Moment::Waits(Waits::ForPermission),
+        matcher: None,
+    },
+);
 
 const REVIEW_STEP: &str = "Codex reads a project's .codex/ only in a project it trusts, and \
      `codex exec` skips hooks nobody reviewed: start `codex` in each worktree and review \
@@ -263,6 +273,8 @@ mod tests {
             "session_start",
             "user_prompt_submit",
             "session_end",
+            "permission_request",
+            "stop",
         ];
         let config = reviewed(&all);
         assert!(trusts_project(&config, &places.root));

@@ -1,7 +1,9 @@
 //! Gemini CLI.
 //!
 //! - Hooks: `BeforeTool` / `AfterTool` on `write_file` and `replace` (absolute `file_path`)
-//!   and on `run_shell_command`, `SessionStart`, `BeforeAgent`, `SessionEnd`; the
+//!   and on `run_shell_command`, `SessionStart`, `BeforeAgent`, `SessionEnd`, and
+//!   `Notification` (`notification_type` `ToolPermission`) and `AfterAgent` (the turn is
+//!   over), which say the session waits for the person and are answered with nothing; the
 //!   conversation is `session_id`. Any exit status but 0 and 1 is taken for "deny", which is
 //!   why every hook command exits 0 when majordomus is missing.
 //! - Answers: `BeforeTool` honours `decision` `deny` (with `reason`, sent to the model) and
@@ -23,8 +25,8 @@ use super::wiring::{
     server_entry,
 };
 use super::{
-    Contract, Hook, HookClient, Moment, NewsMoment, Read, WillRun, context, named_file, text,
-    tool_call,
+    Contract, Hook, HookClient, Moment, NewsMoment, Read, Waits, WillRun, context, named_file,
+    text, tool_call,
 };
 
 pub struct GeminiCli;
@@ -63,6 +65,16 @@ impl Contract for GeminiCli {
             Hook {
                 event: "SessionEnd",
                 moment: Moment::SessionEnd,
+                matcher: None,
+            },
+            Hook {
+                event: "Notification",
+                moment: Moment::Waits(Waits::Notified),
+                matcher: None,
+            },
+            Hook {
+                event: "AfterAgent",
+                moment: Moment::Waits(Waits::Finished),
                 matcher: None,
             },
         ]

@@ -23,6 +23,7 @@ pub mod wiring;
 
 use std::path::Path;
 
+use majordomus_domain::peers::WaitReason;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -109,6 +110,20 @@ pub enum Moment {
     News(NewsMoment),
     /// The session ended.
     SessionEnd,
+    /// The session waits for the person, as its client says.
+    Waits(Waits),
+}
+
+/// How a client says its session waits for the person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// A tool call waits for the person's permission (Codex's `PermissionRequest`).
+    ForPermission,
+    /// The turn is over (`Stop`, Gemini CLI's `AfterAgent`).
+    Finished,
+    /// A notification, whose kind its input says (`Notification`): a permission prompt, a
+    /// question, an idle prompt; other kinds are not about waiting.
+    Notified,
 }
 
 /// One hook majordomus answers in a client: the event as the client names it, what it is,
@@ -123,8 +138,9 @@ pub struct Hook {
 
 /// The hooks of a client that follows Claude Code's hook contract (Codex CLI does): edits
 /// guarded before the tools in `tools` and recorded after them, news at the session's start
-/// and with each prompt, and the session's end.
-pub(super) const fn claude_code_style_hooks(tools: &'static str) -> [Hook; 5] {
+/// and with each prompt, the session's end, its waiting for the person as `waits` says it,
+/// and the end of its turn (`Stop`).
+pub(super) const fn claude_code_style_hooks(tools: &'static str, waits: Hook) -> [Hook; 7] {
     [
         Hook {
             event: "PreToolUse",
@@ -149,6 +165,12 @@ pub(super) const fn claude_code_style_hooks(tools: &'static str) -> [Hook; 5] {
         Hook {
             event: "SessionEnd",
             moment: Moment::SessionEnd,
+            matcher: None,
+        },
+        waits,
+        Hook {
+            event: "Stop",
+            moment: Moment::Waits(Waits::Finished),
             matcher: None,
         },
     ]
@@ -260,6 +282,12 @@ pub enum Action {
     News(NewsMoment),
     /// The session ended.
     End,
+    /// The session waits for the person, for `reason`; `message` is what the client said,
+    /// as it said it.
+    Wait {
+        reason: WaitReason,
+        message: Option<String>,
+    },
 }
 
 /// A hook event as majordomus understands it.
@@ -301,12 +329,44 @@ pub fn parse(client: HookClient, event: &str, input: &Value) -> Option<Event> {
         },
         Moment::News(moment) => Action::News(moment),
         Moment::SessionEnd => Action::End,
+        Moment::Waits(waits) => Action::Wait {
+            reason: match waits {
+                Waits::ForPermission => WaitReason::Permission,
+                Waits::Finished => WaitReason::Finished,
+                Waits::Notified => notified_reason(input)?,
+            },
+            message: input
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
     };
     Some(Event {
         session_id,
         cwd,
         action,
     })
+}
+
+/// Why a notification says the session waits, by its kind (Claude Code's
+/// `notification_type`, Gemini CLI's too), or by its words where a client names no kind;
+/// `None` for a notification that is not about waiting (a login that worked, say).
+fn notified_reason(input: &Value) -> Option<WaitReason> {
+    match input.get("notification_type").and_then(Value::as_str) {
+        Some("permission_prompt" | "ToolPermission") => Some(WaitReason::Permission),
+        Some("idle_prompt" | "elicitation_dialog") => Some(WaitReason::Question),
+        Some(_) => None,
+        None => {
+            let message = input.get("message")?.as_str()?.to_lowercase();
+            if message.contains("permission") {
+                Some(WaitReason::Permission)
+            } else if message.contains("waiting for your input") {
+                Some(WaitReason::Question)
+            } else {
+                None
+            }
+        }
+    }
 }
 
 /// The command a call of the client's shell tool runs; `None` for any other tool. Codex
@@ -392,6 +452,73 @@ mod tests {
     use strum::VariantArray;
 
     #[test]
+    fn each_clients_waiting_signal_names_its_reason() {
+        let wait = |client, event, input: Value| parse(client, event, &input).map(|e| e.action);
+        let said = |reason, message: &str| {
+            Some(Action::Wait {
+                reason,
+                message: Some(message.to_owned()),
+            })
+        };
+        assert_eq!(
+            wait(
+                HookClient::ClaudeCode,
+                "Notification",
+                json!({"session_id": "s", "notification_type": "permission_prompt",
+                    "message": "Claude needs your permission to use Bash"})
+            ),
+            said(
+                WaitReason::Permission,
+                "Claude needs your permission to use Bash"
+            )
+        );
+        assert_eq!(
+            wait(
+                HookClient::ClaudeCode,
+                "Notification",
+                json!({"session_id": "s", "message": "Claude is waiting for your input"})
+            ),
+            said(WaitReason::Question, "Claude is waiting for your input"),
+            "a client too old to name the kind is read by its words"
+        );
+        assert_eq!(
+            wait(
+                HookClient::GeminiCli,
+                "Notification",
+                json!({"session_id": "s", "notification_type": "ToolPermission",
+                    "message": "Tool write_file requires confirmation"})
+            ),
+            said(
+                WaitReason::Permission,
+                "Tool write_file requires confirmation"
+            )
+        );
+        let finished = Some(Action::Wait {
+            reason: WaitReason::Finished,
+            message: None,
+        });
+        for (client, event) in [
+            (HookClient::ClaudeCode, "Stop"),
+            (HookClient::Codex, "Stop"),
+            (HookClient::GeminiCli, "AfterAgent"),
+        ] {
+            assert_eq!(wait(client, event, json!({"session_id": "s"})), finished);
+        }
+        assert_eq!(
+            wait(
+                HookClient::Codex,
+                "PermissionRequest",
+                json!({"session_id": "s", "tool_name": "Bash",
+                    "tool_input": {"command": "rm -rf target"}})
+            ),
+            Some(Action::Wait {
+                reason: WaitReason::Permission,
+                message: None,
+            })
+        );
+    }
+
+    #[test]
     fn clients_are_written_and_read_in_the_words_as_str_gives() {
         assert_eq!(HookClient::VARIANTS, HookClient::ALL);
         for client in HookClient::ALL {
@@ -442,7 +569,7 @@ mod tests {
             "what a shell command wrote joins the session's edits"
         );
         let stop = json!({"session_id": "s"});
-        assert_eq!(parse(HookClient::ClaudeCode, "Stop", &stop), None);
+        assert_eq!(parse(HookClient::Cursor, "stop", &stop), None);
         for client in [
             HookClient::ClaudeCode,
             HookClient::Codex,
@@ -451,6 +578,9 @@ mod tests {
             let ended = parse(client, "SessionEnd", &stop).unwrap();
             assert_eq!(ended.action, Action::End);
         }
+        let login = json!({"session_id": "s", "notification_type": "auth_success",
+            "message": "Logged in"});
+        assert_eq!(parse(HookClient::ClaudeCode, "Notification", &login), None);
         let nameless = json!({"tool_name": "Write", "tool_input": {"file_path": "/x"}});
         assert_eq!(parse(HookClient::ClaudeCode, "PreToolUse", &nameless), None);
         let blank =

@@ -12,7 +12,7 @@ use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::ids::{identity_digest, rfc3339};
 use majordomus_domain::limits;
 use majordomus_domain::paths::{ClaimPath, check_written, normalize, without_repeats};
-use majordomus_domain::peers::{Announcement, Peer};
+use majordomus_domain::peers::{Announcement, Peer, WaitHolder};
 use majordomus_domain::text::{self, Field};
 use serde::{Deserialize, Serialize};
 
@@ -326,6 +326,16 @@ fn checked_peer(mut peer: Peer) -> Result<Peer, String> {
     if let Some(latest) = &peer.announcement {
         checked_claim(latest)?;
     }
+    // A remote session waiting for the person is shown as a local one is: one clean line.
+    if let Some(waiting) = &mut peer.waiting {
+        plain("waiting.since", &waiting.since, TIMESTAMP_CHARS)?;
+        waiting.message = waiting
+            .message
+            .take()
+            .map(|message| text::sanitized(&message, limits::WAIT_MESSAGE_CHARS))
+            .filter(|message| !message.is_empty());
+        waiting.holder = waiting.holder.take().map(WaitHolder::sanitized);
+    }
     // The reader stamps each peer with its checkout; a publisher's own stamp is not believed.
     peer.checkout = None;
     Ok(peer)
@@ -406,6 +416,7 @@ mod tests {
             announcement: Some(claim.clone()),
             claims: vec![claim],
             checkout: None,
+            waiting: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! that client honours.
 
 use majordomus_checkout::config::GuardPolicy;
+use majordomus_domain::peers::WaitHolder;
 use serde_json::Value;
 
 use crate::clients::{HookClient, NewsMoment, text};
@@ -31,6 +32,8 @@ pub struct Found {
     /// For a write that lands in another worktree than the session's own, a line naming
     /// it: said with the findings, never alone.
     pub landing: Vec<String>,
+    /// The first live session whose claim the files meet: the one a stopped session waits on.
+    pub holder: Option<WaitHolder>,
 }
 
 /// A lease a shell command needs that someone else holds.
@@ -102,6 +105,31 @@ pub enum Said {
     },
     /// The server heard the session end; the client is told nothing.
     Ended,
+    /// The server heard the session wait for the person; the client is told nothing.
+    Waiting,
+}
+
+/// The live session whose claim stops the tool call, when the answer to `said` stops it:
+/// under `guard` and `deny` always, under `ask` where a person is asked. A lease held
+/// elsewhere stops a command too, but names no session of the board.
+pub fn blocked_by(said: &Said) -> Option<&WaitHolder> {
+    let Said::Claimed {
+        policy,
+        person,
+        found,
+    } = said
+    else {
+        return None;
+    };
+    let stops = match policy {
+        GuardPolicy::Guard | GuardPolicy::Deny => true,
+        GuardPolicy::Ask => *person,
+        GuardPolicy::Warn | GuardPolicy::Off => false,
+    };
+    found
+        .holder
+        .as_ref()
+        .filter(|_| stops && !found.live.is_empty())
 }
 
 /// The answer the client reads on stdout, in its own contract; `None` when it should get no
@@ -110,7 +138,7 @@ pub fn answer(client: HookClient, event: &str, said: &Said) -> Option<Value> {
     match said {
         Said::Claimed { found, .. } if found.is_empty() => None,
         Said::ClaimedAfterEdit(lines) | Said::News { lines, .. } if lines.is_empty() => None,
-        Said::Ended => None,
+        Said::Ended | Said::Waiting => None,
         Said::Claimed {
             policy,
             person,

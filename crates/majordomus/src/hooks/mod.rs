@@ -35,9 +35,11 @@ use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
 use majordomus_domain::leases::millis;
+use majordomus_domain::peers::{WaitHolder, WaitReason};
 use majordomus_domain::{limits, text};
 use serde_json::Value;
 
+use crate::capabilities::hooks::wait::{BlockingSession, HooksWait, WaitInput};
 use crate::capabilities::hooks::{
     EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksLeases, HooksNews,
     LeasesNeededInput, NewsInput, facts,
@@ -395,13 +397,15 @@ async fn ask(
             let guarded = futures::future::try_join_all(asked).await?;
             let mut found = found(guarded);
             found.landing = landing;
-            Ok(Said::Claimed {
+            let said = Said::Claimed {
                 policy: config.hooks.policy,
                 person: client
                     .contract()
                     .can_ask_person(&|name| std::env::var(name).ok()),
                 found,
-            })
+            };
+            blocked(server, client, &event.session_id, &ancestors, &said).await?;
+            Ok(said)
         }
         Action::Shell(effects) => {
             let mut guarded = Vec::new();
@@ -461,13 +465,15 @@ async fn ask(
                     found.live.splice(at..at, working_here);
                 }
             }
-            Ok(Said::Claimed {
+            let said = Said::Claimed {
                 policy: config.hooks.policy,
                 person: client
                     .contract()
                     .can_ask_person(&|name| std::env::var(name).ok()),
                 found,
-            })
+            };
+            blocked(server, client, &event.session_id, &ancestors, &said).await?;
+            Ok(said)
         }
         Action::Edit(paths) => {
             let told = files(paths)?
@@ -499,7 +505,48 @@ async fn ask(
             server.post::<HooksEnd>(&input).await?;
             Ok(Said::Ended)
         }
+        Action::Wait { reason, message } => {
+            let input = WaitInput {
+                client,
+                session_id: event.session_id.clone(),
+                reason,
+                message: message
+                    .map(|message| text::sanitized(&message, limits::WAIT_MESSAGE_CHARS))
+                    .filter(|message| !message.is_empty()),
+                holder: None,
+                ancestors,
+            };
+            server.post::<HooksWait>(&input).await?;
+            Ok(Said::Waiting)
+        }
     }
+}
+
+/// When the guard's answer stops the tool call for another live session's claim, tells the
+/// server the session is `blocked`, naming that session: the person sees it wait on them.
+async fn blocked(
+    server: &Server,
+    client: HookClient,
+    session_id: &str,
+    ancestors: &[ProcessStamp],
+    said: &Said,
+) -> Result<(), Silence> {
+    let Some(holder) = answer::blocked_by(said) else {
+        return Ok(());
+    };
+    let input = WaitInput {
+        client,
+        session_id: session_id.to_owned(),
+        reason: WaitReason::Blocked,
+        message: None,
+        holder: Some(BlockingSession {
+            peer: holder.peer.to_string(),
+            client: holder.client.clone(),
+            worktree: holder.worktree.clone(),
+        }),
+        ancestors: ancestors.to_vec(),
+    };
+    server.post::<HooksWait>(&input).await.map(drop)
 }
 
 /// `paths` in as many requests as the server's bound on one request's files
@@ -528,6 +575,16 @@ fn found(answers: Vec<Guarded>) -> Found {
     let mut found = Found::default();
     for finding in answers.iter().flat_map(|guarded| &guarded.findings) {
         let line = facts::finding_line(finding);
+        if finding.attached && found.holder.is_none() {
+            found.holder = Some(WaitHolder {
+                peer: finding.peer.clone(),
+                client: finding.client.clone(),
+                worktree: finding
+                    .checkout
+                    .as_ref()
+                    .map(|checkout| checkout.worktree.clone()),
+            });
+        }
         if seen.insert(line.clone()) {
             if finding.attached {
                 found.live.push(line);

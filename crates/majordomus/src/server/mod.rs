@@ -1,5 +1,6 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
+mod attention;
 pub mod dashboard;
 mod episodes;
 pub mod events;
@@ -483,6 +484,10 @@ impl ServerState {
                 AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
             })?;
         self.events.announced(&announced);
+        // An announce is the session moving on: whatever it waited for, it waits no more.
+        if board.moved_on(caller) {
+            self.events.waiting(caller, None);
+        }
         drop(board);
         self.note_claims(caller, &announced);
         self.claims_changed();

@@ -10,7 +10,9 @@ use majordomus_checkout::lease::LeaseView;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{AnnounceInput, Announced, Peer, PeerId};
+use majordomus_domain::peers::{
+    AnnounceInput, Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting,
+};
 
 use majordomus_checkout::ancestry::ProcessStamp;
 
@@ -126,6 +128,20 @@ impl BoardPort for ServerState {
 
     fn end_session(&self, session_id: &str) -> bool {
         ServerState::end_session(self, session_id)
+    }
+
+    fn wait(
+        &self,
+        peer: &PeerId,
+        reason: WaitReason,
+        message: Option<&str>,
+        holder: Option<WaitHolder>,
+    ) -> Option<Waiting> {
+        ServerState::wait(self, peer, reason, message, holder)
+    }
+
+    fn moved_on(&self, peer: &PeerId) {
+        ServerState::moved_on(self, peer)
     }
 
     fn record_edits(

@@ -11,6 +11,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod browser;
 pub mod fake_model;
 pub mod real_client;
 

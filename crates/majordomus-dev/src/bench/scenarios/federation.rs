@@ -241,6 +241,7 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                         announcement: Some(claim.clone()),
                         claims: vec![claim],
                         checkout: None,
+                        waiting: None,
                     }
                 })
                 .collect();

@@ -716,6 +716,7 @@ mod tests {
             announcement: claims.last().cloned(),
             claims,
             checkout: Some(checkout(worktree, worktree == ROOT)),
+            waiting: None,
         }
     }
 

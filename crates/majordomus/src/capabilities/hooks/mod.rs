@@ -1,5 +1,7 @@
-//! `hooks.guard`, `hooks.leases`, `hooks.edit`, `hooks.news`, `hooks.end`: what a client's
-//! hooks ask of the checkout's server, over plain HTTP, on behalf of the client's session.
+//! `hooks.guard`, `hooks.leases`, `hooks.edit`, `hooks.news`, `hooks.end`, `hooks.wait`:
+//! what a client's hooks ask of the checkout's server, over plain HTTP, on behalf of the
+//! client's session. Every hook but `hooks.wait` and `hooks.end` says the session moved on:
+//! whatever it waited for the person for, it waits no more ([`wait`]).
 //!
 //! A hook runs as a short process of its own for one event of one conversation. It names
 //! that conversation by the client's own session id; the server finds the peer that speaks
@@ -7,6 +9,7 @@
 //! hooks) and answers about the whole repository's board.
 
 pub mod facts;
+pub mod wait;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -215,6 +218,7 @@ impl Operation for HooksGuard {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
+        server.moved_on(&peer);
         let mut guarded = facts::guard(ctx, &peer, &paths).await?;
         if !guarded.bumps.is_empty() {
             let mut hasher = DefaultHasher::new();
@@ -325,6 +329,7 @@ impl Operation for HooksLeases {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
+        server.moved_on(&peer);
         let held = leases::held_by_others(ctx, &peer, &input.names).await?;
         Ok(LeasesNeeded { peer, held })
     }
@@ -367,6 +372,7 @@ impl Operation for HooksEdit {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
+        server.moved_on(&peer);
         let edits = server.record_edits(&peer, &paths)?;
         let guarded = facts::guard(ctx, &peer, &paths).await?;
         Ok(Edited { edits, guarded })
@@ -409,6 +415,7 @@ impl Operation for HooksNews {
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
+        server.moved_on(&peer);
         let mut lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
         // The session's MCP connection may have taken it over meanwhile (Claude Code runs
         // its session-start hook as it starts its MCP servers): the news are told from the

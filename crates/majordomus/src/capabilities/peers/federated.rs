@@ -194,6 +194,7 @@ mod tests {
             announcement: Some(claim.clone()),
             claims: vec![claim],
             checkout: None,
+            waiting: None,
         }
     }
 

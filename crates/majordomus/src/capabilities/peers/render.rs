@@ -2,7 +2,7 @@
 
 use majordomus_domain::changes::{ChangeKind, ListedChangeOverlap, WorktreeChanges};
 use majordomus_domain::peers::SideKind;
-use majordomus_domain::peers::{PeerCheckout, PeerId};
+use majordomus_domain::peers::{Peer, PeerCheckout, PeerId, WaitReason};
 use majordomus_domain::text::for_terminal;
 
 use crate::capabilities::leases::lease_line;
@@ -10,9 +10,50 @@ use crate::render;
 
 use super::answer::PeerList;
 
-/// `peers.list` for people: a table of the peers, then a line for each overlap, change,
-/// predicted conflict and board that could not be read.
+/// Why `peer` waits for the person, and since when, on one line escaped for the terminal;
+/// `None` while it works.
+fn waiting_line(peer: &Peer) -> Option<String> {
+    let waiting = peer.waiting.as_ref()?;
+    let mut line = format!(
+        "{} ({}): {} since {}",
+        peer_side(
+            &peer.id,
+            &peer.checkout,
+            peer.attached,
+            peer.left_seconds_ago
+        ),
+        for_terminal(&peer.client.name),
+        waiting.reason.as_str(),
+        for_terminal(&waiting.since)
+    );
+    if let (WaitReason::Blocked, Some(holder)) = (waiting.reason, &waiting.holder) {
+        line.push_str(&format!(
+            ", held up by {} ({}{})",
+            for_terminal(holder.peer.as_str()),
+            for_terminal(&holder.client),
+            holder
+                .worktree
+                .as_deref()
+                .map(|worktree| format!(" in {}", for_terminal(worktree)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(message) = &waiting.message {
+        line.push_str(&format!(" — {}", for_terminal(message)));
+    }
+    Some(line)
+}
+
+/// `peers.list` for people: first the sessions that wait for the person, then a table of
+/// the peers, then a line for each overlap, change, predicted conflict and board that could
+/// not be read.
 pub(super) fn peer_list(output: &PeerList) -> String {
+    let needs_you: String = output
+        .peers
+        .iter()
+        .filter_map(|listed| waiting_line(&listed.peer))
+        .map(|line| format!("needs you: {line}\n"))
+        .collect();
     let rows: Vec<Vec<String>> = output
         .peers
         .iter()
@@ -44,7 +85,8 @@ pub(super) fn peer_list(output: &PeerList) -> String {
             ]
         })
         .collect();
-    let mut text = if rows.is_empty() {
+    let mut text = needs_you;
+    text.push_str(&if rows.is_empty() {
         "nobody is on the board".to_string()
     } else {
         render::table(
@@ -59,7 +101,7 @@ pub(super) fn peer_list(output: &PeerList) -> String {
             ],
             &rows,
         )
-    };
+    });
     text.push_str(&format!(
         "\n{} attached, {} silent, {} overlap(s), {} with changes",
         output.count,

@@ -97,6 +97,42 @@ function renderOverlaps() {
   }
 }
 
+// Why a session waits for the person, in words.
+const WAITS = {
+  permission: 'asks for permission',
+  question: 'waits for your answer',
+  finished: 'finished its turn',
+  blocked: 'is blocked by another session',
+};
+
+// The sessions that wait for the person, above everything else, each with why and since
+// when, and for a blocked one the session it waits on.
+function renderNeedsYou() {
+  const list = document.getElementById('needs-you');
+  list.replaceChildren();
+  const waiting = listing.peers.filter((peer) => peer.waiting);
+  if (waiting.length === 0) {
+    list.append(element('li', 'Nobody waits for you.', 'none'));
+    return;
+  }
+  for (const peer of waiting) {
+    const item = element('li', undefined, 'reason-' + peer.waiting.reason);
+    item.tabIndex = 0;
+    item.append(element('span', side(peer.id, peer.checkout), 'side'));
+    item.append(' (' + peer.client.name + ') ');
+    item.append(element('span', WAITS[peer.waiting.reason] || peer.waiting.reason, 'why'));
+    const holder = peer.waiting.holder;
+    if (holder) {
+      item.append(': ');
+      item.append(element('span', holder.peer + ' (' + holder.client +
+        (holder.worktree ? ' in ' + holder.worktree : '') + ')', 'holder'));
+    }
+    item.append(element('span', 'since ' + peer.waiting.since, 'since'));
+    if (peer.waiting.message) item.append(element('span', peer.waiting.message, 'message'));
+    list.append(item);
+  }
+}
+
 function renderPeers() {
   const overlapping = new Set();
   for (const overlap of listing.overlaps) {
@@ -160,6 +196,7 @@ function renderWorktrees() {
 }
 
 function render() {
+  renderNeedsYou();
   renderSummary();
   renderOverlaps();
   renderPeers();
@@ -202,6 +239,8 @@ function describe(event) {
     case 'released': return event.peer + where + ' released ' + event.paths.join(', ');
     case 'overlap_began': return 'overlap began: ' + event.peer + ' and ' + event.with + where;
     case 'overlap_ended': return 'overlap ended: ' + event.peer + ' and ' + event.with + where;
+    case 'waiting': return event.peer + where + ' waits for you: ' + event.waiting.reason;
+    case 'waiting_over': return event.peer + where + ' moved on';
     case 'sibling_reached': return 'following' + where;
     case 'sibling_lost': return 'lost' + where + ': ' + event.reason;
     default: return event.kind + where;

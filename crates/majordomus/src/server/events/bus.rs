@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use majordomus_domain::board::{PeerBoard, ReleasedClaims};
 use majordomus_domain::checkouts::Checkouts;
-use majordomus_domain::peers::{Announced, Announcement, OverlapPath, PeerCheckout, PeerId};
+use majordomus_domain::peers::{
+    Announced, Announcement, OverlapPath, PeerCheckout, PeerId, Waiting,
+};
 use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
@@ -146,6 +148,17 @@ impl EventBus {
                 queued,
             },
         );
+    }
+
+    /// A peer's waiting for the person began or changed (`Some`), or ended (`None`); the
+    /// caller holds the board's lock.
+    pub(crate) fn waiting(&self, peer: &PeerId, waiting: Option<&Waiting>) {
+        let mut inner = self.inner();
+        let change = match waiting {
+            Some(waiting) => Change::Waiting { peer, waiting },
+            None => Change::WaitingOver { peer },
+        };
+        self.publish_local(&mut inner, change);
     }
 
     /// A peer attached; the caller holds the board's lock.

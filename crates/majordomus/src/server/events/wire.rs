@@ -4,7 +4,7 @@
 use futures::{Stream, StreamExt};
 use majordomus_domain::limits;
 use majordomus_domain::peers::{
-    Announcement, ClientInfo, OverlapPath, PeerCheckout, PeerId, Transport,
+    Announcement, ClientInfo, OverlapPath, PeerCheckout, PeerId, Transport, Waiting,
 };
 use serde::Serialize;
 
@@ -56,6 +56,13 @@ pub enum Change<'a> {
     SiblingReached,
     /// A sibling worktree's stream could not be followed or was lost: re-read its board.
     SiblingLost { reason: &'a str },
+    /// A session began to wait for the person, or waits for another reason now.
+    Waiting {
+        peer: &'a PeerId,
+        waiting: &'a Waiting,
+    },
+    /// A session that waited for the person moved on (a prompt, a tool call, an announce).
+    WaitingOver { peer: &'a PeerId },
     /// A lease of the repository was asked for, handed on or let go through this server:
     /// who holds it now (none: nobody) and how many wait.
     Lease {
