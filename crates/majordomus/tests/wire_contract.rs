@@ -50,10 +50,17 @@ fn the_tool_list_is_pinned() {
     expect_file!["wire/tools-list.json"].assert_eq(&pretty(&tools));
 }
 
-/// Keys whose numbers are process ids, ports or moments: they differ between runs. Numbers
-/// under a key ending in `_ago`, `_ms` or `expires_in_secs` are ages and durations, which a
-/// slow machine makes a second or a millisecond longer.
-const VOLATILE_NUMBERS: &[&str] = &["pid", "port", "process_start", "start_time", "started"];
+/// Keys whose numbers are process ids, ports, moments or the executable's size: they differ
+/// between runs and builds. Numbers under a key ending in `_ago`, `_ms` or `expires_in_secs`
+/// are ages and durations, which a slow machine makes a second or a millisecond longer.
+const VOLATILE_NUMBERS: &[&str] = &[
+    "pid",
+    "port",
+    "process_start",
+    "start_time",
+    "started",
+    "size",
+];
 
 /// Whether the number under `key` differs between runs by nature.
 fn volatile_number(key: &str) -> bool {
@@ -64,7 +71,8 @@ fn volatile_number(key: &str) -> bool {
 }
 
 /// `value` with what differs between runs by nature replaced by a placeholder of its kind:
-/// the temporary directory, RFC 3339 times, hex digests and commit ids, loopback URLs, and
+/// the temporary directory and the build's (where the tested executable is linked), RFC 3339
+/// times, hex digests and commit ids, loopback URLs, and
 /// the numbers [`volatile_number`] names. Iterative, as every walk over an answer is.
 fn normalized(value: &Value, base: &Path) -> Value {
     let base = display(base);
@@ -77,7 +85,9 @@ fn normalized(value: &Value, base: &Path) -> Value {
     while let Some(node) = pending.pop() {
         match node {
             Value::String(text) => {
-                let replaced = text.replace(&base, "<tmp>");
+                let replaced = text
+                    .replace(&base, "<tmp>")
+                    .replace(env!("CARGO_TARGET_TMPDIR"), "<target-tmp>");
                 let replaced = time.replace_all(&replaced, "<time>");
                 let replaced = url.replace_all(&replaced, "<url>");
                 *text = hex.replace_all(&replaced, "<hex>").into_owned();
