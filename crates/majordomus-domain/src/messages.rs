@@ -153,7 +153,9 @@ pub enum MessageError {
     TooManyRecipients(usize),
     #[error("a session does not send messages to itself")]
     ToSelf,
-    #[error("message {0} is not kept (it never was, or it was dropped as older than the last {MESSAGES_KEPT})")]
+    #[error(
+        "message {0} is not kept (it never was, or it was dropped as older than the last {MESSAGES_KEPT})"
+    )]
     UnknownMessage(u64),
     #[error("message {0} was not delivered to you, so you cannot answer it")]
     NotYours(u64),
@@ -412,7 +414,9 @@ impl Mailbox {
         now_ms: u64,
     ) -> Result<Option<Accepted>, MessageError> {
         self.check_answerable(id, by)?;
-        let message = self.message_mut(id).ok_or(MessageError::UnknownMessage(id))?;
+        let message = self
+            .message_mut(id)
+            .ok_or(MessageError::UnknownMessage(id))?;
         let Some(handoff) = &mut message.handoff else {
             return Err(MessageError::NothingToAccept(id));
         };
@@ -577,10 +581,19 @@ mod tests {
         );
         let delivery = mailbox.deliver(&party("p2"), "UserPromptSubmit", 12);
         assert_eq!(delivery.messages.len(), 1);
-        assert!(mailbox.deliver(&party("p2"), "PostToolUse", 13).messages.is_empty());
+        assert!(
+            mailbox
+                .deliver(&party("p2"), "PostToolUse", 13)
+                .messages
+                .is_empty()
+        );
         let receipt = &mailbox.message(id).unwrap().receipts[0];
         assert_eq!(
-            (receipt.state, receipt.through.as_deref(), receipt.delivered_ms),
+            (
+                receipt.state,
+                receipt.through.as_deref(),
+                receipt.delivered_ms
+            ),
             (ReceiptState::Delivered, Some("UserPromptSubmit"), Some(12))
         );
         assert_eq!(state(&mailbox, id, "p3"), ReceiptState::Queued);
@@ -595,16 +608,25 @@ mod tests {
     }
 
     #[test]
-    fn a_recipient_that_ended_expires_what_waited_and_a_later_session_of_that_id_gets_nothing()
-    {
+    fn a_recipient_that_ended_expires_what_waited_and_a_later_session_of_that_id_gets_nothing() {
         let mut mailbox = Mailbox::default();
         let id = mailbox.send(to("p1", &["p2"], "hello"), 10).unwrap();
         let mut successor = party("p2");
         successor.connected_at = "2026-12-01T11:00:00Z".into();
-        assert!(mailbox.deliver(&successor, "SessionStart", 11).messages.is_empty());
+        assert!(
+            mailbox
+                .deliver(&successor, "SessionStart", 11)
+                .messages
+                .is_empty()
+        );
         assert_eq!(mailbox.expire("0123abcd", |p| p.is(&party("p1"))), 1);
         assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Expired);
-        assert!(mailbox.deliver(&party("p2"), "SessionStart", 12).messages.is_empty());
+        assert!(
+            mailbox
+                .deliver(&party("p2"), "SessionStart", 12)
+                .messages
+                .is_empty()
+        );
     }
 
     #[test]
@@ -633,12 +655,18 @@ mod tests {
             handoff: vec![claim],
             ..to("p1", &["p2", "p3"], "x")
         };
-        assert_eq!(mailbox.send(handoff, 1), Err(MessageError::HandoffToMany(2)));
+        assert_eq!(
+            mailbox.send(handoff, 1),
+            Err(MessageError::HandoffToMany(2))
+        );
         let reply = Outgoing {
             reply_to: Some(99),
             ..to("p1", &["p2"], "x")
         };
-        assert_eq!(mailbox.send(reply, 1), Err(MessageError::UnknownMessage(99)));
+        assert_eq!(
+            mailbox.send(reply, 1),
+            Err(MessageError::UnknownMessage(99))
+        );
         assert!(mailbox.messages.is_empty() && mailbox.last_id == 0);
     }
 
@@ -709,7 +737,11 @@ mod tests {
 
         let covered = offer(&mut mailbox);
         mailbox.deliver(&party("p2"), "PostToolUse", 7);
-        assert!(mailbox.accept_covered(&party("p2"), |_| false, 8).is_empty());
+        assert!(
+            mailbox
+                .accept_covered(&party("p2"), |_| false, 8)
+                .is_empty()
+        );
         let moved = mailbox.accept_covered(&party("p2"), |c| c.name == "parser", 8);
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].message, covered);

@@ -56,6 +56,13 @@ pub enum Change<'a> {
     SiblingReached,
     /// A sibling worktree's stream could not be followed or was lost: re-read its board.
     SiblingLost { reason: &'a str },
+    /// A peer's named claim was handed to another session, which accepted it; it announces
+    /// the claim on its own board.
+    HandedOver {
+        peer: &'a PeerId,
+        claim: &'a str,
+        to: &'a str,
+    },
     /// A lease of the repository was asked for, handed on or let go through this server:
     /// who holds it now (none: nobody) and how many wait.
     Lease {
