@@ -266,7 +266,7 @@ impl Mailbox {
             reply_to: outgoing.reply_to,
             sent_ms: now_ms,
             receipts,
-            handoff: (!outgoing.handoff.is_empty()).then(|| Handoff {
+            handoff: (!outgoing.handoff.is_empty()).then_some(Handoff {
                 claims: outgoing.handoff,
                 state: HandoffState::Offered,
                 settled_ms: None,

@@ -320,7 +320,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
         .await;
     assert_eq!(
         holder_everywhere(&repo, &root, &lease, &sender, "parser").await,
-        [sender_id.clone()],
+        [sender_id.as_str()],
         "queued: the sender keeps it"
     );
     let shown = heir.answer(MESSAGES, json!({})).await;
@@ -331,7 +331,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
     );
     assert_eq!(
         holder_everywhere(&repo, &root, &lease, &sender, "parser").await,
-        [sender_id.clone()],
+        [sender_id.as_str()],
         "delivered, not accepted: the sender keeps it"
     );
     let accepted = heir
@@ -343,7 +343,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
     assert_eq!(accepted["accepted"], json!(["parser"]));
     assert_eq!(
         holder_everywhere(&repo, &root, &lease, &sender, "parser").await,
-        [heir_id.clone()],
+        [heir_id.as_str()],
         "accepted: the claim moved in one step"
     );
     let list = sender.answer(MESSAGES, json!({})).await;
@@ -384,7 +384,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
         .await;
     assert_eq!(
         holder_everywhere(&repo, &root, &lease, &sender, "docs").await,
-        [heir_id.clone()],
+        [heir_id.as_str()],
         "refused: the sender keeps it"
     );
 
@@ -416,7 +416,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
     .await;
     assert_eq!(
         holder_everywhere(&repo, &root, &lease, &sender, "docs").await,
-        [heir_id.clone()],
+        [heir_id.as_str()],
         "expired: the sender keeps it"
     );
     sender.close().await;

@@ -44,9 +44,12 @@ pub enum Turn {
     Later(Decide),
 }
 
+/// What decides a [`Turn::Later`] from the requests received so far.
+type Decision = dyn Fn(&[Recorded]) -> Turn + Send + Sync;
+
 /// How a [`Turn::Later`] is decided; run on a blocking thread.
 #[derive(Clone)]
-pub struct Decide(pub Arc<dyn Fn(&[Recorded]) -> Turn + Send + Sync>);
+pub struct Decide(pub Arc<Decision>);
 
 impl std::fmt::Debug for Decide {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

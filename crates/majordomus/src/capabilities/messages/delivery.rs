@@ -15,12 +15,11 @@ use majordomus_domain::messages::{Accepted, Delivery, HandedClaim, Mailbox, Part
 use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::{AnnounceInput, PeerId};
 use majordomus_domain::sync::LockExt;
-use majordomus_domain::text::{for_terminal, quoted};
+use majordomus_domain::text::{self, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::parties::{mailbox_file, me, party_here, unreadable};
-use super::{MessageList, handed};
 use crate::api::CapabilityError;
 use crate::context::{Context, Site};
 use crate::port::{BoardPort, EDITS_CLAIM};
@@ -424,54 +423,28 @@ fn covered(claim: &HandedClaim, held: &[ClaimPath], root: &str) -> bool {
         })
 }
 
-/// `messages.list` for people.
-pub(super) fn render_list(list: &MessageList) -> String {
-    use majordomus_domain::messages::ReceiptState;
-    let mut out = String::new();
-    if list.messages.is_empty() {
-        out.push_str("no messages");
-    }
-    for message in &list.messages {
-        out.push_str(&format!(
-            "#{} from {} to {}: {}\n",
-            message.id,
-            for_terminal(&message.from.label),
-            for_terminal(&message.addressed),
-            for_terminal(&message.text)
-        ));
-        for receipt in &message.receipts {
-            let how = match receipt.state {
-                ReceiptState::Delivered | ReceiptState::Answered => format!(
-                    "{} through {}{}",
-                    receipt.state.word(),
-                    for_terminal(receipt.through.as_deref().unwrap_or("?")),
-                    receipt
-                        .reply
-                        .map(|reply| format!(", reply #{reply}"))
-                        .unwrap_or_default()
-                ),
-                ReceiptState::Expired => format!(
-                    "expired: {}",
-                    receipt.expired.as_deref().unwrap_or("the recipient ended")
-                ),
-                ReceiptState::Queued => "queued".to_owned(),
-            };
-            out.push_str(&format!("  {}: {how}\n", for_terminal(&receipt.to.label)));
-        }
-        if let Some(handoff) = &message.handoff {
-            let names: Vec<&str> = handoff.claims.iter().map(|c| c.name.as_str()).collect();
-            out.push_str(&format!(
-                "  handoff of {}: {}\n",
-                for_terminal(&names.join(", ")),
-                handoff.state.word()
-            ));
-        }
-    }
-    if list.dropped > 0 {
-        out.push_str(&format!(
-            "{} older messages are no longer kept\n",
-            list.dropped
-        ));
-    }
-    out.trim_end().to_owned()
+/// The claims named in a handoff, as the sender holds them.
+fn handed(
+    names: &[String],
+    held: &[majordomus_domain::peers::Announcement],
+) -> Result<Vec<HandedClaim>, CapabilityError> {
+    names
+        .iter()
+        .map(|name| {
+            held.iter()
+                .find(|claim| claim.name.as_deref() == Some(name.as_str()))
+                .map(|claim| HandedClaim {
+                    name: name.clone(),
+                    intent: claim.intent.clone(),
+                    scope: claim.scope.clone(),
+                })
+                .ok_or_else(|| {
+                    CapabilityError::not_found(format!(
+                        "`handoff` names claim {}, which you do not hold: hand over claims \
+                         you announced under a name (`claim`)",
+                        text::quoted(name, 80)
+                    ))
+                })
+        })
+        .collect()
 }

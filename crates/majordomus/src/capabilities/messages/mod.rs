@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use majordomus_domain::leases::millis;
 use majordomus_domain::limits::{HANDOFF_CLAIMS, MESSAGE_TEXT_CHARS};
-use majordomus_domain::messages::{HandedClaim, Message, MessageError, Outgoing, Party};
+use majordomus_domain::messages::{Message, MessageError, Outgoing, Party};
 use majordomus_domain::text::{self, Field, for_terminal};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,10 +38,10 @@ pub struct SendInput {
     /// A session's qualified id (`p2@3f9a0c1e`), `path:<repository path>` (whoever holds it)
     /// or `worktree:<name>`; a reply may leave it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 1_100), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = 1_100))]
     pub to: Option<String>,
     /// One paragraph, at most 1,000 characters.
-    #[schemars(length(min = 1, max = MESSAGE_TEXT_CHARS), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = MESSAGE_TEXT_CHARS))]
     pub text: String,
     /// The message this answers.
     #[serde(
@@ -251,7 +251,7 @@ impl Operation for MessagesSend {
 pub struct ListInput {
     /// Whose messages (a qualified id); default yours, or everyone's without a session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = 256))]
     pub session: Option<String>,
 }
 
@@ -301,7 +301,7 @@ impl Operation for MessagesList {
     };
 
     fn render(output: &MessageList) -> String {
-        delivery::render_list(output)
+        render_list(output)
     }
 
     async fn run(ctx: &Context, input: ListInput) -> Result<MessageList, CapabilityError> {
@@ -345,28 +345,54 @@ fn refusal(error: MessageError) -> CapabilityError {
     }
 }
 
-/// The claims named in a handoff, as the sender holds them.
-fn handed(
-    names: &[String],
-    held: &[majordomus_domain::peers::Announcement],
-) -> Result<Vec<HandedClaim>, CapabilityError> {
-    names
-        .iter()
-        .map(|name| {
-            held.iter()
-                .find(|claim| claim.name.as_deref() == Some(name.as_str()))
-                .map(|claim| HandedClaim {
-                    name: name.clone(),
-                    intent: claim.intent.clone(),
-                    scope: claim.scope.clone(),
-                })
-                .ok_or_else(|| {
-                    CapabilityError::not_found(format!(
-                        "`handoff` names claim {}, which you do not hold: hand over claims \
-                         you announced under a name (`claim`)",
-                        text::quoted(name, 80)
-                    ))
-                })
-        })
-        .collect()
+/// `messages.list` for people.
+fn render_list(list: &MessageList) -> String {
+    use majordomus_domain::messages::ReceiptState;
+    let mut out = String::new();
+    if list.messages.is_empty() {
+        out.push_str("no messages");
+    }
+    for message in &list.messages {
+        out.push_str(&format!(
+            "#{} from {} to {}: {}\n",
+            message.id,
+            for_terminal(&message.from.label),
+            for_terminal(&message.addressed),
+            for_terminal(&message.text)
+        ));
+        for receipt in &message.receipts {
+            let how = match receipt.state {
+                ReceiptState::Delivered | ReceiptState::Answered => format!(
+                    "{} through {}{}",
+                    receipt.state.word(),
+                    for_terminal(receipt.through.as_deref().unwrap_or("?")),
+                    receipt
+                        .reply
+                        .map(|reply| format!(", reply #{reply}"))
+                        .unwrap_or_default()
+                ),
+                ReceiptState::Expired => format!(
+                    "expired: {}",
+                    receipt.expired.as_deref().unwrap_or("the recipient ended")
+                ),
+                ReceiptState::Queued => "queued".to_owned(),
+            };
+            out.push_str(&format!("  {}: {how}\n", for_terminal(&receipt.to.label)));
+        }
+        if let Some(handoff) = &message.handoff {
+            let names: Vec<&str> = handoff.claims.iter().map(|c| c.name.as_str()).collect();
+            out.push_str(&format!(
+                "  handoff of {}: {}\n",
+                for_terminal(&names.join(", ")),
+                handoff.state.word()
+            ));
+        }
+    }
+    if list.dropped > 0 {
+        out.push_str(&format!(
+            "{} older messages are no longer kept\n",
+            list.dropped
+        ));
+    }
+    out.trim_end().to_owned()
 }

@@ -138,7 +138,7 @@ pub(super) async fn recipients(
     address: &Address,
 ) -> Result<Vec<Party>, CapabilityError> {
     let listing = peers::listing(ctx, Checkouts::Repository, Detail::PeersOnly).await?;
-    let me = super::me(ctx);
+    let me = me(ctx);
     let live = listing
         .peers
         .iter()
