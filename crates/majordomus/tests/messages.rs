@@ -81,6 +81,8 @@ async fn a_session_without_hooks_gets_a_message_in_its_next_tool_answer_once() {
     assert_eq!(sent["to"][0]["qualified_id"], holder_id.as_str(), "{sent}");
     let id = sent["id"].clone();
     assert_eq!(receipt(&sender, &id, &holder_id).await["state"], "queued");
+    let listing = sender.answer("majordomus_peers", json!({})).await;
+    assert_eq!(listing["messages_queued"], 1, "peers counts what waits");
 
     let answer = holder.answer("majordomus_peers", json!({})).await;
     let inbox = &answer["inbox"];
