@@ -1137,3 +1137,87 @@ async fn claude_code_hears_a_message_to_the_file_it_holds_and_the_receipt_follow
     assert_eq!(answered["state"], "answered", "{}", looks[2]);
     assert_eq!(answered["reply"], 2);
 }
+
+/// A Gemini CLI recipient hears a message to the file it holds through its own AfterTool hook,
+/// in its next model request, and the sender's receipt names that hook; its reply answers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_hears_a_message_through_its_after_tool_hook() {
+    const TEXT: &str = "The lexer's token type changes today; tell me before you touch it.";
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::GeminiCli);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let progress = Arc::new(Progress::default());
+    let turns = {
+        let (p1, p2) = (progress.clone(), progress.clone());
+        let write = Client::GeminiCli.write_file(&checkout, "src/lib.rs", "pub fn lex() {}\n");
+        vec![
+            Turn::call(
+                "majordomus_announce",
+                json!({"intent": "rework the lexer", "scope": ["src/lib.rs"]}),
+            ),
+            Turn::later(move |_| {
+                p1.mark("held");
+                if p1.wait("sent") {
+                    write.clone()
+                } else {
+                    Turn::answer("nothing was sent")
+                }
+            }),
+            Turn::later(move |requests| match fenced_message_id(requests) {
+                Some(id) => Turn::call(
+                    "majordomus_send",
+                    json!({"reply_to": id, "text": "Noted; I keep off the token type."}),
+                ),
+                None => {
+                    p2.mark("no message");
+                    Turn::answer("no message reached the model")
+                }
+            }),
+            Turn::answer("done"),
+        ]
+    };
+    let fake = FakeModel::start(turns).await;
+    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
+    let sending = {
+        let (progress, sender) = (progress.clone(), &sender);
+        async move {
+            let waiting = progress.clone();
+            let held = tokio::task::spawn_blocking(move || waiting.wait("held"))
+                .await
+                .unwrap();
+            assert!(held, "the Gemini session held src/lib.rs");
+            let sent = sender
+                .answer(
+                    "majordomus_send",
+                    json!({"to": "path:src/lib.rs", "text": TEXT}),
+                )
+                .await;
+            progress.mark("sent");
+            sent
+        }
+    };
+    let (run, sent) = tokio::join!(
+        workspace.run(&checkout, &fake, "Rework the lexer."),
+        sending
+    );
+    assert!(run.status.success(), "{}", run.output());
+    assert_eq!(fake.unplayed(), 0, "the script:\n{}", fake.summary());
+    let heard = fake
+        .requests()
+        .into_iter()
+        .map(|request| request.body.to_string())
+        .find(|body| body.contains(TEXT))
+        .unwrap_or_else(|| panic!("no request carried the message:\n{}", fake.summary()));
+    assert!(
+        heard.contains("no authority of the person") && heard.contains("--- message 1 from"),
+        "fenced and marked: {heard}"
+    );
+    let list = sender.answer("majordomus_messages", json!({})).await;
+    let receipt = &list["messages"][0]["receipts"][0];
+    assert_eq!(list["messages"][0]["id"], sent["id"]);
+    assert_eq!(receipt["state"], "answered", "{list:#}");
+    assert_eq!(receipt["through"], "gemini-cli AfterTool hook", "{list:#}");
+    sender.close().await;
+}
