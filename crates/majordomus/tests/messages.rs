@@ -309,6 +309,17 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
     let heir_id = qualified_id(&heir).await;
     sender
         .answer(
+            "majordomus_session_attach",
+            json!({"external_id": "conv-sender"}),
+        )
+        .await;
+    heir.answer(
+        "majordomus_session_attach",
+        json!({"external_id": "conv-heir"}),
+    )
+    .await;
+    sender
+        .answer(
             "majordomus_announce",
             json!({"intent": "port the parser", "scope": ["src/parser"], "claim": "parser"}),
         )
@@ -348,6 +359,24 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
         [heir_id.as_str()],
         "accepted: the claim moved in one step"
     );
+    let journal = common::git_dir(&root).join("majordomus/episodes.jsonl");
+    eventually("both episodes' journals record the handoff", || async {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        let recorded = |episode: &str, event: &str| {
+            text.lines().any(|line| {
+                let record: Value = serde_json::from_str(line).unwrap();
+                record["external_id"] == episode
+                    && record["event"] == event
+                    && line.contains("\"parser\"")
+            })
+        };
+        if recorded("conv-sender", "released") && recorded("conv-heir", "announced") {
+            Ok(())
+        } else {
+            Err(text.clone())
+        }
+    })
+    .await;
     let list = sender.answer(MESSAGES, json!({})).await;
     let handoff = &list["messages"]
         .as_array()
@@ -364,6 +393,40 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
         .await
         .unwrap_err();
     assert!(again.contains("already accepted"), "{again}");
+
+    // Accepted by announcing over it: the heir's own claim covers the offered one.
+    sender
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "the API types", "scope": ["src/api/types.rs"], "claim": "api"}),
+        )
+        .await;
+    sender
+        .answer(
+            SEND,
+            json!({"to": heir_id, "text": "And the API types, if you take src/api.", "handoff": ["api"]}),
+        )
+        .await;
+    heir.answer(MESSAGES, json!({})).await;
+    assert_eq!(
+        holder_everywhere(&repo, &root, &lease, &sender, "api").await,
+        [sender_id.as_str()],
+        "read, not yet accepted: the sender keeps it"
+    );
+    heir.answer(
+        "majordomus_announce",
+        json!({"intent": "own the API", "scope": ["src/api"], "claim": "whole-api"}),
+    )
+    .await;
+    eventually("the covering announce accepts the handoff", || async {
+        let holders = holder_everywhere(&repo, &root, &lease, &sender, "api").await;
+        if holders == [heir_id.as_str()] {
+            Ok(())
+        } else {
+            Err(format!("{holders:?}"))
+        }
+    })
+    .await;
 
     // Refused: it stays.
     heir.answer(
