@@ -419,7 +419,7 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
     )
     .await;
     eventually("the covering announce accepts the handoff", || async {
-        let holders = holder_everywhere(&repo, &root, &lease, &sender, "api").await;
+        let holders = holders_of(&peers_rest(&lease).await, "api");
         if holders == [heir_id.as_str()] {
             Ok(())
         } else {
@@ -427,6 +427,11 @@ async fn a_handoff_moves_the_claim_on_acceptance_and_never_before() {
         }
     })
     .await;
+    assert_eq!(
+        holder_everywhere(&repo, &root, &lease, &sender, "api").await,
+        [heir_id.as_str()],
+        "accepted by the covering announce"
+    );
 
     // Refused: it stays.
     heir.answer(
