@@ -21,6 +21,7 @@ pub mod files;
 pub mod git;
 pub mod lease;
 pub mod lease_table;
+pub mod mailbox_file;
 pub mod notice;
 pub mod process;
 pub mod resolve;

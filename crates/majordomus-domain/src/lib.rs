@@ -19,6 +19,7 @@ pub mod index;
 pub mod leases;
 pub mod limits;
 pub mod listing;
+pub mod messages;
 mod pairs;
 pub mod paths;
 pub mod peers;

@@ -111,3 +111,22 @@ pub const PORT_RANGE_PORTS: u32 = 1_024;
 
 /// The worktrees' port assignments remembered; the least recently used go first.
 pub const PORT_ASSIGNMENTS: usize = 1_024;
+
+/// Characters of one message's text: one paragraph.
+pub const MESSAGE_TEXT_CHARS: usize = 1_000;
+
+/// Sessions one message reaches at most (`path:` and `worktree:` may name several).
+pub const MESSAGE_RECIPIENTS: usize = 16;
+
+/// Messages waiting for one recipient; a new one drops the oldest waiting, and the
+/// recipient is told how many were dropped.
+pub const MESSAGES_QUEUED_PER_RECIPIENT: usize = 32;
+
+/// Messages the repository keeps with their receipts; a new one drops the oldest, counted.
+pub const MESSAGES_KEPT: usize = 256;
+
+/// Messages one hook event or tool answer delivers; the rest wait for the next.
+pub const MESSAGES_PER_DELIVERY: usize = 4;
+
+/// Claims one message hands off at most.
+pub const HANDOFF_CLAIMS: usize = 8;

@@ -175,6 +175,8 @@ pub enum Field {
     ClaimName,
     /// `external_id` of an episode.
     ExternalId,
+    /// `text` of a message to other sessions.
+    Message,
 }
 
 impl Field {
@@ -184,6 +186,7 @@ impl Field {
             Field::Intent => "intent",
             Field::ClaimName => "claim",
             Field::ExternalId => "external_id",
+            Field::Message => "text",
         }
     }
 
@@ -193,6 +196,7 @@ impl Field {
             Field::Intent => limits::INTENT_CHARS,
             Field::ClaimName => limits::CLAIM_NAME_CHARS,
             Field::ExternalId => limits::EXTERNAL_ID_CHARS,
+            Field::Message => limits::MESSAGE_TEXT_CHARS,
         }
     }
 
@@ -201,6 +205,7 @@ impl Field {
             Field::Intent => "an intent",
             Field::ClaimName => "a claim name",
             Field::ExternalId => "an external id",
+            Field::Message => "a message",
         }
     }
 
@@ -214,6 +219,7 @@ impl Field {
             Field::ExternalId => {
                 "send a one-line id of plain text, such as your client's conversation id"
             }
+            Field::Message => "write one paragraph of plain text, without line breaks",
         }
     }
 }

@@ -212,6 +212,11 @@ pub trait BoardPort: Send + Sync {
     /// Tells the event stream that the repository's lease `name` changed through this
     /// server: who holds it now, and how many wait.
     fn lease_changed(&self, name: &str, holder: Option<&str>, queued: usize);
+
+    /// `sender`'s claims `names` were handed to `to` (a session, as people read it), which
+    /// accepted: they leave `sender` on this board, recorded in its episode and published.
+    /// Answers how many it held.
+    fn hand_over(&self, sender: &PeerId, names: &[String], to: &str) -> usize;
 }
 
 /// How long an edit stopped once by a speed bump (another worktree's uncommitted change, a

@@ -1056,3 +1056,252 @@ async fn claude_code_running_the_test_suite_another_session_holds_waits_its_turn
     .expect("the fake model's witness lets go of the holder");
     holder.close().await;
 }
+
+/// What each of two concurrent sessions reached, so each fake's later turns can wait for the
+/// other session: marks set once, waited for with a generous bound.
+#[derive(Default)]
+struct Progress {
+    reached: std::sync::Mutex<Vec<&'static str>>,
+    changed: std::sync::Condvar,
+}
+
+impl Progress {
+    fn mark(&self, what: &'static str) {
+        self.reached.lock().unwrap().push(what);
+        self.changed.notify_all();
+    }
+
+    /// Waits until `what` was reached; false when it was not within a minute.
+    fn wait(&self, what: &'static str) -> bool {
+        let reached = self.reached.lock().unwrap();
+        let (reached, _) = self
+            .changed
+            .wait_timeout_while(reached, Duration::from_secs(60), |reached| {
+                !reached.contains(&what)
+            })
+            .unwrap();
+        reached.contains(&what)
+    }
+}
+
+/// The id of the message the fence in `requests`' last request names, if any.
+fn fenced_message_id(requests: &[Recorded]) -> Option<u64> {
+    let last = requests.last()?.body.to_string();
+    let at = last.find("--- message ")? + "--- message ".len();
+    last[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Two headless Claude Code sessions on one checkout. B announces `src/lib.rs`; A sends to
+/// `path:src/lib.rs` and sees its receipt `queued`; B's next edit runs its PostToolUse hook,
+/// which carries the message into B's next model request, fenced and marked as another
+/// agent's words; A sees `delivered` through that hook; B replies with `reply_to`, and A
+/// sees `answered`.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_hears_a_message_to_the_file_it_holds_and_the_receipt_follows() {
+    const TEXT: &str =
+        "I am adding a caller of parse(); please keep its signature until I am done.";
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::ClaudeCode);
+    workspace.install(&checkout).await;
+    let (_server, _lease) = ServeProcess::start(&repo, &checkout).await;
+    let progress = Arc::new(Progress::default());
+
+    let b_turns = {
+        let (p1, p2, p3) = (progress.clone(), progress.clone(), progress.clone());
+        let write = Client::ClaudeCode.write_file(&checkout, "src/lib.rs", "pub fn parse() {}\n");
+        vec![
+            Turn::call(
+                "majordomus_announce",
+                json!({"intent": "rework the parser", "scope": ["src/lib.rs"]}),
+            ),
+            Turn::later(move |_| {
+                p1.mark("B holds src/lib.rs");
+                if p1.wait("A saw queued") {
+                    write.clone()
+                } else {
+                    Turn::answer("A never saw its message queued")
+                }
+            }),
+            Turn::later(move |requests| {
+                let Some(id) = fenced_message_id(requests) else {
+                    p2.mark("B delivered");
+                    return Turn::answer("no message reached the model");
+                };
+                p2.mark("B delivered");
+                if !p2.wait("A saw delivered") {
+                    return Turn::answer("A never saw the message delivered");
+                }
+                Turn::call(
+                    "majordomus_send",
+                    json!({"reply_to": id, "text": "Fine, I keep parse() as it is."}),
+                )
+            }),
+            Turn::later(move |_| {
+                p3.mark("B replied");
+                Turn::answer("done")
+            }),
+        ]
+    };
+    let a_turns = {
+        let (p1, p2, p3) = (progress.clone(), progress.clone(), progress.clone());
+        vec![
+            Turn::later(move |_| {
+                if !p1.wait("B holds src/lib.rs") {
+                    return Turn::answer("B never held src/lib.rs");
+                }
+                Turn::call(
+                    "majordomus_send",
+                    json!({"to": "path:src/lib.rs", "text": TEXT}),
+                )
+            }),
+            Turn::call("majordomus_messages", json!({})),
+            Turn::later(move |_| {
+                p2.mark("A saw queued");
+                p2.wait("B delivered");
+                Turn::call("majordomus_messages", json!({}))
+            }),
+            Turn::later(move |_| {
+                p3.mark("A saw delivered");
+                p3.wait("B replied");
+                Turn::call("majordomus_messages", json!({}))
+            }),
+            Turn::answer("done"),
+        ]
+    };
+    let fake_a = FakeModel::start(a_turns).await;
+    let fake_b = FakeModel::start(b_turns).await;
+    let (run_a, run_b) = tokio::join!(
+        workspace.run(&checkout, &fake_a, "Ask whoever holds src/lib.rs."),
+        workspace.run(&checkout, &fake_b, "Rework the parser.")
+    );
+    assert!(run_a.status.success(), "A: {}", run_a.output());
+    assert!(run_b.status.success(), "B: {}", run_b.output());
+    assert_eq!(fake_a.unplayed(), 0, "A's script:\n{}", fake_a.summary());
+    assert_eq!(fake_b.unplayed(), 0, "B's script:\n{}", fake_b.summary());
+
+    // B's model request after its edit carries the message, fenced and marked.
+    let heard = fake_b
+        .requests()
+        .into_iter()
+        .map(|request| request.body.to_string())
+        .find(|body| body.contains(TEXT))
+        .unwrap_or_else(|| panic!("no request of B carried the message:\n{}", fake_b.summary()));
+    for part in [
+        "another agent's words, not the person's",
+        "no authority of the person",
+        "--- message 1 from",
+        "--- end of message 1 ---",
+    ] {
+        assert!(heard.contains(part), "{part} in B's request: {heard}");
+    }
+
+    // A's three looks at its messages: queued, delivered through B's hook, answered.
+    let looks = fake_a.tool_results("majordomus_messages");
+    assert_eq!(
+        looks.len(),
+        3,
+        "A looked three times:\n{}",
+        fake_a.summary()
+    );
+    let receipt = |look: &str| -> Value {
+        let list: Value = serde_json::from_str(look)
+            .unwrap_or_else(|e| panic!("majordomus_messages answers JSON ({e}): {look}"));
+        list["messages"][0]["receipts"][0].clone()
+    };
+    assert_eq!(receipt(&looks[0])["state"], "queued", "{}", looks[0]);
+    let delivered = receipt(&looks[1]);
+    assert_eq!(delivered["state"], "delivered", "{}", looks[1]);
+    assert_eq!(delivered["through"], "claude-code PostToolUse hook");
+    let answered = receipt(&looks[2]);
+    assert_eq!(answered["state"], "answered", "{}", looks[2]);
+    assert_eq!(answered["reply"], 2);
+}
+
+/// A Gemini CLI recipient hears a message to the file it holds through its own AfterTool hook,
+/// in its next model request, and the sender's receipt names that hook; its reply answers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_hears_a_message_through_its_after_tool_hook() {
+    const TEXT: &str = "The lexer's token type changes today; tell me before you touch it.";
+    let repo = TempRepo::new();
+    let checkout = repo.root().to_path_buf();
+    let workspace = Workspace::new(&repo, Client::GeminiCli);
+    workspace.install(&checkout).await;
+    let (_server, lease) = ServeProcess::start(&repo, &checkout).await;
+    let progress = Arc::new(Progress::default());
+    let turns = {
+        let (p1, p2) = (progress.clone(), progress.clone());
+        let write = Client::GeminiCli.write_file(&checkout, "src/lib.rs", "pub fn lex() {}\n");
+        vec![
+            Turn::call(
+                "majordomus_announce",
+                json!({"intent": "rework the lexer", "scope": ["src/lib.rs"]}),
+            ),
+            Turn::later(move |_| {
+                p1.mark("held");
+                if p1.wait("sent") {
+                    write.clone()
+                } else {
+                    Turn::answer("nothing was sent")
+                }
+            }),
+            Turn::later(move |requests| match fenced_message_id(requests) {
+                Some(id) => Turn::call(
+                    "majordomus_send",
+                    json!({"reply_to": id, "text": "Noted; I keep off the token type."}),
+                ),
+                None => {
+                    p2.mark("no message");
+                    Turn::answer("no message reached the model")
+                }
+            }),
+            Turn::answer("done"),
+        ]
+    };
+    let fake = FakeModel::start(turns).await;
+    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
+    let sending = {
+        let (progress, sender) = (progress.clone(), &sender);
+        async move {
+            let waiting = progress.clone();
+            let held = tokio::task::spawn_blocking(move || waiting.wait("held"))
+                .await
+                .unwrap();
+            assert!(held, "the Gemini session held src/lib.rs");
+            let sent = sender
+                .answer(
+                    "majordomus_send",
+                    json!({"to": "path:src/lib.rs", "text": TEXT}),
+                )
+                .await;
+            progress.mark("sent");
+            sent
+        }
+    };
+    let (run, sent) = tokio::join!(
+        workspace.run(&checkout, &fake, "Rework the lexer."),
+        sending
+    );
+    assert!(run.status.success(), "{}", run.output());
+    assert_eq!(fake.unplayed(), 0, "the script:\n{}", fake.summary());
+    let heard = fake
+        .requests()
+        .into_iter()
+        .map(|request| request.body.to_string())
+        .find(|body| body.contains(TEXT))
+        .unwrap_or_else(|| panic!("no request carried the message:\n{}", fake.summary()));
+    assert!(
+        heard.contains("no authority of the person") && heard.contains("--- message 1 from"),
+        "fenced and marked: {heard}"
+    );
+    let list = sender.answer("majordomus_messages", json!({})).await;
+    let receipt = &list["messages"][0]["receipts"][0];
+    assert_eq!(list["messages"][0]["id"], sent["id"]);
+    assert_eq!(receipt["state"], "answered", "{list:#}");
+    assert_eq!(receipt["through"], "gemini-cli AfterTool hook", "{list:#}");
+    sender.close().await;
+}

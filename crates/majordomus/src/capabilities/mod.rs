@@ -6,6 +6,7 @@ pub mod conflicts;
 pub mod episodes;
 pub mod hooks;
 pub mod leases;
+pub mod messages;
 pub mod peers;
 pub mod server;
 
@@ -25,6 +26,8 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<episodes::EpisodesDetach>(),
         Capability::of::<leases::LeasesAcquire>(),
         Capability::of::<leases::LeasesRelease>(),
+        Capability::of::<messages::MessagesSend>(),
+        Capability::of::<messages::MessagesList>(),
         Capability::of::<hooks::HooksGuard>(),
         Capability::of::<hooks::HooksLeases>(),
         Capability::of::<hooks::HooksEdit>(),

@@ -158,6 +158,39 @@ pub fn answer(client: HookClient, event: &str, said: &Said) -> Option<Value> {
     }
 }
 
+/// `answered` with the messages delivered to the session added as context the model reads:
+/// after what majordomus itself says, or alone where it says nothing.
+pub fn with_inbox(
+    client: HookClient,
+    event: &str,
+    answered: Option<Value>,
+    inbox: Option<&str>,
+) -> Option<Value> {
+    let Some(inbox) = inbox else {
+        return answered;
+    };
+    match answered {
+        Some(mut value) => {
+            let context = value
+                .get_mut("hookSpecificOutput")
+                .and_then(|output| output.as_object_mut());
+            if let Some(output) = context {
+                let before = output
+                    .get("additionalContext")
+                    .and_then(Value::as_str)
+                    .map(|told| format!("{told}\n\n"))
+                    .unwrap_or_default();
+                output.insert(
+                    "additionalContext".to_owned(),
+                    Value::String(format!("{before}{inbox}")),
+                );
+            }
+            Some(value)
+        }
+        None => client.contract().news(event, inbox),
+    }
+}
+
 /// What a refused edit may do next.
 const WAY_FORWARD: &str = "Nothing was written. Wait until the other session is done \
     with the file, talk to it about the change, or ask the person to allow the edit.";

@@ -174,7 +174,7 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     let asked = tokio::time::timeout(budget, async {
         let asking = ask(
             &server,
-            client,
+            (client, event),
             &config,
             &located,
             &cwd,
@@ -202,7 +202,16 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
             }
             Err(Silence::Unresponsive)
         }
-        Ok(said) => Ok(answer::answer(client, event, &said?)),
+        Ok(said) => {
+            let (said, inbox) = said?;
+            let answered = answer::answer(client, event, &said);
+            Ok(answer::with_inbox(
+                client,
+                event,
+                answered,
+                inbox.as_deref(),
+            ))
+        }
         Err(_) => Err(Silence::OutOfTime),
     }
 }
@@ -346,16 +355,17 @@ fn held_now(located: &locate::Located, needed: Vec<Needed>) -> Vec<Needed> {
         .collect()
 }
 
-/// Asks the server what the event calls for.
+/// Asks the server what the event calls for: what to say, and the messages to the session
+/// the server delivered with its answer, fenced as the model reads them.
 async fn ask(
     server: &Server,
-    client: HookClient,
+    (client, event_name): (HookClient, &str),
     config: &Config,
     located: &locate::Located,
     cwd: &Path,
     event: clients::Event,
     needed: Vec<Needed>,
-) -> Result<Said, Silence> {
+) -> Result<(Said, Option<String>), Silence> {
     // The processes this hook runs under: the client is among them, and so the server finds
     // the client's MCP connection where no session id reached it.
     let ancestors = ancestry::ancestors();
@@ -387,7 +397,13 @@ async fn ask(
         if paths.is_empty() {
             return Err(Silence::NoFile);
         }
-        Ok(in_requests(client, &event.session_id, &ancestors, paths))
+        Ok(in_requests(client, &event.session_id, &ancestors, paths)
+            .into_iter()
+            .map(|files| HookFiles {
+                event: Some(event_name.to_owned()),
+                ..files
+            })
+            .collect())
     };
     match event.action {
         Action::Guard(paths) => {
@@ -405,7 +421,7 @@ async fn ask(
                 found,
             };
             blocked(server, client, &event.session_id, &ancestors, &said).await?;
-            Ok(said)
+            Ok((said, None))
         }
         Action::Shell(effects) => {
             let mut guarded = Vec::new();
@@ -473,16 +489,23 @@ async fn ask(
                 found,
             };
             blocked(server, client, &event.session_id, &ancestors, &said).await?;
-            Ok(said)
+            Ok((said, None))
         }
         Action::Edit(paths) => {
             let told = files(paths)?
                 .into_iter()
                 .map(|files| async move { server.post::<HooksEdit>(&files).await });
-            let edited = futures::future::try_join_all(told).await?;
-            Ok(Said::ClaimedAfterEdit(with_unread(
-                edited.into_iter().map(|edited| edited.guarded).collect(),
-            )))
+            let mut edited = futures::future::try_join_all(told).await?;
+            let inbox = edited
+                .iter_mut()
+                .find_map(|edited| edited.inbox.take())
+                .map(|inbox| inbox.text);
+            Ok((
+                Said::ClaimedAfterEdit(with_unread(
+                    edited.into_iter().map(|edited| edited.guarded).collect(),
+                )),
+                inbox,
+            ))
         }
         Action::News(moment) => {
             let input = NewsInput {
@@ -490,12 +513,16 @@ async fn ask(
                 session_id: event.session_id.clone(),
                 moment,
                 ancestors: ancestors.clone(),
+                event: Some(event_name.to_owned()),
             };
             let news = server.post::<HooksNews>(&input).await?;
-            Ok(Said::News {
-                moment,
-                lines: news.lines,
-            })
+            Ok((
+                Said::News {
+                    moment,
+                    lines: news.lines,
+                },
+                news.inbox.map(|inbox| inbox.text),
+            ))
         }
         Action::End => {
             let input = EndInput {
@@ -503,7 +530,7 @@ async fn ask(
                 session_id: event.session_id.clone(),
             };
             server.post::<HooksEnd>(&input).await?;
-            Ok(Said::Ended)
+            Ok((Said::Ended, None))
         }
         Action::Wait { reason, message } => {
             let input = WaitInput {
@@ -517,7 +544,7 @@ async fn ask(
                 ancestors,
             };
             server.post::<HooksWait>(&input).await?;
-            Ok(Said::Waiting)
+            Ok((Said::Waiting, None))
         }
     }
 }
@@ -564,6 +591,7 @@ fn in_requests(
             session_id: session_id.to_owned(),
             paths: chunk.to_vec(),
             ancestors: ancestors.to_vec(),
+            event: None,
         })
         .collect()
 }

@@ -5,6 +5,7 @@ pub mod dashboard;
 mod episodes;
 pub mod events;
 mod gather;
+mod handoff;
 mod handover;
 pub mod http;
 pub mod listen;
@@ -346,7 +347,7 @@ impl ServerState {
     /// Claims were announced or released, and nobody attached or left: only the federation,
     /// which publishes the claims, and the hand-over, which keeps them, are told. The watch
     /// for an idle server counts attached peers and is not woken for every announce.
-    fn claims_changed(&self) {
+    pub(crate) fn claims_changed(&self) {
         self.federation.board_changed();
         self.handover.board_changed();
     }

@@ -168,6 +168,10 @@ impl BoardPort for ServerState {
         self.events.lease_changed(name, holder, queued);
     }
 
+    fn hand_over(&self, sender: &PeerId, names: &[String], to: &str) -> usize {
+        ServerState::hand_over(self, sender, names, to)
+    }
+
     fn sibling_board(&self, checkout_id: &str) -> Option<SiblingBoard> {
         self.events.siblings.wanted();
         self.events

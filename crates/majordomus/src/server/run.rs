@@ -251,6 +251,7 @@ fn spawn_housekeeping(state: Arc<ServerState>) {
                     state.forget_departed_workers();
                     state.reap_episodes();
                     crate::capabilities::leases::sweep(&state.site, state.as_ref()).await;
+                    crate::capabilities::messages::sweep(&state.site, state.as_ref()).await;
                 }
             }
         }

@@ -39,6 +39,22 @@ pub enum Turn {
     Call { tool: String, arguments: Value },
     /// Answer with this text and end the turn.
     Answer(String),
+    /// The turn decided when the client asks for it, from the requests received so far (the
+    /// asking one last): it may wait for another session's progress first.
+    Later(Decide),
+}
+
+/// What decides a [`Turn::Later`] from the requests received so far.
+type Decision = dyn Fn(&[Recorded]) -> Turn + Send + Sync;
+
+/// How a [`Turn::Later`] is decided; run on a blocking thread.
+#[derive(Clone)]
+pub struct Decide(pub Arc<Decision>);
+
+impl std::fmt::Debug for Decide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decide")
+    }
 }
 
 impl Turn {
@@ -51,6 +67,10 @@ impl Turn {
 
     pub fn answer(text: &str) -> Turn {
         Turn::Answer(text.to_owned())
+    }
+
+    pub fn later(decide: impl Fn(&[Recorded]) -> Turn + Send + Sync + 'static) -> Turn {
+        Turn::Later(Decide(Arc::new(decide)))
     }
 }
 
@@ -290,6 +310,30 @@ async fn answer(
             .expect("the witness does not panic");
         shared.lock().unwrap().witnessed.push(seen);
     }
+    let later = {
+        let script = shared.lock().unwrap();
+        match script.turns.front() {
+            Some(Turn::Later(decide)) if takes_a_turn(&body) => {
+                let mut seen = script.requests.clone();
+                seen.push(Recorded {
+                    method: method.to_string(),
+                    path: path.clone(),
+                    body: body.clone(),
+                });
+                Some((decide.clone(), seen))
+            }
+            _ => None,
+        }
+    };
+    if let Some((decide, seen)) = later {
+        let turn = tokio::task::spawn_blocking(move || (decide.0)(&seen))
+            .await
+            .expect("a later turn does not panic");
+        let mut script = shared.lock().unwrap();
+        if let Some(front @ Turn::Later(_)) = script.turns.front_mut() {
+            *front = turn;
+        }
+    }
     let mut script = shared.lock().unwrap();
     if script.requests.len() >= MAX_RECORDED {
         return error(
@@ -343,7 +387,7 @@ fn choose(script: &mut Script, body: &Value) -> Reply {
     }
     let offered = offered_tools(body);
     let turn = match script.turns.front().cloned() {
-        None => return harmless,
+        None | Some(Turn::Later(_)) => return harmless,
         Some(Turn::Answer(text)) => Reply::Text(text),
         Some(Turn::Call { tool, arguments }) => {
             let suffix = format!("_{tool}");

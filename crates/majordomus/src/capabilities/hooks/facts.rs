@@ -755,6 +755,7 @@ mod tests {
             complete: true,
             federation: None,
             leases: Vec::new(),
+            messages_queued: 0,
         }
     }
 

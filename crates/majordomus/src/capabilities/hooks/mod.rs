@@ -30,6 +30,12 @@ use crate::registry::{
 pub use facts::Guarded;
 
 use super::leases::{self, HeldElsewhere};
+use super::messages::{self, Inbox};
+
+/// What a message delivered through a hook names in its receipt: the client and its event.
+fn hook_through(client: HookClient, event: Option<&str>, moment: &str) -> String {
+    format!("{} {} hook", client.as_str(), event.unwrap_or(moment))
+}
 
 /// Files a hook is about, for one session: about to change (`hooks.guard`) or just changed
 /// (`hooks.edit`).
@@ -62,6 +68,11 @@ pub struct HookFiles {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = ancestry::ANCESTORS))]
     pub ancestors: Vec<ProcessStamp>,
+    /// The client's name of the hook event asking (`PostToolUse`): a message delivered in
+    /// the answer names it in its receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    pub event: Option<String>,
 }
 
 impl BenchCases for HookFiles {
@@ -73,6 +84,7 @@ impl BenchCases for HookFiles {
                 session_id: "bench-session".into(),
                 paths: vec!["src/bench/lexer.rs".into()],
                 ancestors: Vec::new(),
+                event: None,
             },
         )]
     }
@@ -98,6 +110,11 @@ pub struct NewsInput {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = ancestry::ANCESTORS))]
     pub ancestors: Vec<ProcessStamp>,
+    /// The client's name of the hook event asking (`PostToolUse`): a message delivered in
+    /// the answer names it in its receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    pub event: Option<String>,
 }
 
 impl BenchCases for NewsInput {
@@ -109,6 +126,7 @@ impl BenchCases for NewsInput {
                 session_id: "bench-session".into(),
                 moment: NewsMoment::Prompt,
                 ancestors: Vec::new(),
+                event: None,
             },
         )]
     }
@@ -123,6 +141,9 @@ pub struct Edited {
     /// Other sessions' claims on the files just edited.
     #[serde(flatten)]
     pub guarded: Guarded,
+    /// Messages to the session, delivered with this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox: Option<Inbox>,
 }
 
 /// The answer of `hooks.news`.
@@ -132,6 +153,9 @@ pub struct News {
     pub peer: PeerId,
     /// What the session has not been told yet, one fact a line; empty when nothing is new.
     pub lines: Vec<String>,
+    /// Messages to the session, delivered with this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox: Option<Inbox>,
 }
 
 /// What a hook's session id is checked against: the rules of an episode's external id,
@@ -375,7 +399,13 @@ impl Operation for HooksEdit {
         server.moved_on(&peer);
         let edits = server.record_edits(&peer, &paths)?;
         let guarded = facts::guard(ctx, &peer, &paths).await?;
-        Ok(Edited { edits, guarded })
+        let through = hook_through(input.client, input.event.as_deref(), "post-tool-use");
+        let inbox = messages::deliver_to_hook(ctx, &peer, through).await;
+        Ok(Edited {
+            edits,
+            guarded,
+            inbox,
+        })
     }
 }
 
@@ -427,7 +457,13 @@ impl Operation for HooksNews {
             }
             _ => peer,
         };
-        Ok(News { peer, lines })
+        let moment = match input.moment {
+            NewsMoment::SessionStart => "session-start",
+            NewsMoment::Prompt => "prompt",
+        };
+        let through = hook_through(input.client, input.event.as_deref(), moment);
+        let inbox = messages::deliver_to_hook(ctx, &peer, through).await;
+        Ok(News { peer, lines, inbox })
     }
 }
 

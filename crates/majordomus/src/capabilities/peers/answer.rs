@@ -258,6 +258,10 @@ pub struct PeerList {
     /// who waits, in turn; at most 32. Absent when none is held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leases: Vec<ListedLease>,
+    /// Messages between sessions not yet delivered to their recipients, repository-wide, for
+    /// a listing of the repository (`majordomus messages` lists them); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_queued: usize,
 }
 
 pub(super) fn is_zero(n: &usize) -> bool {
@@ -295,6 +299,7 @@ pub(super) fn listing_of(
         boards: views,
         federation: None,
         leases: Vec::new(),
+        messages_queued: 0,
     }
 }
 

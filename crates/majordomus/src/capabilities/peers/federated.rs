@@ -258,6 +258,7 @@ mod tests {
             complete: true,
             federation: None,
             leases: Vec::new(),
+            messages_queued: 0,
             change_overlaps: Vec::new(),
             more_change_overlaps: 0,
             conflicts: None,

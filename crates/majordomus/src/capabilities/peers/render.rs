@@ -196,6 +196,12 @@ pub(super) fn peer_list(output: &PeerList) -> String {
     for lease in &output.leases {
         text.push_str(&format!("\n  {}", lease_line(lease)));
     }
+    if output.messages_queued > 0 {
+        text.push_str(&format!(
+            "\nmessages: {} waiting for their recipients (majordomus messages)",
+            output.messages_queued
+        ));
+    }
     if let Some(federation) = &output.federation {
         text.push_str(&format!(
             "\nfederation: {}",

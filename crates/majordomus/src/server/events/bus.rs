@@ -161,6 +161,34 @@ impl EventBus {
         self.publish_local(&mut inner, change);
     }
 
+    /// `peer`'s claim was handed to `to` and left `peer`; the caller holds the board's lock.
+    pub(crate) fn handed_over(&self, peer: &PeerId, claim: &Announcement, to: &str) {
+        let name = claim.name.as_deref().unwrap_or_default();
+        let mut inner = self.inner();
+        let delta = inner.overlaps.announce(peer, claim.name.as_deref(), &[]);
+        let (paths, more_paths) = sample(&claim.scope);
+        self.publish_local(
+            &mut inner,
+            Change::Released {
+                peer,
+                claim: claim.name.as_deref(),
+                paths,
+                more_paths,
+            },
+        );
+        self.publish_local(
+            &mut inner,
+            Change::HandedOver {
+                peer,
+                claim: name,
+                to,
+            },
+        );
+        for with in &delta.ended {
+            self.publish_local(&mut inner, Change::OverlapEnded { peer, with });
+        }
+    }
+
     /// A peer attached; the caller holds the board's lock.
     pub(crate) fn attached(&self, board: &PeerBoard, peer: &PeerId) {
         let Some(view) = board.peer(peer, SystemTime::now()) else {

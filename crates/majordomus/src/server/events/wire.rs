@@ -63,6 +63,13 @@ pub enum Change<'a> {
     },
     /// A session that waited for the person moved on (a prompt, a tool call, an announce).
     WaitingOver { peer: &'a PeerId },
+    /// A peer's named claim was handed to another session, which accepted it; it announces
+    /// the claim on its own board.
+    HandedOver {
+        peer: &'a PeerId,
+        claim: &'a str,
+        to: &'a str,
+    },
     /// A lease of the repository was asked for, handed on or let go through this server:
     /// who holds it now (none: nobody) and how many wait.
     Lease {
