@@ -12,6 +12,8 @@
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
 pub mod fake_model;
+pub mod file_server;
+pub mod packages;
 pub mod real_client;
 
 use std::ffi::OsStr;
