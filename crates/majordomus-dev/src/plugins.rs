@@ -6,8 +6,10 @@
 //! `majordomus install` does.
 //!
 //! Codex reads a repository's `.agents/plugins/marketplace.json` before its
-//! `.claude-plugin/marketplace.json`, so each client installs its own plugin, whose hooks
-//! match its own tools, from the one repository.
+//! `.claude-plugin/marketplace.json`, so each client installs its own plugin from the one
+//! repository. Codex's plugin brings the server only: Codex 0.171.0 lists a plugin's hooks
+//! and reports each one failed without starting its command, so its hooks come from
+//! `majordomus install codex`.
 //!
 //! A plugin's hook must not break the client when `majordomus` is not installed: each one
 //! runs through `sh`, ends quietly when `majordomus` is not on PATH, and otherwise execs it.
@@ -132,16 +134,11 @@ pub fn manifests() -> Vec<Manifest> {
                 "homepage": REPOSITORY,
                 "repository": REPOSITORY,
                 "mcpServers": "./.mcp.json",
-                "hooks": "./hooks/hooks.json",
             }),
         ),
         (
             format!("{codex_plugin}/.mcp.json"),
             json!({"mcpServers": {SERVER_NAME: server()}}),
-        ),
-        (
-            format!("{codex_plugin}/hooks/hooks.json"),
-            json!({"hooks": hooks(HookClient::Codex)}),
         ),
         (
             format!("{gemini_extension}/gemini-extension.json"),
@@ -291,7 +288,6 @@ mod tests {
                 HookClient::ClaudeCode,
                 "plugins/claude-code/hooks/hooks.json",
             ),
-            (HookClient::Codex, "plugins/codex/hooks/hooks.json"),
             (HookClient::GeminiCli, "plugins/gemini-cli/hooks/hooks.json"),
         ] {
             let manifest = manifests

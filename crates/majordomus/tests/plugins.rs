@@ -3,8 +3,8 @@
 //! extension, each in a scratch home of the real client, which then lists majordomus's server as connected
 //! and stops listing it once the plugin is removed; and the npm packages, packed and installed
 //! from their tarballs into an empty project, whose `majordomus mcp` answers `initialize`.
-//! Headless runs show the plugins' hooks at work; without `majordomus` on PATH they
-//! let the client go on.
+//! Headless runs show the Claude Code plugin's and the Gemini CLI extension's hooks at work;
+//! without `majordomus` on PATH they let the client go on.
 
 mod common;
 
@@ -32,6 +32,15 @@ fn majordomus_lines(listing: &str) -> Vec<&str> {
     listing
         .lines()
         .filter(|line| line.contains("majordomus"))
+        .collect()
+}
+
+/// The rows of a Codex listing that are majordomus's (Codex's warnings may name the
+/// temporary directory, whose name has majordomus in it).
+fn codex_majordomus_rows(listing: &str) -> Vec<&str> {
+    listing
+        .lines()
+        .filter(|line| line.starts_with("majordomus"))
         .collect()
 }
 
@@ -78,6 +87,8 @@ async fn codex_plugin_brings_the_server_and_leaves_with_it() {
     let repo = TempRepo::new();
     let checkout = repo.root().to_path_buf();
     let workspace = Workspace::new(&repo, Client::Codex);
+    // Codex's home, which its first start makes.
+    std::fs::create_dir_all(workspace.home().join(".codex")).unwrap();
     let root = source_root();
     let steps: [&[&str]; 2] = [
         &["plugin", "marketplace", "add", root.to_str().unwrap()],
@@ -89,7 +100,7 @@ async fn codex_plugin_brings_the_server_and_leaves_with_it() {
     }
     let (ok, plugins) = workspace.client_cli(&checkout, &["plugin", "list"]).await;
     assert!(
-        ok && majordomus_lines(&plugins)
+        ok && codex_majordomus_rows(&plugins)
             .iter()
             .any(|line| line.contains("installed, enabled") && line.contains("plugins/codex")),
         "Codex installed its own plugin from the repository:\n{plugins}"
@@ -99,7 +110,7 @@ async fn codex_plugin_brings_the_server_and_leaves_with_it() {
         "nothing was written into the checkout"
     );
     let (ok, listing) = workspace.client_cli(&checkout, &["mcp", "list"]).await;
-    let lines = majordomus_lines(&listing);
+    let lines = codex_majordomus_rows(&listing);
     assert!(
         ok && lines.len() == 1 && lines[0].contains("mcp") && lines[0].contains("enabled"),
         "codex mcp list shows the plugin's server enabled:\n{listing}"
@@ -110,7 +121,7 @@ async fn codex_plugin_brings_the_server_and_leaves_with_it() {
     assert!(ok, "codex plugin remove failed:\n{printed}");
     let (_, listing) = workspace.client_cli(&checkout, &["mcp", "list"]).await;
     assert!(
-        majordomus_lines(&listing).is_empty(),
+        codex_majordomus_rows(&listing).is_empty(),
         "the server left with the plugin:\n{listing}"
     );
 }
@@ -310,7 +321,6 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
     let mut ran = 0;
     for file in [
         "plugins/claude-code/hooks/hooks.json",
-        "plugins/codex/hooks/hooks.json",
         "plugins/gemini-cli/hooks/hooks.json",
     ] {
         let hooks: Value =
@@ -355,7 +365,7 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 15, "every hook of the three plugins ran");
+    assert_eq!(ran, 10, "every hook of both plugins ran");
 }
 
 /// A headless Claude Code run with only the plugin installed, its model writing a file
@@ -391,43 +401,6 @@ async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
         fake.summary()
     );
     assert_guarded(&fake, "Write", &checkout, before.as_deref());
-    holder.close().await;
-}
-
-/// A headless Codex run with only the plugin installed (its hooks reviewed, as Codex asks),
-/// its model patching a file another live session claims: the plugin's hook stops the patch
-/// before it lands.
-#[tokio::test(flavor = "multi_thread")]
-async fn codex_plugin_hooks_fire_in_a_headless_run() {
-    let repo = TempRepo::new();
-    let checkout = repo.root().to_path_buf();
-    let workspace = Workspace::new(&repo, Client::Codex);
-    let root = source_root();
-    let steps: [&[&str]; 2] = [
-        &["plugin", "marketplace", "add", root.to_str().unwrap()],
-        &["plugin", "add", "majordomus@majordomus"],
-    ];
-    for args in steps {
-        let (ok, printed) = workspace.client_cli(&checkout, args).await;
-        assert!(ok, "codex {args:?} failed:\n{printed}");
-    }
-    let (_server, lease) = common::ServeProcess::start(&repo, &checkout).await;
-    let holder = hold_util(&lease).await;
-    let before = std::fs::read_to_string(checkout.join("src/util.rs")).ok();
-    let fake = common::fake_model::FakeModel::start(vec![
-        Client::Codex.write_file(&checkout, "src/util.rs", "pub fn tidy() {}\n"),
-        common::fake_model::Turn::answer("done"),
-    ])
-    .await;
-    let run = workspace.run(&checkout, &fake, "Tidy src/util.rs.").await;
-    assert!(
-        run.status.success(),
-        "codex failed ({}):\n{}\nthe fake model saw:\n{}",
-        run.status,
-        run.output(),
-        fake.summary()
-    );
-    assert_guarded(&fake, "apply_patch", &checkout, before.as_deref());
     holder.close().await;
 }
 

@@ -265,11 +265,7 @@ impl<'a> Workspace<'a> {
                 json!({"projects": {folder: {"hasTrustDialogAccepted": true}}}).to_string(),
             ),
             Client::Codex => {
-                // Beside what the person configured already (a plugin they added, say).
-                let mut config: toml_edit::DocumentMut =
-                    std::fs::read_to_string(self.codex_home().join("config.toml"))
-                        .map_or_else(|_| Ok(toml_edit::DocumentMut::new()), |text| text.parse())
-                        .expect("the Codex config parses");
+                let mut config = toml_edit::DocumentMut::new();
                 config["model"] = toml_edit::value(CODEX_MODEL);
                 config["model_provider"] = toml_edit::value("fake");
                 let mut provider = toml_edit::Table::new();
