@@ -346,10 +346,11 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
                 .kill_on_drop(true);
             let mut child = command.spawn().unwrap();
             let mut stdin = child.stdin.take().unwrap();
-            stdin
+            // The hook may end before it reads its input, which is what it should do here: a
+            // write into the closed pipe then fails, and that is no failure of the hook.
+            let _ = stdin
                 .write_all(br#"{"session_id":"s1","cwd":"/nowhere"}"#)
-                .await
-                .unwrap();
+                .await;
             drop(stdin);
             let output = tokio::time::timeout(RUN_DEADLINE, child.wait_with_output())
                 .await
