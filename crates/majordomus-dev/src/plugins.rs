@@ -1,9 +1,15 @@
 //! The plugin and package manifests (`cargo xtask plugins [--check]`): the Claude Code
-//! marketplace and plugin, the Gemini CLI extension, the MCP Registry `server.json` and the
-//! npm packages' `package.json` files, generated from the declarations `majordomus install`
+//! marketplace and plugin, the Codex marketplace and plugin, the Gemini CLI extension, the MCP
+//! Registry `server.json` and the npm packages' `package.json` files, generated from the declarations `majordomus install`
 //! writes from — the hook events, their edit-tool matchers and their timeout, the server's
 //! name — and the workspace's version, so that a plugin wires a client exactly as
 //! `majordomus install` does.
+//!
+//! Codex reads a repository's `.agents/plugins/marketplace.json` before its
+//! `.claude-plugin/marketplace.json`, so each client installs its own plugin from the one
+//! repository. Codex's plugin brings the server only: Codex 0.171.0 lists a plugin's hooks
+//! and reports each one failed without starting its command, so its hooks come from
+//! `majordomus install codex`.
 //!
 //! A plugin's hook must not break the client when `majordomus` is not installed: each one
 //! runs through `sh`, ends quietly when `majordomus` is not on PATH, and otherwise execs it.
@@ -21,8 +27,13 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// What every manifest says majordomus is.
 const DESCRIPTION: &str = "Every AI coding agent session working on one git repository sees who else works where, and where their claimed paths collide.";
 
-/// The name the MCP Registry lists the server under (the npm package's `mcpName`).
+/// The name the MCP Registry lists the server under (the npm package's `mcpName`); the
+/// registry grants an `io.github.<owner>/` name to that GitHub owner.
 const REGISTRY_NAME: &str = "io.github.majordomus/majordomus";
+
+/// The repository's public address: the workspace's `repository`, which the registry name's
+/// owner matches.
+const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
 
 /// The npm package that carries the Linux x86_64 binary.
 const NPM_LINUX_X64: &str = "majordomus-linux-x64";
@@ -64,6 +75,7 @@ fn server() -> Value {
 /// Every manifest, in a stable order.
 pub fn manifests() -> Vec<Manifest> {
     let claude_plugin = "plugins/claude-code";
+    let codex_plugin = "plugins/codex";
     let gemini_extension = "plugins/gemini-cli";
     let files = [
         (
@@ -87,6 +99,8 @@ pub fn manifests() -> Vec<Manifest> {
                 "version": VERSION,
                 "description": DESCRIPTION,
                 "license": "MIT OR Apache-2.0",
+                "homepage": REPOSITORY,
+                "repository": REPOSITORY,
             }),
         ),
         (
@@ -96,6 +110,35 @@ pub fn manifests() -> Vec<Manifest> {
         (
             format!("{claude_plugin}/hooks/hooks.json"),
             json!({"hooks": hooks(HookClient::ClaudeCode)}),
+        ),
+        (
+            ".agents/plugins/marketplace.json".to_owned(),
+            json!({
+                "name": SERVER_NAME,
+                "interface": {"displayName": SERVER_NAME},
+                "plugins": [{
+                    "name": SERVER_NAME,
+                    "source": {"source": "local", "path": format!("./{codex_plugin}")},
+                    "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"},
+                    "category": "Coding",
+                }],
+            }),
+        ),
+        (
+            format!("{codex_plugin}/.codex-plugin/plugin.json"),
+            json!({
+                "name": SERVER_NAME,
+                "version": VERSION,
+                "description": DESCRIPTION,
+                "license": "MIT OR Apache-2.0",
+                "homepage": REPOSITORY,
+                "repository": REPOSITORY,
+                "mcpServers": "./.mcp.json",
+            }),
+        ),
+        (
+            format!("{codex_plugin}/.mcp.json"),
+            json!({"mcpServers": {SERVER_NAME: server()}}),
         ),
         (
             format!("{gemini_extension}/gemini-extension.json"),
@@ -118,6 +161,8 @@ pub fn manifests() -> Vec<Manifest> {
                 "title": SERVER_NAME,
                 "description": "The board of the AI coding agents working on one git repository: who works where, and where their paths collide.",
                 "version": VERSION,
+                "repository": {"url": REPOSITORY, "source": "github"},
+                "websiteUrl": REPOSITORY,
                 "packages": [{
                     "registryType": "npm",
                     "identifier": SERVER_NAME,
@@ -134,6 +179,8 @@ pub fn manifests() -> Vec<Manifest> {
                 "version": VERSION,
                 "description": DESCRIPTION,
                 "license": "MIT OR Apache-2.0",
+                "homepage": REPOSITORY,
+                "repository": {"type": "git", "url": format!("git+{REPOSITORY}.git")},
                 "mcpName": REGISTRY_NAME,
                 "bin": {SERVER_NAME: "bin/majordomus.js"},
                 "files": ["bin/majordomus.js"],
@@ -148,6 +195,7 @@ pub fn manifests() -> Vec<Manifest> {
                 "version": VERSION,
                 "description": "The majordomus executable for Linux on x86_64 (installed by the majordomus package).",
                 "license": "MIT OR Apache-2.0",
+                "repository": {"type": "git", "url": format!("git+{REPOSITORY}.git")},
                 "os": ["linux"],
                 "cpu": ["x64"],
                 "files": ["bin/majordomus"],

@@ -13,6 +13,8 @@
 
 pub mod browser;
 pub mod fake_model;
+pub mod file_server;
+pub mod packages;
 pub mod real_client;
 
 use std::ffi::OsStr;
