@@ -10,6 +10,7 @@ use async_nats::jetstream::{self, kv};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, ServerError};
 use futures::StreamExt as _;
 use majordomus_checkout::config::FederationConfig;
+use majordomus_domain::sync::LockExt;
 
 use super::document::{BOARD_BYTES, BoardDocument, BoardKey, PublishedCheckout};
 use super::{BUCKET, Federation, Identity, LinkState, Published};
@@ -56,7 +57,9 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     };
     let mut attempt = 0;
     let kept = loop {
-        match session(&server, &identity, &client).await {
+        let ended = session(&server, &identity, &client).await;
+        *federation.lease_bucket.lock_or_recover() = None;
+        match ended {
             Ended::Stopped(store) => break store,
             Ended::Reconnected => attempt = 0,
             Ended::Failed(why) => {
@@ -71,6 +74,7 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
         }
     };
     if let Some(store) = kept {
+        leave_leases(&server).await;
         let deleted = tokio::time::timeout(DELETE_TIMEOUT, store.delete(identity.key.as_key()));
         if !matches!(deleted.await, Ok(Ok(()))) {
             tracing::debug!("this board could not be deleted from the federation; it expires");
@@ -78,6 +82,29 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     }
     let _ = tokio::time::timeout(DELETE_TIMEOUT, client.flush()).await;
     federation.set_state(LinkState::Stopped);
+}
+
+/// On the ordered stop, takes this server's holders out of the federation's lease table, so
+/// that the next in line on any machine is granted at once rather than once this server's
+/// beat has run out.
+async fn leave_leases<B: Published>(server: &Arc<B>) {
+    let Ok(store) = server.federation().lease_store(&server.checkout().id) else {
+        return;
+    };
+    let leaving = store.server();
+    let left = store.change(|table| {
+        let had = table.beats.contains_key(&leaving)
+            || table
+                .leases
+                .values()
+                .flat_map(|lease| lease.requests())
+                .any(|r| r.holder.server().as_deref() == Some(leaving.as_str()));
+        table.leave(&leaving, SystemTime::now());
+        ((), had)
+    });
+    if !matches!(tokio::time::timeout(DELETE_TIMEOUT, left).await, Ok(Ok(()))) {
+        tracing::debug!("this server's leases could not be let go in the federation; they expire");
+    }
 }
 
 /// This machine's and this repository's names, from the settings or found out.
@@ -267,6 +294,10 @@ async fn session<B: Published>(
     };
     if let Err(why) = publish(server.as_ref(), identity, &store).await {
         return Ended::Failed(why);
+    }
+    match super::leases::bucket(&context).await {
+        Ok(leases) => *federation.lease_bucket.lock_or_recover() = Some(leases),
+        Err(why) => return Ended::Failed(why),
     }
     let filter = BoardKey::repository_filter(&identity.key.repository);
     let mut watch = match store.watch_with_history(filter).await {

@@ -117,7 +117,7 @@ pub(crate) async fn listing(
         _ => gather(ctx, checkouts, detail).await?,
     };
     if checkouts != Checkouts::This && detail == Detail::Whole {
-        listing.leases = listed_leases(&ctx.site).await;
+        listing.leases = listed_leases(ctx).await;
     }
     if detail == Detail::Whole {
         if listing.size_estimate() > ENCODE_INLINE_BYTES {
