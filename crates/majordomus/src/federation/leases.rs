@@ -186,11 +186,11 @@ impl Versioned for LeaseStore {
             .await
             .map_err(|_| took_too_long("reading"))?
             .map_err(|error| format!("reading the lease table failed: {error}"))?;
-        Ok(read.and_then(|entry| match entry.operation {
-            kv::Operation::Put => Some((entry.value, entry.revision)),
+        Ok(read.map(|entry| match entry.operation {
+            kv::Operation::Put => (entry.value, entry.revision),
             // A removed value is written again at its revision.
             kv::Operation::Delete | kv::Operation::Purge => {
-                Some((Bytes::from_static(b"{}"), entry.revision))
+                (Bytes::from_static(b"{}"), entry.revision)
             }
         }))
     }

@@ -21,7 +21,7 @@ pub(super) enum Place {
     /// One machine: the file every worktree's server changes under its lock.
     File(LeaseTableFile),
     /// A federated checkout: the federation's table, changed by compare-and-set.
-    Federated(LeaseStore),
+    Federated(Box<LeaseStore>),
 }
 
 impl Place {
@@ -47,7 +47,7 @@ impl Place {
         };
         port.federation()
             .lease_store(&site.checkout.id)
-            .map(Place::Federated)
+            .map(|store| Place::Federated(Box::new(store)))
             .map_err(federated)
     }
 
