@@ -283,7 +283,7 @@ pub fn select(rows: Vec<RowKey>, filter: Option<&str>) -> Vec<RowKey> {
 }
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 41] = [
+pub const SCENARIOS: [Scenario; 43] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -373,6 +373,18 @@ pub const SCENARIOS: [Scenario; 41] = [
             per_second: 20_000.0,
             p99_ms: 10.0,
         },
+    },
+    Scenario {
+        id: ScenarioId::LeaseContended8,
+        name: "scenario/leases/contended-8",
+        title: "8 MCP Streamable HTTP sessions taking turns at one lease (`majordomus_lease` waiting until granted, then `majordomus_release`) as fast as granted, against `majordomus serve`: grants a second",
+        target: ScenarioTarget::None,
+    },
+    Scenario {
+        id: ScenarioId::LeaseContended32,
+        name: "scenario/leases/contended-32",
+        title: "32 MCP Streamable HTTP sessions taking turns at one lease (`majordomus_lease` waiting until granted, then `majordomus_release`) as fast as granted, against `majordomus serve`: grants a second",
+        target: ScenarioTarget::None,
     },
     Scenario {
         id: ScenarioId::ToolsListSize,
@@ -584,6 +596,8 @@ pub enum ScenarioId {
     ThroughputAnnounce32,
     ThroughputList8,
     ThroughputList32,
+    LeaseContended8,
+    LeaseContended32,
     ToolsListSize,
     HttpKeepAlive,
     ExitSigint,
