@@ -369,13 +369,6 @@ impl LeaseTable {
         self.remove_where(|holder| holder.key == key, now)
     }
 
-    /// Drops every request of the holders `server` renews (it left the federation in order),
-    /// and its beat; answers the grants that made.
-    pub fn leave(&mut self, server: &str, now: SystemTime) -> Vec<Handed> {
-        self.beats.remove(server);
-        self.remove_where(|holder| holder.server().as_deref() == Some(server), now)
-    }
-
     /// Records that `server` renews its holders now, when its beat is older than a third of
     /// `lifetime` (or missing): answers whether the table changed, so that a beat costs a
     /// write only that often.
@@ -420,8 +413,13 @@ impl LeaseTable {
         self.beats.retain(|server, _| serving.contains(server));
     }
 
-    /// Drops every request whose holder `leaves` says leaves; answers the grants that made.
-    fn remove_where(&mut self, leaves: impl Fn(&Holder) -> bool, now: SystemTime) -> Vec<Handed> {
+    /// Drops every request whose holder `leaves` says leaves (a server leaving the
+    /// federation in order takes its sessions' out); answers the grants that made.
+    pub fn remove_where(
+        &mut self,
+        leaves: impl Fn(&Holder) -> bool,
+        now: SystemTime,
+    ) -> Vec<Handed> {
         let now_ms = millis(now);
         let names: Vec<String> = self
             .leases
@@ -787,8 +785,9 @@ mod tests {
         );
         // alpha's server leaves in order: beta, queued behind, is granted.
         table.renew(&beta_server, lifetime, at(9));
-        let handed = table.leave(&alpha_server, at(10));
+        let handed = table.remove_where(|h| h.machine.as_deref() == Some("alpha"), at(10));
         assert_eq!(handed[0].to.key, "b");
+        table.forget_idle_beats();
         assert!(!table.beats.contains_key(&alpha_server));
         table.release("db", "b", at(11)).unwrap();
         table.forget_idle_beats();

@@ -838,3 +838,81 @@ async fn two_machines_share_one_lease_and_never_hold_it_together_across_a_federa
     }
     assert_eq!(grants, vec![ROUNDS; 2 * SESSIONS], "nobody starved");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_of_a_machine_that_dies_or_leaves_goes_to_the_next_in_line_on_another() {
+    let repo = TempRepo::new();
+    let _nats = NatsServer::start(&repo, None).await;
+    let url = _nats.url();
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    // alpha's holders live 3 s past its last renewal, beta's 30 s.
+    federate(&repo, &alpha, &url, "alpha", "ttl_secs = 3\n").await;
+    federate(&repo, &beta, &url, "beta", "").await;
+    let (mut alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (mut beta_server, beta_lease) = serve(&repo, &beta).await;
+    connected(&alpha_lease).await;
+    connected(&beta_lease).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let on_beta = McpClient::http(&beta_lease, "codex", "0.130.0").await;
+    let granted = on_alpha
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted}");
+    let queued = on_beta
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    let holder = queued["holder"].as_str().unwrap();
+    assert!(holder.contains("claude-code in alpha on alpha"), "{holder}");
+    let listing = peers(&beta_lease, "repository").await;
+    assert_eq!(listing["leases"][0]["name"], "db:staging", "{listing:#}");
+    assert_eq!(listing["leases"][0]["holder"], holder, "{listing:#}");
+
+    // alpha dies: nobody renews its holders, and beta's session is granted once their
+    // lifetime is over.
+    alpha_server.kill9().await;
+    drop(on_alpha);
+    eventually("beta's session to be granted alpha's lease", || async {
+        let answer = on_beta
+            .answer(
+                "majordomus_lease",
+                json!({"name": "db:staging", "wait_secs": 1}),
+            )
+            .await;
+        (answer["state"] == "granted")
+            .then_some(())
+            .ok_or_else(|| answer.to_string())
+    })
+    .await;
+
+    // alpha comes back and queues; beta's server stops in order and takes its sessions out
+    // of the table: alpha's is granted long before beta's 30 s would have run out.
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    connected(&alpha_lease).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let queued = on_alpha
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    assert!(
+        queued["holder"].as_str().unwrap().contains("on beta"),
+        "{queued}"
+    );
+    drop(on_beta);
+    beta_server.signal(libc::SIGTERM);
+    beta_server.wait_exit().await;
+    eventually("alpha's session to be granted once beta left", || async {
+        let answer = on_alpha
+            .answer(
+                "majordomus_lease",
+                json!({"name": "db:staging", "wait_secs": 1}),
+            )
+            .await;
+        (answer["state"] == "granted")
+            .then_some(())
+            .ok_or_else(|| answer.to_string())
+    })
+    .await;
+    on_alpha.close().await;
+}

@@ -10,6 +10,7 @@ use async_nats::jetstream::{self, kv};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, ServerError};
 use futures::StreamExt as _;
 use majordomus_checkout::config::FederationConfig;
+use majordomus_domain::leases::{Holder, Life};
 use majordomus_domain::sync::LockExt;
 
 use super::document::{BOARD_BYTES, BoardDocument, BoardKey, PublishedCheckout};
@@ -58,7 +59,9 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     let mut attempt = 0;
     let kept = loop {
         let ended = session(&server, &identity, &client).await;
-        *federation.lease_bucket.lock_or_recover() = None;
+        if !matches!(ended, Ended::Stopped(_)) {
+            *federation.lease_bucket.lock_or_recover() = None;
+        }
         match ended {
             Ended::Stopped(store) => break store,
             Ended::Reconnected => attempt = 0,
@@ -73,8 +76,11 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
             }
         }
     };
-    if let Some(store) = kept {
+    if kept.is_some() {
         leave_leases(&server).await;
+    }
+    *federation.lease_bucket.lock_or_recover() = None;
+    if let Some(store) = kept {
         let deleted = tokio::time::timeout(DELETE_TIMEOUT, store.delete(identity.key.as_key()));
         if !matches!(deleted.await, Ok(Ok(()))) {
             tracing::debug!("this board could not be deleted from the federation; it expires");
@@ -84,7 +90,7 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     federation.set_state(LinkState::Stopped);
 }
 
-/// On the ordered stop, takes this server's holders out of the federation's lease table, so
+/// On the ordered stop, takes this server's sessions out of the federation's lease table, so
 /// that the next in line on any machine is granted at once rather than once this server's
 /// beat has run out.
 async fn leave_leases<B: Published>(server: &Arc<B>) {
@@ -92,14 +98,18 @@ async fn leave_leases<B: Published>(server: &Arc<B>) {
         return;
     };
     let leaving = store.server();
+    let ours = |holder: &Holder| {
+        holder.server().as_deref() == Some(leaving.as_str())
+            && matches!(&holder.life, Life::Session { server, .. } if server.pid == std::process::id())
+    };
     let left = store.change(|table| {
-        let had = table.beats.contains_key(&leaving)
-            || table
-                .leases
-                .values()
-                .flat_map(|lease| lease.requests())
-                .any(|r| r.holder.server().as_deref() == Some(leaving.as_str()));
-        table.leave(&leaving, SystemTime::now());
+        let had = table
+            .leases
+            .values()
+            .flat_map(|lease| lease.requests())
+            .any(|r| ours(&r.holder));
+        table.remove_where(&ours, SystemTime::now());
+        table.forget_idle_beats();
         ((), had)
     });
     if !matches!(tokio::time::timeout(DELETE_TIMEOUT, left).await, Ok(Ok(()))) {

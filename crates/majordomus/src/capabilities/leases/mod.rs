@@ -4,6 +4,13 @@
 //! The table is the repository's one file in the common git dir
 //! (`majordomus_checkout::lease_table`): every worktree's server and every `majordomus
 //! lease` change it under one lock, so no server has to run for it and none can disagree.
+//! When the checkout is federated, the table is the federation's instead
+//! (`federation::leases`), changed by compare-and-set and reached only through the serving
+//! process, which follows the federation: a team has one holder of a name, and while the
+//! federation is out of reach a lease is refused rather than granted here alone. A holder of
+//! another machine lives while its server renews its beat in the table (every housekeeping
+//! second once a third of the federation's ttl has passed); a server stopping in order takes
+//! its sessions out.
 //! A holder is an MCP session of some server (it lasts while that server keeps the peer on
 //! its board, and the server's housekeeping removes what a departed peer held) or a process
 //! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
