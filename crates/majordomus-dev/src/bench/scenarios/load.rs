@@ -288,7 +288,7 @@ pub(super) async fn throughput(
         }
         Hammer::ListRest => "`GET /api/v1/peers?checkouts=this` on a kept-alive connection",
         Hammer::LeaseTurns => {
-            "`majordomus_lease` of `bench-contended` (every client the same lease, `wait_secs` 30, asked again until granted) then `majordomus_release`, over an MCP Streamable HTTP session on a kept-alive connection; a call is one turn, so calls/s is grants a second, and its latency the wait in the queue"
+            "`majordomus_lease` of the one lease every client wants (`wait_secs` 30, asked again until granted), then `majordomus_release`, over an MCP Streamable HTTP session on a kept-alive connection (one call is one turn: calls/s is grants a second, a call's latency its wait in the queue),"
         }
     };
     let note = format!(
