@@ -108,7 +108,7 @@ async fn leave_leases<B: Published>(server: &Arc<B>) {
             .values()
             .flat_map(|lease| lease.requests())
             .any(|r| ours(&r.holder));
-        table.remove_where(&ours, SystemTime::now());
+        table.remove_where(ours, SystemTime::now());
         table.forget_idle_beats();
         ((), had)
     });
