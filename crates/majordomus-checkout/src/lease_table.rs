@@ -169,6 +169,7 @@ mod tests {
             life: Life::Process {
                 process: this_process(),
             },
+            machine: None,
         };
         assert!(lives(&holder));
         file.change(|table| {

@@ -8,6 +8,11 @@
 //! to the first request still queued. Whether a holder still lives is the caller's
 //! question ([`LeaseTable::sweep`] asks it); the table only records what its life hangs on.
 //!
+//! When the table is shared by several machines (a federation), a holder names its machine,
+//! and its life there cannot be asked of this machine's processes: its own server renews a
+//! beat for its holders in the table ([`LeaseTable::renew`]), and a holder whose server's
+//! beat is older than its lifetime is taken for dead ([`LeaseTable::renewed`]).
+//!
 //! A name `port:A-B` asks for a port of that range rather than the range itself: each
 //! worktree is handed a port no other worktree was given, and the same one again while
 //! nobody else took it ([`LeaseTable::assign_port`]); the lease is then on `port:<that port>`.
@@ -90,6 +95,33 @@ pub struct Holder {
     /// The id of the worktree it works in: a port range hands each worktree its own port.
     pub checkout: String,
     pub life: Life,
+    /// The machine it works on, when the table is shared by several (a federation): only
+    /// that machine can tell whether its life goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+}
+
+impl Holder {
+    /// The server that renews this holder's beat, when the table is shared by machines.
+    pub fn server(&self) -> Option<String> {
+        self.machine
+            .as_deref()
+            .map(|machine| server_key(machine, &self.checkout))
+    }
+}
+
+/// How a server of a federated table is named among the beats: its machine and checkout.
+pub fn server_key(machine: &str, checkout: &str) -> String {
+    format!("{machine} {checkout}")
+}
+
+/// A server's latest renewal of its holders in a table shared by machines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Beat {
+    /// When, in milliseconds since the epoch, by the renewing machine's clock.
+    pub renewed_ms: u64,
+    /// How long after it the server's holders are taken for dead unless it renews again.
+    pub lifetime_secs: u32,
 }
 
 /// One request in a lease: its holder, and since when it holds or waits.
@@ -196,6 +228,10 @@ pub struct LeaseTable {
     pub leases: BTreeMap<String, Lease>,
     #[serde(default)]
     pub ports: Vec<PortAssignment>,
+    /// The beats of the servers whose holders are in a table shared by machines, by
+    /// [`server_key`]; empty on one machine.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub beats: BTreeMap<String, Beat>,
 }
 
 /// Milliseconds since the epoch; 0 before it.
@@ -330,20 +366,74 @@ impl LeaseTable {
 
     /// Drops every request of `key`'s (its session ended); answers the grants that made.
     pub fn remove_holder(&mut self, key: &str, now: SystemTime) -> Vec<Handed> {
+        self.remove_where(|holder| holder.key == key, now)
+    }
+
+    /// Records that `server` renews its holders now, when its beat is older than a third of
+    /// `lifetime` (or missing): answers whether the table changed, so that a beat costs a
+    /// write only that often.
+    pub fn renew(&mut self, server: &str, lifetime: Duration, now: SystemTime) -> bool {
+        let now_ms = millis(now);
+        let lifetime_secs = u32::try_from(lifetime.as_secs()).unwrap_or(u32::MAX).max(1);
+        let due = self.beats.get(server).is_none_or(|beat| {
+            beat.lifetime_secs != lifetime_secs
+                || now_ms.saturating_sub(beat.renewed_ms) * 3 >= u64::from(lifetime_secs) * 1_000
+        });
+        if due {
+            self.beats.insert(
+                server.to_string(),
+                Beat {
+                    renewed_ms: now_ms,
+                    lifetime_secs,
+                },
+            );
+        }
+        due
+    }
+
+    /// Whether `holder`'s server renewed its beat within the beat's lifetime; a holder that
+    /// names no machine has no beat and is not judged by one.
+    pub fn renewed(&self, holder: &Holder, now: SystemTime) -> bool {
+        let Some(server) = holder.server() else {
+            return true;
+        };
+        self.beats.get(&server).is_some_and(|beat| {
+            millis(now).saturating_sub(beat.renewed_ms) < u64::from(beat.lifetime_secs) * 1_000
+        })
+    }
+
+    /// Forgets the beats of servers none of whose holders is left in the table.
+    pub fn forget_idle_beats(&mut self) {
+        let serving: std::collections::HashSet<String> = self
+            .leases
+            .values()
+            .flat_map(Lease::requests)
+            .filter_map(|r| r.holder.server())
+            .collect();
+        self.beats.retain(|server, _| serving.contains(server));
+    }
+
+    /// Drops every request whose holder `leaves` says leaves (a server leaving the
+    /// federation in order takes its sessions' out); answers the grants that made.
+    pub fn remove_where(
+        &mut self,
+        leaves: impl Fn(&Holder) -> bool,
+        now: SystemTime,
+    ) -> Vec<Handed> {
         let now_ms = millis(now);
         let names: Vec<String> = self
             .leases
             .iter()
-            .filter(|(_, lease)| lease.requests().any(|r| r.holder.key == key))
+            .filter(|(_, lease)| lease.requests().any(|r| leaves(&r.holder)))
             .map(|(name, _)| name.clone())
             .collect();
         let mut handed = Vec::new();
         for name in names {
             if let Some(lease) = self.leases.get_mut(&name) {
-                if lease.holder.as_ref().is_some_and(|r| r.holder.key == key) {
+                if lease.holder.as_ref().is_some_and(|r| leaves(&r.holder)) {
                     lease.holder = None;
                 }
-                lease.queue.retain(|r| r.holder.key != key);
+                lease.queue.retain(|r| !leaves(&r.holder));
             }
             handed.extend(self.settle(&name, now_ms));
         }
@@ -481,6 +571,7 @@ mod tests {
                     start: None,
                 },
             },
+            machine: None,
         }
     }
 
@@ -660,6 +751,47 @@ mod tests {
             .acquire(&port_lease_name(3000), who("x", "w9"), TTL, at(0))
             .unwrap();
         assert!(table.assign_port(&range, "w3", at(2), |_| true).is_err());
+    }
+
+    fn on(name: &str, machine: &str) -> Holder {
+        Holder {
+            machine: Some(machine.to_string()),
+            ..who(name, "w")
+        }
+    }
+
+    #[test]
+    fn a_federated_holder_lives_while_its_server_renews_and_goes_when_it_leaves() {
+        let mut table = LeaseTable::default();
+        let lifetime = Duration::from_secs(9);
+        let (alpha, beta) = (on("a", "alpha"), on("b", "beta"));
+        let (alpha_server, beta_server) = (alpha.server().unwrap(), beta.server().unwrap());
+        assert!(table.renew(&alpha_server, lifetime, at(0)));
+        assert!(table.renew(&beta_server, lifetime, at(0)));
+        table.acquire("db", alpha.clone(), TTL, at(0)).unwrap();
+        table.acquire("db", beta.clone(), TTL, at(0)).unwrap();
+        assert!(
+            !table.renew(&alpha_server, lifetime, at(2)),
+            "renewed a third as often"
+        );
+        assert!(table.renew(&alpha_server, lifetime, at(3)));
+        // beta's server stopped renewing: it is dead after its lifetime, alpha is not.
+        assert!(table.renewed(&beta, at(8)));
+        assert!(!table.renewed(&beta, at(9)));
+        assert!(table.renewed(&alpha, at(9)));
+        assert!(
+            table.renewed(&who("local", "w"), at(1_000)),
+            "no machine, no beat"
+        );
+        // alpha's server leaves in order: beta, queued behind, is granted.
+        table.renew(&beta_server, lifetime, at(9));
+        let handed = table.remove_where(|h| h.machine.as_deref() == Some("alpha"), at(10));
+        assert_eq!(handed[0].to.key, "b");
+        table.forget_idle_beats();
+        assert!(!table.beats.contains_key(&alpha_server));
+        table.release("db", "b", at(11)).unwrap();
+        table.forget_idle_beats();
+        assert!(table.beats.is_empty(), "no holder, no beat");
     }
 
     #[test]

@@ -742,3 +742,260 @@ async fn hostile_boards_are_ignored_with_a_reason_and_good_ones_listed() {
     assert!(!listing.to_string().contains('\u{1b}'));
     assert_eq!(remote_machines(&listing), ["gamma"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Leases shared by machines
+
+/// Waits until `lease`'s server says it is connected to the federation.
+async fn connected(lease: &LeaseFile) {
+    everywhere_until(
+        lease,
+        "the server to connect to the federation",
+        |listing| {
+            (listing["federation"]["state"] == "connected")
+                .then_some(())
+                .ok_or_else(|| "not connected".into())
+        },
+    )
+    .await;
+}
+
+fn append(path: &Path, line: &str) {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+/// Asks for `name` until it is granted, each call waiting up to 3 s; a refusal (the
+/// federation out of reach) is asked again after a pause.
+async fn hold_through_outages(client: &McpClient, name: &str) -> Value {
+    loop {
+        match client
+            .call("majordomus_lease", json!({"name": name, "wait_secs": 3}))
+            .await
+        {
+            Ok(answer) if answer["state"] == "granted" => return answer,
+            Ok(_) => {}
+            Err(refusal) => {
+                assert!(refusal.contains("federation"), "{refusal}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Releases `name`, asking again while the federation is out of reach. A release asked
+/// again after a refusal may find the first one went through: then nothing is held.
+async fn release_through_outages(client: &McpClient, name: &str) {
+    let mut refused = false;
+    loop {
+        match client
+            .call("majordomus_release", json!({"name": name}))
+            .await
+        {
+            Ok(released) => {
+                assert_eq!(released["name"], name);
+                return;
+            }
+            Err(refusal) if refused && refusal.contains("neither hold nor wait") => return,
+            Err(refusal) => {
+                assert!(refusal.contains("federation"), "{refusal}");
+                refused = true;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_machines_share_one_lease_and_never_hold_it_together_across_a_federation_restart() {
+    const SESSIONS: usize = 16;
+    const ROUNDS: usize = 3;
+    let repo = TempRepo::new();
+    let mut nats = NatsServer::start(&repo, None).await;
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&repo, &alpha, &nats.url(), "alpha", "").await;
+    federate(&repo, &beta, &nats.url(), "beta", "").await;
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+    connected(&alpha_lease).await;
+    connected(&beta_lease).await;
+
+    let mut clients = Vec::new();
+    for n in 0..2 * SESSIONS {
+        let (lease, machine) = if n % 2 == 0 {
+            (&alpha_lease, "alpha")
+        } else {
+            (&beta_lease, "beta")
+        };
+        clients.push((
+            machine,
+            McpClient::http(lease, &format!("racer-{n}"), "1.0").await,
+        ));
+    }
+    let records = repo.base().join("staging.log");
+    std::fs::write(&records, "").unwrap();
+    let runs = clients
+        .into_iter()
+        .enumerate()
+        .map(|(n, (machine, client))| {
+            let records = records.clone();
+            tokio::spawn(async move {
+                for round in 0..ROUNDS {
+                    let granted = hold_through_outages(&client, "db:staging").await;
+                    let ticket = granted["ticket"].as_u64().unwrap();
+                    append(&records, &format!("enter {ticket} {n} {machine}"));
+                    let held = 1 + (n * 7 + round * 13) % 20;
+                    tokio::time::sleep(Duration::from_millis(held as u64)).await;
+                    append(&records, &format!("leave {ticket} {n} {machine}"));
+                    release_through_outages(&client, "db:staging").await;
+                }
+                client.close().await;
+            })
+        });
+    let runs: Vec<_> = runs.collect();
+
+    // A third of the way, the federation goes away for a while.
+    let third = std::time::Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&records).unwrap().lines().count() < 2 * SESSIONS * ROUNDS * 2 / 3
+    {
+        assert!(
+            std::time::Instant::now() < third,
+            "a third of the grants were not used within 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nats.stop().await;
+    let probe = McpClient::http(&alpha_lease, "probe", "1.0").await;
+    let refusal = eventually(
+        "a lease to be refused while the federation is away",
+        || async {
+            match probe
+                .call("majordomus_lease", json!({"name": "db:staging"}))
+                .await
+            {
+                Err(refusal) => Ok(refusal),
+                Ok(answer) => Err(format!("answered during the outage: {answer}")),
+            }
+        },
+    )
+    .await;
+    assert!(
+        refusal.contains("the federation is out of reach"),
+        "{refusal}"
+    );
+    assert!(refusal.contains("none is granted"), "{refusal}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    nats.run(&repo).await;
+    for run in futures::future::join_all(runs).await {
+        run.unwrap();
+    }
+    probe.close().await;
+
+    let text = std::fs::read_to_string(&records).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2 * 2 * SESSIONS * ROUNDS,
+        "every grant used once"
+    );
+    let mut last_ticket = None;
+    let mut grants = vec![0; 2 * SESSIONS];
+    for pair in lines.chunks(2) {
+        let enter: Vec<&str> = pair[0].split(' ').collect();
+        let leave: Vec<&str> = pair[1].split(' ').collect();
+        assert_eq!(enter[0], "enter", "two held it at once: {pair:?}");
+        assert_eq!(
+            leave,
+            ["leave", enter[1], enter[2], enter[3]],
+            "the holder left before anyone entered: {pair:?}"
+        );
+        let ticket: u64 = enter[1].parse().unwrap();
+        assert!(
+            last_ticket.is_none_or(|last| ticket > last),
+            "granted out of queue order: ticket {ticket} after {last_ticket:?}"
+        );
+        last_ticket = Some(ticket);
+        grants[enter[2].parse::<usize>().unwrap()] += 1;
+    }
+    assert_eq!(grants, vec![ROUNDS; 2 * SESSIONS], "nobody starved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_of_a_machine_that_dies_or_leaves_goes_to_the_next_in_line_on_another() {
+    let repo = TempRepo::new();
+    let _nats = NatsServer::start(&repo, None).await;
+    let url = _nats.url();
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    // alpha's holders live 3 s past its last renewal, beta's 30 s.
+    federate(&repo, &alpha, &url, "alpha", "ttl_secs = 3\n").await;
+    federate(&repo, &beta, &url, "beta", "").await;
+    let (mut alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (mut beta_server, beta_lease) = serve(&repo, &beta).await;
+    connected(&alpha_lease).await;
+    connected(&beta_lease).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let on_beta = McpClient::http(&beta_lease, "codex", "0.130.0").await;
+    let granted = on_alpha
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted}");
+    let queued = on_beta
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    let holder = queued["holder"].as_str().unwrap();
+    assert!(holder.contains("claude-code in alpha on alpha"), "{holder}");
+    let listing = peers(&beta_lease, "repository").await;
+    assert_eq!(listing["leases"][0]["name"], "db:staging", "{listing:#}");
+    assert_eq!(listing["leases"][0]["holder"], holder, "{listing:#}");
+
+    // alpha dies: nobody renews its holders, and beta's session is granted once their
+    // lifetime is over.
+    alpha_server.kill9().await;
+    drop(on_alpha);
+    eventually("beta's session to be granted alpha's lease", || async {
+        let answer = on_beta
+            .answer(
+                "majordomus_lease",
+                json!({"name": "db:staging", "wait_secs": 1}),
+            )
+            .await;
+        (answer["state"] == "granted")
+            .then_some(())
+            .ok_or_else(|| answer.to_string())
+    })
+    .await;
+
+    // alpha comes back and queues; beta's server stops in order and takes its sessions out
+    // of the table: alpha's is granted long before beta's 30 s would have run out.
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    connected(&alpha_lease).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let queued = on_alpha
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    assert!(
+        queued["holder"].as_str().unwrap().contains("on beta"),
+        "{queued}"
+    );
+    drop(on_beta);
+    beta_server.signal(libc::SIGTERM);
+    beta_server.wait_exit().await;
+    eventually("alpha's session to be granted once beta left", || async {
+        let answer = on_alpha
+            .answer(
+                "majordomus_lease",
+                json!({"name": "db:staging", "wait_secs": 1}),
+            )
+            .await;
+        (answer["state"] == "granted")
+            .then_some(())
+            .ok_or_else(|| answer.to_string())
+    })
+    .await;
+    on_alpha.close().await;
+}

@@ -802,6 +802,75 @@ async fn the_dashboard_shows_the_board_live_in_a_real_browser() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_lists_the_leases_and_their_queues_and_follows_a_hand_over() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let holder = McpClient::http(&lease, "claude-code", "2.1.154").await;
+    let waiting = McpClient::http(&lease, "<b>bold</b>", "1.0").await;
+    let granted = holder
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted}");
+    let queued = waiting
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+
+    let printed = run_cli(&repo, ["board", "--repo", repo.root().to_str().unwrap()]).await;
+    assert!(printed.status.success(), "{printed:?}");
+    let link = String::from_utf8(printed.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut browser = Browser::launch(&repo).await;
+    browser.call("Page.navigate", json!({"url": link})).await;
+    let leases = browser
+        .text_when("#leases", BOUND, |text| text.contains("db:staging"))
+        .await;
+    assert!(leases.contains("p1 claude-code in"), "the holder: {leases}");
+    assert!(
+        leases.contains("p2 <b>bold</b> in"),
+        "who waits, its markup shown as text: {leases}"
+    );
+    assert_eq!(
+        browser.eval("document.querySelectorAll('b').length").await,
+        0
+    );
+    browser
+        .text_when("#status", BOUND, |text| text == "live")
+        .await;
+
+    // The holder lets go: the page, unreloaded, shows the next in line holding it.
+    browser.eval("window.__sameDocument = true").await;
+    holder
+        .answer("majordomus_release", json!({"name": "db:staging"}))
+        .await;
+    let handed = browser
+        .text_when("#leases", BOUND, |text| !text.contains("claude-code"))
+        .await;
+    assert!(handed.contains("p2 <b>bold</b> in"), "{handed}");
+    assert!(handed.contains("WAITING"), "{handed}");
+    let last = browser
+        .text_when("#last-change", BOUND, |text| {
+            text.contains("lease db:staging")
+        })
+        .await;
+    assert!(last.contains("held by p2"), "{last}");
+    assert_eq!(
+        browser.eval("window.__sameDocument === true").await,
+        true,
+        "no reload"
+    );
+    browser
+        .screenshot(1280, &screenshot_dir().join("board-leases.png"))
+        .await;
+
+    browser.close().await;
+    holder.close().await;
+    waiting.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_and_its_assets_carry_a_strict_policy_and_want_a_ticket_or_the_cookie() {
     let repo = TempRepo::new();
     let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;

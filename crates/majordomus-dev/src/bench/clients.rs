@@ -124,6 +124,33 @@ impl Caller {
         }
     }
 
+    /// Calls an MCP tool once and answers its structured content: what a caller needs when
+    /// the answer decides its next call (a lease granted or still queued).
+    pub async fn tool_answer(&self, tool: &str, arguments: Value) -> Result<Value, Outcome> {
+        let Caller::Mcp(service) = self else {
+            return Err(Outcome::Failure(format!(
+                "{tool} is called over MCP only here"
+            )));
+        };
+        let arguments: JsonObject = match arguments {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        };
+        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        match service.call_tool(request).await {
+            Ok(result) if result.is_error == Some(true) => Err(Outcome::Refusal(
+                result
+                    .content
+                    .iter()
+                    .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )),
+            Ok(result) => Ok(result.structured_content.unwrap_or_default()),
+            Err(error) => Err(Outcome::Failure(error.to_string())),
+        }
+    }
+
     /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
     pub async fn close(self) {
         if let Caller::Mcp(service) = self {

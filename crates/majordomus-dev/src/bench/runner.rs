@@ -577,10 +577,14 @@ async fn measure_processes(
 }
 
 /// The call, if any, that must come before each measured one so that it measures its work and
-/// not a refusal: detaching needs an episode attached first. Untimed.
+/// not a refusal: detaching needs an episode attached first, a release a lease held; and a
+/// lease asked for is a new grant, not its holder's renewal, once the last one is released.
+/// Untimed.
 fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> {
     let id = match capability.id() {
         "episodes.detach" => "episodes.attach",
+        "leases.release" => "leases.acquire",
+        "leases.acquire" => "leases.release",
         _ => return None,
     };
     let prepare = majordomus::capabilities::registry().by_id(id)?;

@@ -10,6 +10,8 @@ use async_nats::jetstream::{self, kv};
 use async_nats::{ConnectErrorKind, ConnectOptions, Event, ServerError};
 use futures::StreamExt as _;
 use majordomus_checkout::config::FederationConfig;
+use majordomus_domain::leases::{Holder, Life};
+use majordomus_domain::sync::LockExt;
 
 use super::document::{BOARD_BYTES, BoardDocument, BoardKey, PublishedCheckout};
 use super::{BUCKET, Federation, Identity, LinkState, Published};
@@ -56,7 +58,11 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     };
     let mut attempt = 0;
     let kept = loop {
-        match session(&server, &identity, &client).await {
+        let ended = session(&server, &identity, &client).await;
+        if !matches!(ended, Ended::Stopped(_)) {
+            *federation.lease_bucket.lock_or_recover() = None;
+        }
+        match ended {
             Ended::Stopped(store) => break store,
             Ended::Reconnected => attempt = 0,
             Ended::Failed(why) => {
@@ -70,6 +76,10 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
             }
         }
     };
+    if kept.is_some() {
+        leave_leases(&server).await;
+    }
+    *federation.lease_bucket.lock_or_recover() = None;
     if let Some(store) = kept {
         let deleted = tokio::time::timeout(DELETE_TIMEOUT, store.delete(identity.key.as_key()));
         if !matches!(deleted.await, Ok(Ok(()))) {
@@ -78,6 +88,33 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     }
     let _ = tokio::time::timeout(DELETE_TIMEOUT, client.flush()).await;
     federation.set_state(LinkState::Stopped);
+}
+
+/// On the ordered stop, takes this server's sessions out of the federation's lease table, so
+/// that the next in line on any machine is granted at once rather than once this server's
+/// beat has run out.
+async fn leave_leases<B: Published>(server: &Arc<B>) {
+    let Ok(store) = server.federation().lease_store(&server.checkout().id) else {
+        return;
+    };
+    let leaving = store.server();
+    let ours = |holder: &Holder| {
+        holder.server().as_deref() == Some(leaving.as_str())
+            && matches!(&holder.life, Life::Session { server, .. } if server.pid == std::process::id())
+    };
+    let left = store.change(|table| {
+        let had = table
+            .leases
+            .values()
+            .flat_map(|lease| lease.requests())
+            .any(|r| ours(&r.holder));
+        table.remove_where(ours, SystemTime::now());
+        table.forget_idle_beats();
+        ((), had)
+    });
+    if !matches!(tokio::time::timeout(DELETE_TIMEOUT, left).await, Ok(Ok(()))) {
+        tracing::debug!("this server's leases could not be let go in the federation; they expire");
+    }
 }
 
 /// This machine's and this repository's names, from the settings or found out.
@@ -267,6 +304,10 @@ async fn session<B: Published>(
     };
     if let Err(why) = publish(server.as_ref(), identity, &store).await {
         return Ended::Failed(why);
+    }
+    match super::leases::bucket(&context).await {
+        Ok(leases) => *federation.lease_bucket.lock_or_recover() = Some(leases),
+        Err(why) => return Ended::Failed(why),
     }
     let filter = BoardKey::repository_filter(&identity.key.repository);
     let mut watch = match store.watch_with_history(filter).await {

@@ -10,9 +10,12 @@
 //! answers the remote claims a new claim meets (both in the capabilities, which read the
 //! remote boards from here). Nothing is published or
 //! watched unless `[federation] url` is configured; the federation being down never stops
-//! local work, it only makes `everywhere` say what it could not read.
+//! local work, it only makes `everywhere` say what it could not read — but for leases: a
+//! federated repository's lease table is kept in the federation ([`leases`]), so while it is
+//! out of reach a lease is refused, never granted by one machine alone.
 
 pub mod document;
+pub mod leases;
 mod link;
 pub mod view;
 
@@ -30,7 +33,9 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use async_nats::jetstream::kv;
 use document::BoardKey;
+use leases::{LeaseStore, LeaseStoreError};
 pub use link::REPUBLISH_INTERVAL;
 use view::{HeldBoard, RemoteView};
 
@@ -137,6 +142,8 @@ pub struct Federation {
     connections: watch::Sender<u64>,
     /// Set whenever this server's board changes, so the task publishes it again.
     board_changed: Notify,
+    /// The bucket of the lease tables, while a session with the federation lasts.
+    lease_bucket: Mutex<Option<kv::Store>>,
     stop: CancellationToken,
 }
 
@@ -152,6 +159,7 @@ impl Federation {
             view_changes: watch::channel(0).0,
             connections: watch::channel(0).0,
             board_changed: Notify::new(),
+            lease_bucket: Mutex::new(None),
             stop,
         }
     }
@@ -187,6 +195,28 @@ impl Federation {
         self.identity
             .get()
             .map(|identity| identity.machine.as_str())
+    }
+
+    /// The repository's lease table in the federation, while connected; otherwise the outage,
+    /// in words.
+    pub fn lease_store(&self, checkout: &str) -> Result<LeaseStore, LeaseStoreError> {
+        let outage = || LeaseStoreError::Outage(self.status().summary);
+        if self.link_state() != LinkState::Connected {
+            return Err(outage());
+        }
+        let (Some(identity), Some(store)) = (
+            self.identity.get(),
+            self.lease_bucket.lock_or_recover().clone(),
+        ) else {
+            return Err(outage());
+        };
+        Ok(LeaseStore {
+            store,
+            key: leases::table_key(&identity.key.repository),
+            machine: identity.machine.clone(),
+            checkout: checkout.to_owned(),
+            lifetime: self.config.ttl(),
+        })
     }
 
     /// Every remote board younger than its lifetime.

@@ -118,7 +118,11 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
     // The repository's own settings are all a hook reads: its suggestions concern the server.
     let config = config::load_repository(&located.root)?;
     let needed = match &event_of_input.action {
-        Action::Shell(effects) => held_now(&located, leases_needed(&config, &effects.commands)),
+        Action::Shell(effects) => {
+            held_now(&located, leases_needed(&config, &effects.commands), || {
+                may_be_federated(&located, &config)
+            })
+        }
         _ => Vec::new(),
     };
     if matches!(&event_of_input.action, Action::Shell(effects) if effects.changes_nothing())
@@ -328,9 +332,15 @@ fn leases_needed(config: &Config, commands: &[Vec<String>]) -> Vec<Needed> {
 
 /// Of the `needed` leases, those the repository's lease table says someone holds now, whose
 /// process still runs and whose grant has not run out: only for those is the server asked
-/// whether the holder is another session. The table is one small file; no git, no lock.
-fn held_now(located: &locate::Located, needed: Vec<Needed>) -> Vec<Needed> {
-    if needed.is_empty() {
+/// whether the holder is another session. The table is one small file; no git, no lock. A
+/// federated repository's table is in the federation, which only the server reads: there
+/// the server is asked about every needed lease.
+fn held_now(
+    located: &locate::Located,
+    needed: Vec<Needed>,
+    federated: impl FnOnce() -> bool,
+) -> Vec<Needed> {
+    if needed.is_empty() || federated() {
         return needed;
     }
     let Some(table) = located
@@ -353,6 +363,20 @@ fn held_now(located: &locate::Located, needed: Vec<Needed>) -> Vec<Needed> {
                 })
         })
         .collect()
+}
+
+/// Whether the repository's leases may be kept in a federation: the repository suggests one,
+/// or the person's own configuration sets one (whether a suggestion is allowed is the
+/// server's to know; asking it once too often costs one request).
+fn may_be_federated(located: &locate::Located, config: &Config) -> bool {
+    if config.suggestions.federation.is_some() {
+        return true;
+    }
+    let own = config::UserFiles {
+        config: config::user_config_path(),
+        allowances: None,
+    };
+    config::load_with(&located.root, &own).is_ok_and(|config| config.federation.url.is_some())
 }
 
 /// Asks the server what the event calls for: what to say, and the messages to the session

@@ -196,6 +196,9 @@ pub(super) enum Hammer {
     AnnounceMcpHttp,
     /// `GET /api/v1/peers?checkouts=this`, each client a kept-alive connection of its own.
     ListRest,
+    /// `leases.acquire` of one lease all clients want, waiting in the call until granted,
+    /// then `leases.release`: each client an MCP Streamable HTTP session of its own.
+    LeaseTurns,
 }
 
 /// How many calls each client makes, untimed, before the clock starts.
@@ -218,25 +221,24 @@ pub(super) async fn throughput(
     let label = match hammer {
         Hammer::AnnounceMcpHttp => "throughput-announce",
         Hammer::ListRest => "throughput-list",
+        Hammer::LeaseTurns => "throughput-lease",
     };
     let seconds = Duration::from_secs_f64(options.throughput_seconds.max(0.1));
     let registry = majordomus::capabilities::registry();
     let capability = match hammer {
         Hammer::AnnounceMcpHttp => registry.by_id("peers.announce"),
         Hammer::ListRest => registry.by_id("peers.list"),
+        Hammer::LeaseTurns => registry.by_id("leases.acquire"),
     }
     .expect("the hammered capabilities are registered");
     let calls = (0..clients)
-        .map(|n| {
-            Call::Capability(
+        .map(|n| match hammer {
+            Hammer::AnnounceMcpHttp => Call::Capability(
                 capability,
-                match hammer {
-                    Hammer::AnnounceMcpHttp => {
-                        json!({"intent": format!("task {n}"), "scope": [format!("src/agent{n}")]})
-                    }
-                    Hammer::ListRest => json!({"checkouts": "this"}),
-                },
-            )
+                json!({"intent": format!("task {n}"), "scope": [format!("src/agent{n}")]}),
+            ),
+            Hammer::ListRest => Call::Capability(capability, json!({"checkouts": "this"})),
+            Hammer::LeaseTurns => Call::LeaseTurn,
         })
         .collect();
 
@@ -285,6 +287,9 @@ pub(super) async fn throughput(
             "`peers.announce` of one path of its own over an MCP Streamable HTTP session on a kept-alive connection"
         }
         Hammer::ListRest => "`GET /api/v1/peers?checkouts=this` on a kept-alive connection",
+        Hammer::LeaseTurns => {
+            "`majordomus_lease` of the one lease every client wants (`wait_secs` 30, asked again until granted), then `majordomus_release`, over an MCP Streamable HTTP session on a kept-alive connection (one call is one turn: calls/s is grants a second, a call's latency its wait in the queue),"
+        }
     };
     let note = format!(
         "{:.0} calls/s ({} calls in {:.2} s); server CPU {:.0}% of one core, VmRSS {:.1} MB; {clients} clients, each calling {what} as soon as the last call was answered, as tasks of the benchmark's runtime on the same machine. The same clients against the floor server: {:.0} calls/s ({:.2} of it), p99 {:.3} ms, its CPU {:.0}% of one core",
@@ -307,6 +312,8 @@ pub(super) enum Call {
     Capability(&'static Capability, Value),
     /// The floor server's do-nothing tool or route.
     Floor,
+    /// One turn at a lease every client wants: asked for until granted, then released.
+    LeaseTurn,
 }
 
 impl Call {
@@ -316,6 +323,7 @@ impl Call {
                 tokio::time::timeout(SETUP_BOUND, caller.call(capability, input)).await
             }
             Call::Floor => tokio::time::timeout(SETUP_BOUND, caller.call_floor()).await,
+            Call::LeaseTurn => tokio::time::timeout(SETUP_BOUND, lease_turn(caller)).await,
         };
         outcome.unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()))
     }
@@ -324,7 +332,35 @@ impl Call {
         match self {
             Call::Capability(capability, _) => capability.id(),
             Call::Floor => "the floor",
+            Call::LeaseTurn => "a turn at the lease",
         }
+    }
+}
+
+/// The lease every client of a contended run wants.
+const CONTENDED: &str = "bench-contended";
+
+/// One turn at [`CONTENDED`]: asked for (waiting in the call) until granted, then released.
+async fn lease_turn(caller: &Caller) -> Outcome {
+    loop {
+        match caller
+            .tool_answer(
+                "majordomus_lease",
+                json!({"name": CONTENDED, "wait_secs": 30}),
+            )
+            .await
+        {
+            Ok(answer) if answer["state"] == "granted" => break,
+            Ok(_) => {}
+            Err(outcome) => return outcome,
+        }
+    }
+    match caller
+        .tool_answer("majordomus_release", json!({"name": CONTENDED}))
+        .await
+    {
+        Ok(_) => Outcome::Answer,
+        Err(outcome) => outcome,
     }
 }
 
@@ -341,7 +377,7 @@ pub(super) async fn connect_callers(
         // A client of its own each, so each holds its own kept-alive connection.
         let http = http_client();
         callers.push(match hammer {
-            Hammer::AnnounceMcpHttp => Caller::Mcp(
+            Hammer::AnnounceMcpHttp | Hammer::LeaseTurns => Caller::Mcp(
                 connect_http(
                     &http,
                     HttpPooling::KeepAlive,

@@ -85,6 +85,12 @@ pub async fn run(
         ScenarioId::ThroughputList32 => {
             throughput(scenario, scratch, options, Hammer::ListRest, 32).await
         }
+        ScenarioId::LeaseContended8 => {
+            throughput(scenario, scratch, options, Hammer::LeaseTurns, 8).await
+        }
+        ScenarioId::LeaseContended32 => {
+            throughput(scenario, scratch, options, Hammer::LeaseTurns, 32).await
+        }
         ScenarioId::ToolsListSize => tools_list_size(scenario, scratch).await,
         ScenarioId::HttpKeepAlive => keep_alive(scenario, scratch, options).await,
         ScenarioId::ExitSigint => exit_on_sigint(scenario, scratch, options).await,

@@ -12,11 +12,9 @@ use majordomus_domain::text::{for_terminal, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::table::{
-    Known, alive, attached_here, blocking, session_key, table_file, this_server, unreadable,
-};
+use super::table::{Liveness, Place, attached_here, session_key, this_server};
 use crate::api::CapabilityError;
-use crate::context::{Context, Site};
+use crate::context::Context;
 use crate::port::Fact;
 
 /// Leases a listing names; the rest are counted on the last line people read.
@@ -79,12 +77,12 @@ pub async fn held_by_others(
     peer: &PeerId,
     names: &[String],
 ) -> Result<Vec<HeldElsewhere>, CapabilityError> {
-    let file = table_file(&ctx.site)?;
-    let table = blocking(move || file.read().map_err(unreadable)).await?;
-    let attached = ctx.server.as_deref().map(attached_here);
+    let place = Place::of(ctx)?;
+    let table = place.read().await?;
+    let liveness = Liveness::new(ctx.server.as_deref().map(attached_here), &place);
     let key = session_key(this_server(), peer);
-    let now = millis(SystemTime::now());
-    let known = Known::default();
+    let at = SystemTime::now();
+    let now = millis(at);
     let mut seen = HashSet::new();
     Ok(names
         .iter()
@@ -92,7 +90,7 @@ pub async fn held_by_others(
         .filter_map(|name| {
             let lease = table.leases.get(name)?;
             let holder = lease.holder.as_ref()?;
-            let lives = |h: &Holder| alive(h, attached.as_ref(), &known);
+            let lives = |h: &Holder| liveness.lives(h, &table, at);
             if holder.holder.key == key
                 || holder.expires_ms.is_some_and(|at| at <= now)
                 || !lives(&holder.holder)
@@ -114,30 +112,31 @@ pub async fn held_by_others(
 }
 
 /// The repository's leases held now, as the table says, without those whose holder's
-/// process ended (a sweep will drop them): at most [`LEASES_LISTED`].
-pub async fn listed_leases(site: &Site) -> Vec<ListedLease> {
-    let Ok(file) = table_file(site) else {
+/// process ended or (of another machine) whose server's beat stopped — a sweep will drop
+/// them: at most [`LEASES_LISTED`]. Empty when the table cannot be read.
+pub async fn listed_leases(ctx: &Context) -> Vec<ListedLease> {
+    let Ok(place) = Place::of(ctx) else {
         return Vec::new();
     };
-    let read = tokio::task::spawn_blocking(move || file.read()).await;
-    let Ok(Ok(table)) = read else {
+    let Ok(table) = place.read().await else {
         return Vec::new();
     };
-    let now = millis(SystemTime::now());
-    let known = Known::default();
+    let liveness = Liveness::new(None, &place);
+    let at = SystemTime::now();
+    let now = millis(at);
     table
         .leases
         .iter()
         .filter_map(|(name, lease)| {
             let holder = lease.holder.as_ref()?;
-            if !known.lives(&holder.holder) {
+            if !liveness.lives(&holder.holder, &table, at) {
                 return None;
             }
             let waiting: Vec<&Holder> = lease
                 .queue
                 .iter()
                 .map(|r| &r.holder)
-                .filter(|h| known.lives(h))
+                .filter(|h| liveness.lives(h, &table, at))
                 .collect();
             Some(listed_lease(name, holder, &waiting, now))
         })
@@ -202,12 +201,11 @@ const LABEL_QUOTED_BYTES: usize = 200;
 /// The leases `peer`, a session of this server, holds now, each grant a fact told once at
 /// the session's next prompt: so a grant made while it did something else is learnt there.
 pub async fn grants_to(ctx: &Context, peer: &PeerId) -> Vec<Fact> {
-    let Ok(file) = table_file(&ctx.site) else {
+    let Ok(place) = Place::of(ctx) else {
         return Vec::new();
     };
-    let server = this_server();
-    let key = session_key(server, peer);
-    let Ok(Ok(table)) = tokio::task::spawn_blocking(move || file.read()).await else {
+    let key = session_key(this_server(), peer);
+    let Ok(table) = place.read().await else {
         return Vec::new();
     };
     table

@@ -4,6 +4,13 @@
 //! The table is the repository's one file in the common git dir
 //! (`majordomus_checkout::lease_table`): every worktree's server and every `majordomus
 //! lease` change it under one lock, so no server has to run for it and none can disagree.
+//! When the checkout is federated, the table is the federation's instead
+//! (`federation::leases`), changed by compare-and-set and reached only through the serving
+//! process, which follows the federation: a team has one holder of a name, and while the
+//! federation is out of reach a lease is refused rather than granted here alone. A holder of
+//! another machine lives while its server renews its beat in the table (every housekeeping
+//! second once a third of the federation's ttl has passed); a server stopping in order takes
+//! its sessions out.
 //! A holder is an MCP session of some server (it lasts while that server keeps the peer on
 //! its board, and the server's housekeeping removes what a departed peer held) or a process
 //! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
@@ -17,7 +24,7 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use majordomus_checkout::lease_table::{self, LeaseTableFile};
+use majordomus_checkout::lease_table;
 use majordomus_domain::leases::{
     Holder, LeaseError, LeaseTable, Life, Resource, Standing, millis, port_lease_name,
 };
@@ -43,9 +50,7 @@ pub use listing::{
     HeldElsewhere, ListedLease, grants_to, held_by_others, held_elsewhere_line, lease_line,
     listed_leases,
 };
-use table::{
-    Known, alive, attached_here, blocking, session_key, table_file, this_server, unreadable,
-};
+use table::{Liveness, Place, attached_here, session_key, this_server};
 
 /// The highest pid Linux hands out (`pid_max` at most 2^22).
 const PID_MAX: u32 = 4_194_304;
@@ -205,60 +210,39 @@ impl Operation for LeasesAcquire {
                 "`wait_secs` is at most {LEASE_WAIT_SECS_MAX}; {wait_secs} is not"
             )));
         }
-        let holder = holder_of(ctx, input.pid)?;
-        let file = table_file(&ctx.site)?;
+        let place = Place::of(ctx)?;
+        let holder = holder_of(ctx, input.pid, &place)?;
         let deadline = Instant::now() + Duration::from_secs(u64::from(wait_secs));
-        let asked = {
-            let (file, holder, port) = (file.clone(), holder.clone(), ctx.server.clone());
-            blocking(move || ask(&file, &resource, holder, ttl, port.as_deref())).await?
-        };
-        let (name, mut standing, port) = asked;
+        let port = ctx.server.as_deref();
+        let (name, mut standing, handed_port) =
+            ask(&place, &resource, holder.clone(), ttl, port).await?;
         let mut last_sweep = Instant::now();
         while matches!(standing, Standing::Queued { .. }) && Instant::now() < deadline {
-            let stamp = file.stamp();
+            let stamp = place.stamp();
             let changed = TABLE_CHANGED.notified();
+            let poll = place.poll_interval();
             tokio::select! {
                 () = changed => {}
-                () = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
+                () = tokio::time::sleep(poll.min(deadline.saturating_duration_since(Instant::now()))) => {}
             }
             if last_sweep.elapsed() >= SWEEP_EVERY {
                 // Someone's holder may have died, or its ttl run out, with nobody to notice.
                 last_sweep = Instant::now();
-                let (file, holder, port, name) = (
-                    file.clone(),
-                    holder.clone(),
-                    ctx.server.clone(),
-                    name.clone(),
-                );
-                standing = blocking(move || {
-                    let resource = Resource::Named(name);
-                    ask(&file, &resource, holder, ttl, port.as_deref()).map(|(_, s, _)| s)
-                })
-                .await?;
-            } else if file.stamp() != stamp {
-                let (file, key, asked) = (file.clone(), holder.key.clone(), name.clone());
-                if let Some(now) = blocking(move || {
-                    file.read()
-                        .map(|table| table.standing(&asked, &key))
-                        .map_err(unreadable)
-                })
-                .await?
-                {
-                    standing = now;
-                } else {
+                let again = Resource::Named(name.clone());
+                standing = ask(&place, &again, holder.clone(), ttl, port).await?.1;
+            } else if stamp.is_none() || place.stamp() != stamp {
+                let Some(now) = place.read().await?.standing(&name, &holder.key) else {
                     return Err(CapabilityError::not_found(format!(
                         "your request for `{name}` left the table while it waited (its session \
                          or process ended, or it was released)"
                     )));
-                }
+                };
+                standing = now;
             }
         }
-        Ok(answer(name, standing, port, SystemTime::now()))
+        Ok(answer(name, standing, handed_port, SystemTime::now()))
     }
 }
-
-/// How often a waiting request looks at the table when nothing in this process changed it.
-const POLL: Duration = Duration::from_millis(20);
 
 /// How often a waiting request sweeps the table for holders that died or ran out.
 const SWEEP_EVERY: Duration = Duration::from_millis(500);
@@ -344,34 +328,29 @@ impl Operation for LeasesRelease {
 
     async fn run(ctx: &Context, input: ReleaseInput) -> Result<Released, CapabilityError> {
         let resource = Resource::parse(&input.name).map_err(refusal)?;
-        let holder = holder_of(ctx, input.pid)?;
-        let file = table_file(&ctx.site)?;
+        let place = Place::of(ctx)?;
+        let holder = holder_of(ctx, input.pid, &place)?;
         let name = match resource {
             Resource::Named(name) => name,
-            Resource::PortRange { text, .. } => {
-                let file = file.clone();
-                let checkout = holder.checkout.clone();
-                blocking(move || file.read().map_err(unreadable))
-                    .await?
-                    .ports
-                    .iter()
-                    .find(|a| a.range == text && a.checkout == checkout)
-                    .map(|a| port_lease_name(a.port))
-                    .ok_or_else(|| refusal(LeaseError::NotHeld(text.clone())))?
-            }
+            Resource::PortRange { text, .. } => place
+                .read()
+                .await?
+                .ports
+                .iter()
+                .find(|a| a.range == text && a.checkout == holder.checkout)
+                .map(|a| port_lease_name(a.port))
+                .ok_or_else(|| refusal(LeaseError::NotHeld(text.clone())))?,
         };
         let released = name.clone();
-        let (handed, now) = blocking(move || {
-            file.change(
-                |table| match table.release(&name, &holder.key, SystemTime::now()) {
+        let (handed, now) = place
+            .change(
+                move |table| match table.release(&name, &holder.key, SystemTime::now()) {
                     Ok(handed) => (Ok((handed, lease_now(table, &name))), true),
                     Err(error) => (Err(error), false),
                 },
             )
-            .map_err(unreadable)
-        })
-        .await?
-        .map_err(refusal)?;
+            .await?
+            .map_err(refusal)?;
         TABLE_CHANGED.notify_waiters();
         tell(ctx.server.as_deref(), vec![now]);
         Ok(Released {
@@ -381,25 +360,26 @@ impl Operation for LeasesRelease {
     }
 }
 
-/// Asks for `resource` for `holder` under the lock, the table swept first: the lease's
-/// name, where the request stands, and the port handed for a range.
-fn ask(
-    file: &LeaseTableFile,
+/// Asks for `resource` for `holder`, the table swept first: the lease's name, where the
+/// request stands, and the port handed for a range.
+async fn ask(
+    place: &Place,
     resource: &Resource,
     holder: Holder,
     ttl: Duration,
     port: Option<&dyn BoardPort>,
 ) -> Result<(String, Standing, Option<u16>), CapabilityError> {
-    let attached = port.map(attached_here);
-    let (asked, changed) = file
-        .change(|table| {
+    let liveness = Liveness::new(port.map(attached_here), place);
+    let resource = resource.clone();
+    let (asked, changed) = place
+        .change(move |table| {
             let before = table.clone();
             let now = SystemTime::now();
-            let known = Known::default();
-            let handed = table.sweep(now, |h| alive(h, attached.as_ref(), &known));
+            let living = liveness.living(table, now);
+            let handed = table.sweep(now, |h| living.contains(&h.key));
             let mut changed: Vec<LeaseNow> =
                 handed.iter().map(|h| lease_now(table, &h.name)).collect();
-            let asked = acquire_in(table, resource, holder, ttl, now);
+            let asked = acquire_in(table, &resource, holder.clone(), ttl, now);
             if let Ok((name, ..)) = &asked
                 && table.leases.get(name) != before.leases.get(name)
             {
@@ -408,7 +388,7 @@ fn ask(
             let written = *table != before;
             ((asked, changed), written)
         })
-        .map_err(unreadable)?;
+        .await?;
     TABLE_CHANGED.notify_waiters();
     tell(port, changed);
     asked.map_err(refusal)
@@ -461,53 +441,61 @@ fn port_is_free(port: u16) -> bool {
 }
 
 /// Drops from the table whatever this server's departed peers held or waited for, and what
-/// outlived its process or ttl, when there is any: the server's housekeeping calls it every
-/// second, so the next in line is granted within about a second of a session's end.
+/// outlived its process, its ttl or (of another machine) its server's beat, when there is
+/// any, and renews this server's beat in a federated table when due: the server's
+/// housekeeping calls it every second, so the next in line is granted within about a second
+/// of a session's end.
 pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
-    let Ok(file) = table_file(site) else {
+    let Ok(place) = Place::serving(site, Some(port)) else {
         return;
     };
-    let attached = attached_here(port);
-    let handed = tokio::task::spawn_blocking(move || {
-        let now = SystemTime::now();
-        let table = file.read().ok()?;
-        let known = Known::default();
-        let stale = table.leases.values().any(|lease| {
-            lease.requests().any(|r| {
-                !alive(&r.holder, Some(&attached), &known)
-                    || r.expires_ms.is_some_and(|at| at <= millis(now))
-            })
-        });
-        if !stale {
-            return Some(Vec::new());
-        }
-        file.change(|table| {
-            let known = Known::default();
-            let handed = table.sweep(now, |h| alive(h, Some(&attached), &known));
-            let changed: Vec<LeaseNow> = handed.iter().map(|h| lease_now(table, &h.name)).collect();
-            (changed, true)
+    let Ok(table) = place.read().await else {
+        return;
+    };
+    let liveness = Liveness::new(Some(attached_here(port)), &place);
+    let now = SystemTime::now();
+    let living = liveness.living(&table, now);
+    let stale = table.leases.values().any(|lease| {
+        lease.requests().any(|r| {
+            !living.contains(&r.holder.key) || r.expires_ms.is_some_and(|at| at <= millis(now))
         })
-        .ok()
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_default();
-    if !handed.is_empty() {
+    });
+    if !stale && !Liveness::beat_due(&place, &table, now) {
+        return;
+    }
+    let swept = place
+        .change(move |table| {
+            let now = SystemTime::now();
+            let living = liveness.living(table, now);
+            let handed = table.sweep(now, |h| living.contains(&h.key));
+            let changed: Vec<LeaseNow> = handed.iter().map(|h| lease_now(table, &h.name)).collect();
+            let written = !changed.is_empty() || stale;
+            (changed, written)
+        })
+        .await
+        .unwrap_or_default();
+    if !swept.is_empty() {
         TABLE_CHANGED.notify_waiters();
-        tell(Some(port), handed);
+        tell(Some(port), swept);
     }
 }
 
 /// Who asks: the calling MCP session, else the process `pid` names.
-fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError> {
+fn holder_of(ctx: &Context, pid: Option<u32>, place: &Place) -> Result<Holder, CapabilityError> {
     let site = &ctx.site;
-    let worktree = site
-        .checkout
-        .root
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let machine = place.machine().map(str::to_owned);
+    let worktree = format!(
+        "{}{}",
+        site.checkout
+            .root
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        machine
+            .as_deref()
+            .map(|machine| format!(" on {machine}"))
+            .unwrap_or_default()
+    );
     if let (Some(port), Some(caller), None) = (&ctx.server, &ctx.caller, pid) {
         let client = port
             .board_peers(SystemTime::now())
@@ -524,6 +512,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError>
                 server,
                 peer: caller.to_string(),
             },
+            machine,
         });
     }
     let Some(pid) = pid else {
@@ -543,6 +532,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>) -> Result<Holder, CapabilityError>
         label: format!("process {pid} in {worktree}"),
         checkout: site.checkout.id.clone(),
         life: Life::Process { process },
+        machine,
     })
 }
 

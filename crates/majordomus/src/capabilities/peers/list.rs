@@ -116,7 +116,7 @@ pub(crate) async fn listing(
         _ => gather(ctx, checkouts, detail).await?,
     };
     if checkouts != Checkouts::This && detail == Detail::Whole {
-        listing.leases = listed_leases(&ctx.site).await;
+        listing.leases = listed_leases(ctx).await;
         listing.messages_queued = messages_queued(&ctx.site).await;
     }
     if detail == Detail::Whole {

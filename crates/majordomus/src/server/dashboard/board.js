@@ -195,11 +195,41 @@ function renderWorktrees() {
   }
 }
 
+// The repository's leases held now: each holder, how long its grant lasts, who waits in turn.
+function renderLeases() {
+  const body = document.querySelector('#leases tbody');
+  body.replaceChildren();
+  const leases = listing.leases || [];
+  if (leases.length === 0) {
+    const row = element('tr');
+    const empty = cell('', 'nobody holds a lease', 'empty');
+    empty.colSpan = 4;
+    row.append(empty);
+    body.append(row);
+    return;
+  }
+  for (const lease of leases) {
+    const waiting = lease.queue.slice();
+    if (lease.queued > lease.queue.length) {
+      waiting.push((lease.queued - lease.queue.length) + ' more');
+    }
+    const row = element('tr');
+    row.append(
+      cell('LEASE', lease.name, 'lease-name'),
+      cell('HOLDER', lease.holder, 'peer-id'),
+      cell('FOR', lease.expires_in_secs + 's more'),
+      cell('WAITING', waiting.length === 0 ? '-' : waiting.join(', ')),
+    );
+    body.append(row);
+  }
+}
+
 function render() {
   renderNeedsYou();
   renderSummary();
   renderOverlaps();
   renderPeers();
+  renderLeases();
   renderWorktrees();
 }
 
@@ -243,6 +273,8 @@ function describe(event) {
     case 'waiting_over': return event.peer + where + ' moved on';
     case 'sibling_reached': return 'following' + where;
     case 'sibling_lost': return 'lost' + where + ': ' + event.reason;
+    case 'lease': return 'lease ' + event.name + (event.holder ? ' held by ' + event.holder
+      : ' let go') + (event.queued ? ', ' + event.queued + ' waiting' : '');
     default: return event.kind + where;
   }
 }
