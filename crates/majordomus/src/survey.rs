@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use majordomus_domain::checkouts::Checkouts;
 
-use crate::api::CapabilityError;
+use crate::api::{CapabilityError, ErrorKind};
 use crate::context::Site;
 use crate::registry::{HttpMethod, Operation};
 
@@ -173,6 +173,9 @@ pub enum AskError {
     Refused { url: String },
     #[error("{url} failed: {source}")]
     Failed { url: String, source: reqwest::Error },
+    /// The server refused the call, saying why in an error document.
+    #[error("{message}")]
+    Refusal { kind: ErrorKind, message: String },
     #[error("{url} answered {status} to {route}")]
     Status {
         url: String,
@@ -236,6 +239,9 @@ pub async fn ask<O: Operation>(
         })?;
     let status = response.status();
     if !status.is_success() {
+        if let Some(refusal) = refusal(status, response).await {
+            return Err(refusal);
+        }
         return Err(AskError::Status {
             url: url.to_string(),
             status,
@@ -249,6 +255,27 @@ pub async fn ask<O: Operation>(
             url: url.to_string(),
             source,
         })
+}
+
+/// The refusal an error answer carries (`{"error": {"kind", "message"}}`, as every surface
+/// refuses); `None` for any other body.
+async fn refusal(status: reqwest::StatusCode, response: reqwest::Response) -> Option<AskError> {
+    #[derive(Deserialize)]
+    struct Body {
+        error: Refused,
+    }
+    #[derive(Deserialize)]
+    struct Refused {
+        message: String,
+    }
+    let kind = ErrorKind::ALL
+        .into_iter()
+        .find(|kind| kind.http_status() == status.as_u16())?;
+    let body: Body = response.json().await.ok()?;
+    Some(AskError::Refusal {
+        kind,
+        message: body.error.message,
+    })
 }
 
 /// A failed probe in words, without the address: the caller names the server.

@@ -999,3 +999,70 @@ async fn a_lease_of_a_machine_that_dies_or_leaves_goes_to_the_next_in_line_on_an
     .await;
     on_alpha.close().await;
 }
+
+/// `majordomus lease` from the command line of a federated checkout is asked of that
+/// checkout's server, which keeps the team's table: queued behind a session of another
+/// machine with the holder named (exit 75), granted for a command's run once it is free, and
+/// refused, naming how to start a server, when none runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_leases_through_its_checkouts_server_in_a_federation() {
+    let repo = TempRepo::new();
+    let nats = NatsServer::start(&repo, None).await;
+    let url = nats.url();
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&repo, &alpha, &url, "alpha", "").await;
+    federate(&repo, &beta, &url, "beta", "").await;
+    let lease_on_beta = |args: &[&str]| {
+        let mut all = vec!["lease", "--repo", beta.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+
+    let refused = cli(
+        &repo,
+        &lease_on_beta(&["db:staging"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("majordomus serve ensure"), "{said}");
+
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+    connected(&alpha_lease).await;
+    connected(&beta_lease).await;
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let granted = on_alpha
+        .answer("majordomus_lease", json!({"name": "db:staging"}))
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted}");
+
+    let args = lease_on_beta(&["db:staging", "--json"]);
+    let queued = cli(&repo, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(queued.status.code(), Some(75), "{queued:?}");
+    let answer: Value = serde_json::from_slice(&queued.stdout).expect("the answer is JSON");
+    assert_eq!(answer["state"], "queued", "{answer}");
+    assert!(
+        answer["holder"].as_str().unwrap().contains("on alpha"),
+        "{answer}"
+    );
+
+    on_alpha
+        .answer("majordomus_release", json!({"name": "db:staging"}))
+        .await;
+    let marker = repo.base().join("ran");
+    let script = format!("echo held > '{}'", marker.display());
+    let args = lease_on_beta(&["db:staging", "--", "sh", "-c", &script]);
+    let ran = cli(&repo, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert!(ran.status.success(), "{ran:?}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "held\n");
+    let listing = peers(&alpha_lease, "repository").await;
+    assert!(
+        listing["leases"].as_array().is_none_or(Vec::is_empty),
+        "released after the run: {listing:#}"
+    );
+}

@@ -50,7 +50,7 @@ pub use listing::{
     HeldElsewhere, ListedLease, grants_to, held_by_others, held_elsewhere_line, lease_line,
     listed_leases,
 };
-use table::{Liveness, Place, attached_here, session_key, this_server};
+use table::{Liveness, Place, attached_here, forwarded, session_key, this_server};
 
 /// The highest pid Linux hands out (`pid_max` at most 2^22).
 const PID_MAX: u32 = 4_194_304;
@@ -210,9 +210,13 @@ impl Operation for LeasesAcquire {
                 "`wait_secs` is at most {LEASE_WAIT_SECS_MAX}; {wait_secs} is not"
             )));
         }
+        let wait = Duration::from_secs(u64::from(wait_secs));
+        if let Some(answer) = forwarded::<LeasesAcquire>(ctx, &input, wait).await? {
+            return Ok(answer);
+        }
         let place = Place::of(ctx)?;
         let holder = holder_of(ctx, input.pid, &place)?;
-        let deadline = Instant::now() + Duration::from_secs(u64::from(wait_secs));
+        let deadline = Instant::now() + wait;
         let port = ctx.server.as_deref();
         let (name, mut standing, handed_port) =
             ask(&place, &resource, holder.clone(), ttl, port).await?;
@@ -328,6 +332,9 @@ impl Operation for LeasesRelease {
 
     async fn run(ctx: &Context, input: ReleaseInput) -> Result<Released, CapabilityError> {
         let resource = Resource::parse(&input.name).map_err(refusal)?;
+        if let Some(answer) = forwarded::<LeasesRelease>(ctx, &input, Duration::ZERO).await? {
+            return Ok(answer);
+        }
         let place = Place::of(ctx)?;
         let holder = holder_of(ctx, input.pid, &place)?;
         let name = match resource {
