@@ -33,6 +33,26 @@ use super::leases::{self, HeldElsewhere};
 use super::messages::{self, Inbox};
 
 /// What a message delivered through a hook names in its receipt: the client and its event.
+/// Characters of a hook event's name as a client calls it.
+const EVENT_CHARS: usize = 64;
+
+/// A hook event's name as the client calls it (a receipt names it): left out or one line of
+/// plain text, never `null`, as its schema says.
+fn event_name<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    if name.trim().is_empty()
+        || name.chars().count() > EVENT_CHARS
+        || text::find_refused(&name).is_some()
+    {
+        return Err(serde::de::Error::custom(format!(
+            "`event` is one line of plain text of 1 to {EVENT_CHARS} characters"
+        )));
+    }
+    Ok(Some(name))
+}
+
 fn hook_through(client: HookClient, event: Option<&str>, moment: &str) -> String {
     format!("{} {} hook", client.as_str(), event.unwrap_or(moment))
 }
@@ -70,8 +90,15 @@ pub struct HookFiles {
     pub ancestors: Vec<ProcessStamp>,
     /// The client's name of the hook event asking (`PostToolUse`): a message delivered in
     /// the answer names it in its receipt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 64), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "event_name"
+    )]
+    #[schemars(
+        length(min = 1, max = EVENT_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub event: Option<String>,
 }
 
@@ -112,8 +139,15 @@ pub struct NewsInput {
     pub ancestors: Vec<ProcessStamp>,
     /// The client's name of the hook event asking (`PostToolUse`): a message delivered in
     /// the answer names it in its receipt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 64), regex(pattern = text::PLAIN_TEXT_PATTERN))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "event_name"
+    )]
+    #[schemars(
+        length(min = 1, max = EVENT_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub event: Option<String>,
 }
 

@@ -33,11 +33,19 @@ pub struct WaitInput {
     pub reason: WaitReason,
     /// What the client said, such as "Claude needs your permission to use Bash"; cleaned of
     /// control characters and kept to one line. At most 200 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::never_null"
+    )]
     #[schemars(length(max = limits::WAIT_MESSAGE_CHARS))]
     pub message: Option<String>,
     /// For `blocked`: the live session that holds what the session meant to change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::never_null"
+    )]
     pub holder: Option<BlockingSession>,
     /// The processes the hook runs under, as in `hooks.guard`. At most 16.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -73,7 +81,11 @@ pub struct BlockingSession {
     #[schemars(length(max = limits::CLIENT_NAME_CHARS))]
     pub client: String,
     /// The worktree it works in, when known. At most 1,024 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::never_null"
+    )]
     #[schemars(length(max = limits::PATH_BYTES))]
     pub worktree: Option<String>,
 }
@@ -133,6 +145,11 @@ impl Operation for HooksWait {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
         let holder = input.holder.as_ref();
+        if holder.is_some_and(|holder| holder.peer.is_empty()) {
+            return Err(CapabilityError::invalid_input(
+                "`holder.peer` names the session that holds the claim: it is not empty",
+            ));
+        }
         for (field, text, limit) in [
             (
                 "message",

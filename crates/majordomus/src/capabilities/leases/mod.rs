@@ -66,7 +66,7 @@ pub struct AcquireInput {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null"
+        deserialize_with = "crate::api::never_null"
     )]
     #[schemars(range(min = 1, max = LEASE_TTL_SECS_MAX))]
     pub ttl_secs: Option<u32>,
@@ -74,7 +74,7 @@ pub struct AcquireInput {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null"
+        deserialize_with = "crate::api::never_null"
     )]
     #[schemars(range(min = 0, max = LEASE_WAIT_SECS_MAX))]
     pub wait_secs: Option<u32>,
@@ -82,16 +82,10 @@ pub struct AcquireInput {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null"
+        deserialize_with = "crate::api::never_null"
     )]
     #[schemars(range(min = 1, max = PID_MAX))]
     pub pid: Option<u32>,
-}
-
-/// A number an input may leave out but never sends as `null`, as its schema says (the
-/// schemas of inputs take `null` out of optional fields).
-fn never_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
-    u32::deserialize(deserializer).map(Some)
 }
 
 /// The characters of a lease name, as the table checks them.
@@ -265,7 +259,7 @@ pub struct ReleaseInput {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null"
+        deserialize_with = "crate::api::never_null"
     )]
     #[schemars(range(min = 1, max = PID_MAX))]
     pub pid: Option<u32>,

@@ -31,23 +31,57 @@ use crate::registry::{
 pub use delivery::{Inbox, deliver_to_hook, inbox, sweep};
 use parties::{Address, mailbox_file, me, recipients, unreadable};
 
-/// The input of `messages.send`.
+/// The forms of an address, as [`Address::parse`] reads them: `path:` and a path,
+/// `worktree:` and a name, or a qualified session id (an `@`, no white space). What the
+/// address then names may not exist (404); an address of none of these forms is refused.
+pub const ADDRESS_PATTERN: &str = r"^(path:.+|worktree:.*\S.*|[^\s@]*@\S*)$";
+
+/// A message's id as an input names it: a whole number, which JSON may also write `7.0`
+/// (its schema's `integer` takes both), left out or given, never `null`.
+fn message_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    let whole = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|float| float.fract() == 0.0 && *float >= 0.0 && *float < u64::MAX as f64)
+            .map(|float| float as u64)
+    });
+    whole.map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!("a message's id is a whole number, not {number}"))
+    })
+}
+
+/// Characters of a session's qualified id as `messages.list` takes it.
+const SESSION_CHARS: usize = 256;
+
+/// The input of `messages.send`: a recipient, or a reply to a message.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "anyOf" = [{"required": ["to"]}, {"required": ["reply_to"]}],
+    "dependentRequired" = {"accept": ["reply_to"]}
+))]
 pub struct SendInput {
     /// A session's qualified id (`p2@3f9a0c1e`), `path:<repository path>` (whoever holds it)
     /// or `worktree:<name>`; a reply may leave it out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 1_100))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::never_null"
+    )]
+    #[schemars(length(min = 1, max = 1_100), regex(pattern = ADDRESS_PATTERN))]
     pub to: Option<String>,
-    /// One paragraph, at most 1,000 characters.
-    #[schemars(length(min = 1, max = MESSAGE_TEXT_CHARS))]
+    /// One paragraph of plain text, at most 1,000 characters.
+    #[schemars(
+        length(min = 1, max = MESSAGE_TEXT_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
     pub text: String,
     /// The message this answers.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null"
+        deserialize_with = "message_id"
     )]
     #[schemars(range(min = 1))]
     pub reply_to: Option<u64>,
@@ -55,28 +89,19 @@ pub struct SendInput {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "never_null_bool"
+        deserialize_with = "crate::api::never_null"
     )]
     pub accept: Option<bool>,
     /// Your named claims to hand to the one recipient once it accepts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(max = HANDOFF_CLAIMS),
-        inner(length(min = 1, max = majordomus_domain::limits::CLAIM_NAME_CHARS))
+        inner(
+            length(min = 1, max = majordomus_domain::limits::CLAIM_NAME_CHARS),
+            regex(pattern = text::PLAIN_TEXT_PATTERN)
+        )
     )]
     pub handoff: Vec<String>,
-}
-
-/// A number an input may leave out but never sends as `null`, as its schema says.
-fn never_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    u64::deserialize(deserializer).map(Some)
-}
-
-/// A flag an input may leave out but never sends as `null`, as its schema says.
-fn never_null_bool<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<bool>, D::Error> {
-    bool::deserialize(deserializer).map(Some)
 }
 
 impl BenchCases for SendInput {
@@ -250,8 +275,12 @@ impl Operation for MessagesSend {
 #[serde(deny_unknown_fields)]
 pub struct ListInput {
     /// Whose messages (a qualified id); default yours, or everyone's without a session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::never_null"
+    )]
+    #[schemars(length(min = 1, max = SESSION_CHARS))]
     pub session: Option<String>,
 }
 
@@ -307,6 +336,12 @@ impl Operation for MessagesList {
     async fn run(ctx: &Context, input: ListInput) -> Result<MessageList, CapabilityError> {
         let file = mailbox_file(&ctx.site)?;
         let who = match input.session {
+            Some(session) if session.is_empty() || session.chars().count() > SESSION_CHARS => {
+                return Err(CapabilityError::invalid_input(format!(
+                    "`session` is a qualified id of 1 to {SESSION_CHARS} characters, as \
+                     `majordomus_peers` lists it"
+                )));
+            }
             Some(session) => Some(session),
             None => me(ctx).map(|party| party.qualified_id),
         };

@@ -106,8 +106,9 @@ impl Address {
             } else {
                 normalize_relative(path)
             };
+            // Nothing outside the repository can be held: nobody is there to tell.
             return path.map(Address::Path).map_err(|error| {
-                CapabilityError::invalid_input(format!(
+                CapabilityError::not_found(format!(
                     "`to` names a path that is not in the repository: {error}"
                 ))
             });
