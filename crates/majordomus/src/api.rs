@@ -133,6 +133,18 @@ pub fn error_kinds() -> impl Iterator<Item = &'static str> {
         .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
 }
 
+/// For `#[serde(deserialize_with = "crate::api::never_null")]` on an optional input field:
+/// the field may be left out (with `#[serde(default)]`) but not sent as `null`, as the input
+/// schemas say (they take `null` out of optional fields), so what a schema refuses every
+/// surface refuses.
+pub fn never_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,16 +167,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// For `#[serde(deserialize_with = "crate::api::never_null")]` on an optional input field:
-/// the field may be left out (with `#[serde(default)]`) but not sent as `null`, as the input
-/// schemas say (they take `null` out of optional fields), so what a schema refuses every
-/// surface refuses.
-pub fn never_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(deserializer).map(Some)
 }
