@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dist=$(bash scripts/install-dist.sh)
+# The release workflow is the one dist-workspace.toml generates.
+"$dist" generate --check
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! "$dist" build --artifacts=all --target x86_64-unknown-linux-gnu > "$log" 2>&1; then

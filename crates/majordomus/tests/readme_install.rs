@@ -134,9 +134,26 @@ async fn the_readme_install_section_works_as_written() {
         tarballs.display()
     );
     machine.sh_ok(&pack, &source_root()).await;
+    // Every other platform's package is listed as the registry lists it, packed here without
+    // an executable: npm must pass them over.
+    let platforms: Vec<String> = std::fs::read_to_string(source_root().join("npm/platforms.tsv"))
+        .unwrap()
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .map(|line| line.split('\t').next().unwrap().to_owned())
+        .collect();
+    for package in platforms.iter().filter(|p| *p != "majordomus-linux-x64") {
+        let copy = base.join("other-platforms").join(package);
+        copy_tree(&source_root().join("npm").join(package), &copy);
+        let pack = format!(
+            "npm pack --silent --pack-destination '{}'",
+            tarballs.display()
+        );
+        machine.sh_ok(&pack, &copy).await;
+    }
     let registry = NpmRegistry::start().await;
     let version = env!("CARGO_PKG_VERSION");
-    for package in ["majordomus", "majordomus-linux-x64"] {
+    for package in platforms.iter().map(String::as_str).chain(["majordomus"]) {
         let manifest: Value = serde_json::from_str(
             &std::fs::read_to_string(source_root().join(format!("npm/{package}/package.json")))
                 .unwrap(),
@@ -176,7 +193,14 @@ async fn the_readme_install_section_works_as_written() {
     // The npm way, as written.
     machine.sh_ok(&readme_block("npm"), &home).await;
     assert_eq!(registry.downloads("majordomus", version), 1);
-    assert_eq!(registry.downloads("majordomus-linux-x64", version), 1);
+    for package in &platforms {
+        let expected = usize::from(package == "majordomus-linux-x64");
+        assert_eq!(
+            registry.downloads(package, version),
+            expected,
+            "npm downloads this platform's package and no other's: {package}"
+        );
+    }
     let found = machine
         .sh_ok("command -v majordomus && majordomus --version", &home)
         .await;
