@@ -870,6 +870,124 @@ async fn the_dashboard_lists_the_leases_and_their_queues_and_follows_a_hand_over
     waiting.close().await;
 }
 
+/// The caller's own qualified id, from a listing of its repository.
+async fn qualified_id(client: &McpClient) -> String {
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    let caller = listing["caller"].as_str().unwrap().to_owned();
+    listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == caller && p["checkout"]["this_checkout"] == true)
+        .unwrap()["qualified_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_lists_the_messages_and_their_receipts_as_they_move() {
+    let repo = TempRepo::new();
+    let (_serve, lease) = ServeProcess::start(&repo, repo.root()).await;
+    let sender = McpClient::http(&lease, "claude-code", "2.1.154").await;
+    let recipient = McpClient::http(&lease, "an-sdk-agent", "1.0").await;
+    let to = qualified_id(&recipient).await;
+    let hostile = "<img src=x onerror=\"document.title='owned'\"> may I take the lexer?";
+    let sent = sender
+        .answer("majordomus_send", json!({"to": to, "text": hostile}))
+        .await;
+    let id = sent["id"].as_u64().unwrap();
+
+    let printed = run_cli(&repo, ["board", "--repo", repo.root().to_str().unwrap()]).await;
+    assert!(printed.status.success(), "{printed:?}");
+    let link = String::from_utf8(printed.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut browser = Browser::launch(&repo).await;
+    browser.call("Page.navigate", json!({"url": link})).await;
+    let messages = browser
+        .text_when("#messages", BOUND, |text| {
+            text.contains("may I take the lexer?")
+        })
+        .await;
+    assert!(
+        messages.contains("<img src=x"),
+        "the sender's words are shown as text: {messages}"
+    );
+    assert!(
+        messages.contains(&format!("{to} an-sdk-agent in")) && messages.contains(": queued"),
+        "queued for its recipient: {messages}"
+    );
+    assert!(messages.contains("p1@"), "from the sender: {messages}");
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('img').length")
+            .await,
+        0
+    );
+    assert_ne!(browser.eval("document.title").await, "owned");
+
+    // The recipient's next tool answer carries it, and it replies: the page, unreloaded,
+    // follows the receipt through delivered to answered, and lists the reply.
+    browser.eval("window.__sameDocument = true").await;
+    let answer = recipient.answer("majordomus_peers", json!({})).await;
+    assert_eq!(answer["inbox"]["messages"][0]["id"], id, "{answer:#}");
+    let delivered = browser
+        .text_when("#messages", BOUND, |text| {
+            text.contains("delivered through majordomus_peers tool")
+        })
+        .await;
+    assert!(!delivered.contains(": queued"), "{delivered}");
+    let reply = recipient
+        .answer(
+            "majordomus_send",
+            json!({"reply_to": id, "text": "yes, it is yours"}),
+        )
+        .await;
+    let reply_id = reply["id"].as_u64().unwrap();
+    let answered = browser
+        .text_when("#messages", BOUND, |text| {
+            text.contains(&format!(
+                "answered through majordomus_peers tool, reply #{reply_id}"
+            ))
+        })
+        .await;
+    assert!(
+        answered.contains(&format!("re #{id}: yes, it is yours")),
+        "{answered}"
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelector('#messages tbody tr').dataset.id")
+            .await,
+        json!(reply_id.to_string()),
+        "the newest message first"
+    );
+    assert_eq!(
+        browser.eval("window.__sameDocument === true").await,
+        true,
+        "no reload"
+    );
+
+    // The cookie reads the messages; sending one still wants the token.
+    let statuses = browser
+        .eval(
+            "Promise.all([fetch('/api/v1/messages'), fetch('/api/v1/messages', {method: 'POST', \
+             headers: {'content-type': 'application/json'}, body: '{\"to\": \"path:x\", \
+             \"text\": \"hi\"}'})].map((p) => p.then((r) => r.status)))",
+        )
+        .await;
+    assert_eq!(statuses, json!([200, 401]));
+    browser
+        .screenshot(1280, &screenshot_dir().join("board-messages.png"))
+        .await;
+
+    browser.close().await;
+    sender.close().await;
+    recipient.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_and_its_assets_carry_a_strict_policy_and_want_a_ticket_or_the_cookie() {
     let repo = TempRepo::new();

@@ -1,10 +1,14 @@
 // The board, live: the listing is read from /api/v1/peers and read again after every event
-// of /api/v1/events. Everything a peer wrote is inserted with textContent, never as markup.
+// of /api/v1/events; the messages between sessions from /api/v1/messages, after every event
+// and every few seconds, since a receipt moves when a hook carries a message, which changes
+// no board. Everything a peer wrote is inserted with textContent, never as markup.
 'use strict';
 
 // `everywhere` is the repository alone until a federation is configured.
 const LISTING = '/api/v1/peers?checkouts=everywhere';
 const EVENTS = '/api/v1/events?checkouts=everywhere';
+const MESSAGES = '/api/v1/messages';
+const MESSAGES_EVERY_MS = 3000;
 
 let listing = null;
 let readAt = 0;
@@ -224,6 +228,70 @@ function renderLeases() {
   }
 }
 
+// How a receipt stands, in the words of `majordomus messages`.
+function receiptText(receipt) {
+  let how = receipt.state;
+  if (receipt.state === 'delivered' || receipt.state === 'answered') {
+    how += ' through ' + (receipt.through || '?');
+    if (receipt.reply) how += ', reply #' + receipt.reply;
+  } else if (receipt.state === 'expired') {
+    how += ': ' + (receipt.expired || 'the recipient ended');
+  }
+  return receipt.to.label + ': ' + how;
+}
+
+// The newest messages of the repository's mailbox, the newest first, each with a receipt per
+// recipient and the claims it hands over; the older ones counted (`majordomus messages` lists
+// them all).
+const MESSAGES_SHOWN = 50;
+function renderMessages(list) {
+  const body = document.querySelector('#messages tbody');
+  body.replaceChildren();
+  const messages = list.messages.slice(-MESSAGES_SHOWN).reverse();
+  const older = list.messages.length - messages.length;
+  if (messages.length === 0) {
+    const row = element('tr');
+    const empty = cell('', 'no messages', 'empty');
+    empty.colSpan = 5;
+    row.append(empty);
+    body.append(row);
+  }
+  for (const message of messages) {
+    const receipts = element('div');
+    for (const receipt of message.receipts) {
+      receipts.append(element('span', receiptText(receipt), 'receipt receipt-' + receipt.state));
+    }
+    if (message.handoff) {
+      const names = message.handoff.claims.map((claim) => '[' + claim.name + ']');
+      receipts.append(element('span', 'handoff of ' + names.join(', ') + ': ' +
+        message.handoff.state, 'receipt handoff-' + message.handoff.state));
+    }
+    const text = message.reply_to ? 're #' + message.reply_to + ': ' + message.text : message.text;
+    const row = element('tr');
+    row.dataset.id = String(message.id);
+    row.append(
+      cell('#', message.id),
+      cell('FROM', message.from.label, 'peer-id'),
+      cell('TO', message.addressed, 'path'),
+      cell('TEXT', text, 'message-text'),
+      cell('RECEIPTS', receipts),
+    );
+    body.append(row);
+  }
+  const notes = [];
+  if (older > 0) notes.push(older + ' older message(s) not shown: `majordomus messages` lists them');
+  if (list.dropped) notes.push(list.dropped + ' older message(s) are no longer kept');
+  document.getElementById('messages-dropped').textContent = notes.join('; ');
+}
+
+async function readMessages() {
+  const response = await fetch(MESSAGES, { credentials: 'same-origin', cache: 'no-store' });
+  if (!response.ok) {
+    throw new Error('the messages could not be read (' + response.status + ')');
+  }
+  renderMessages(await response.json());
+}
+
 function render() {
   renderNeedsYou();
   renderSummary();
@@ -255,6 +323,7 @@ function readSoon() {
   pending = setTimeout(() => {
     pending = null;
     read().catch((error) => setStatus(error.message, 'down'));
+    readMessages().catch((error) => setStatus(error.message, 'down'));
   }, 100);
 }
 
@@ -303,5 +372,9 @@ document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('refresh').addEventListener('click', () => readSoon());
   follow();
   read().catch((error) => setStatus(error.message, 'down'));
+  readMessages().catch((error) => setStatus(error.message, 'down'));
   setInterval(tickLastSeen, 1000);
+  setInterval(() => {
+    if (!document.hidden) readMessages().catch((error) => setStatus(error.message, 'down'));
+  }, MESSAGES_EVERY_MS);
 });

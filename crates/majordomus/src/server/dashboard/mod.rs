@@ -6,8 +6,9 @@
 //! prints carries the ticket; the first request of it trades the ticket for a cookie
 //! (HttpOnly, SameSite=Strict, Path=/) and is redirected to `/board`, so the ticket leaves
 //! the address bar before the page loads and a used or expired one opens nothing. The
-//! cookie is accepted only by the page, its assets, the event stream and the listing the page
-//! reads ([`admits`]); every other route still wants the token.
+//! cookie is accepted only by the page, its assets, the event stream, the listing and the
+//! messages the page reads, for reading ([`admits`]); every other route, and a message's
+//! sending, still wants the token.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -43,7 +44,7 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; st
     frame-ancestors 'none'";
 
 /// The routes the dashboard's cookie opens, all read-only.
-const COOKIE_ROUTES: [&str; 3] = [PAGE, "/api/v1/events", "/api/v1/peers"];
+const COOKIE_ROUTES: [&str; 4] = [PAGE, "/api/v1/events", "/api/v1/peers", "/api/v1/messages"];
 
 /// The tickets and browser cookies of one server.
 #[derive(Default)]
