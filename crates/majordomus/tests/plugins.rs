@@ -14,7 +14,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
-use common::packages::{EndProcessesOf, npm_tools};
+use common::packages::{EndProcessesOf, PACK_DEADLINE, npm_tools};
 use common::real_client::{Client, RUN_DEADLINE, Workspace, clients_dir};
 use common::{TempRepo, bin, clear_git_env};
 
@@ -186,6 +186,18 @@ async fn gemini_cli_extension_brings_the_server_and_leaves_with_it() {
 /// Runs `program args` in `dir` with `path` and a scratch `home`, to its end within
 /// [`RUN_DEADLINE`]; panics with what it printed when it fails.
 async fn run_ok(program: &str, args: &[&str], dir: &Path, path: &std::ffi::OsStr, home: &Path) {
+    run_ok_within(RUN_DEADLINE, program, args, dir, path, home).await;
+}
+
+/// [`run_ok`], within `deadline`.
+async fn run_ok_within(
+    deadline: std::time::Duration,
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    path: &std::ffi::OsStr,
+    home: &Path,
+) {
     let mut command = tokio::process::Command::new(program);
     clear_git_env(command.as_std_mut());
     command
@@ -197,7 +209,7 @@ async fn run_ok(program: &str, args: &[&str], dir: &Path, path: &std::ffi::OsStr
         .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    let output = tokio::time::timeout(RUN_DEADLINE, command.output())
+    let output = tokio::time::timeout(deadline, command.output())
         .await
         .unwrap_or_else(|_| panic!("{program} {args:?} finishes in time"))
         .expect("the program starts");
@@ -225,7 +237,8 @@ async fn npm_packages_install_from_their_tarballs_and_serve_mcp() {
     ));
     let path = std::env::join_paths(paths).unwrap();
     let script = source_root().join("scripts/npm-pack.sh");
-    run_ok(
+    run_ok_within(
+        PACK_DEADLINE,
         "bash",
         &[
             script.to_str().unwrap(),

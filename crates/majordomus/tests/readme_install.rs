@@ -15,7 +15,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
-use common::packages::{EndProcessesOf, NpmRegistry, npm_tools};
+use common::packages::{EndProcessesOf, NpmRegistry, PACK_DEADLINE, npm_tools};
 use common::real_client::{RUN_DEADLINE, clients_dir};
 use common::{TempRepo, bin, clear_git_env, git};
 
@@ -72,6 +72,11 @@ struct Machine {
 impl Machine {
     /// Runs `script` through `sh` in `dir`, to its end within [`RUN_DEADLINE`].
     async fn sh(&self, script: &str, dir: &Path) -> Output {
+        self.sh_within(RUN_DEADLINE, script, dir).await
+    }
+
+    /// Runs `script` through `sh` in `dir`, to its end within `deadline`.
+    async fn sh_within(&self, deadline: std::time::Duration, script: &str, dir: &Path) -> Output {
         let mut command = tokio::process::Command::new("sh");
         clear_git_env(command.as_std_mut());
         command
@@ -86,7 +91,7 @@ impl Machine {
             .env_remove("XDG_CACHE_HOME")
             .stdin(Stdio::null())
             .kill_on_drop(true);
-        tokio::time::timeout(RUN_DEADLINE, command.output())
+        tokio::time::timeout(deadline, command.output())
             .await
             .unwrap_or_else(|_| panic!("`{script}` finishes in time"))
             .expect("sh starts")
@@ -133,7 +138,10 @@ async fn the_readme_install_section_works_as_written() {
         bin().display(),
         tarballs.display()
     );
-    machine.sh_ok(&pack, &source_root()).await;
+    let packed = machine
+        .sh_within(PACK_DEADLINE, &pack, &source_root())
+        .await;
+    assert!(packed.status.success(), "`{pack}` failed: {packed:?}");
     // Every other platform's package is listed as the registry lists it, packed here without
     // an executable: npm must pass them over.
     let platforms: Vec<String> = std::fs::read_to_string(source_root().join("npm/platforms.tsv"))

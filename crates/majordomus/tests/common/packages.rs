@@ -11,6 +11,10 @@ use sha2::{Digest as _, Sha512};
 use super::file_server::FileServer;
 use super::real_client::clients_dir;
 
+/// How long `scripts/npm-pack.sh` may take to pack the tested executable: a debug build of
+/// some 300 MB that npm gzips, about 25 s of one core, twice that on a loaded machine.
+pub const PACK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// A directory holding an `npm` that runs the installed Node's own npm (its wheel's `npm`
 /// script expects another layout).
 pub fn npm_tools(base: &Path) -> PathBuf {
