@@ -128,6 +128,7 @@ mod tests {
             connected_at: "t".into(),
             label: id.into(),
             checkout: "c".into(),
+            machine: None,
         };
         let id = file
             .change(|mailbox| {

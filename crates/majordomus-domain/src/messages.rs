@@ -26,8 +26,9 @@ use crate::limits::{
 /// session that happens to get the same id on a restarted server is not taken for it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Party {
-    /// `p1@<first 8 digits of the checkout id>`, as listings name it; `command-line` for a
-    /// message sent without a session.
+    /// `p1@<first 8 digits of the checkout id>`, as the session's own server names it
+    /// (another machine's listing names it `p1@<machine>`); `command-line` for a message sent
+    /// without a session.
     pub qualified_id: String,
     /// When the session attached, RFC 3339, as its board says.
     #[serde(default)]
@@ -37,12 +38,32 @@ pub struct Party {
     /// The id of the checkout whose board holds it.
     #[serde(default)]
     pub checkout: String,
+    /// The machine whose board holds it, in a repository federated across machines: a
+    /// checkout's id is the digest of its path, which two machines may share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+}
+
+/// The board a server serves, as the parties of a message name it: the messages it delivers,
+/// expires and lets go of are those of its own sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Home<'a> {
+    pub checkout: &'a str,
+    /// This machine, in a federated repository.
+    pub machine: Option<&'a str>,
 }
 
 impl Party {
     /// Whether `other` names the same session.
     pub fn is(&self, other: &Party) -> bool {
-        self.qualified_id == other.qualified_id && self.connected_at == other.connected_at
+        self.qualified_id == other.qualified_id
+            && self.connected_at == other.connected_at
+            && self.machine == other.machine
+    }
+
+    /// Whether the session is one of the board `home`.
+    pub fn lives_at(&self, home: Home<'_>) -> bool {
+        self.checkout == home.checkout && self.machine.as_deref() == home.machine
     }
 }
 
@@ -368,15 +389,15 @@ impl Mailbox {
         delivery
     }
 
-    /// Expires what waits for a recipient that ended: the sessions of checkout `checkout`
-    /// for which `lives` says no. Answers how many receipts expired.
-    pub fn expire(&mut self, checkout: &str, lives: impl Fn(&Party) -> bool) -> usize {
+    /// Expires what waits for a recipient that ended: the sessions of the board `home` for
+    /// which `lives` says no. Answers how many receipts expired.
+    pub fn expire(&mut self, home: Home<'_>, lives: impl Fn(&Party) -> bool) -> usize {
         let mut expired = 0;
         for receipt in self
             .messages
             .iter_mut()
             .flat_map(|m| &mut m.receipts)
-            .filter(|r| r.state == ReceiptState::Queued && r.to.checkout == checkout)
+            .filter(|r| r.state == ReceiptState::Queued && r.to.lives_at(home))
         {
             if !lives(&receipt.to) {
                 receipt.state = ReceiptState::Expired;
@@ -464,9 +485,9 @@ impl Mailbox {
             .collect()
     }
 
-    /// The accepted handoffs from senders of checkout `checkout` whose claims that board has
+    /// The accepted handoffs from senders of the board `home` whose claims that board has
     /// not let go yet; each counts as let go from now on.
-    pub fn release_accepted(&mut self, checkout: &str) -> Vec<Accepted> {
+    pub fn release_accepted(&mut self, home: Home<'_>) -> Vec<Accepted> {
         let mut released = Vec::new();
         for message in &mut self.messages {
             let Some(handoff) = &mut message.handoff else {
@@ -474,7 +495,7 @@ impl Mailbox {
             };
             if handoff.state == HandoffState::Accepted
                 && !handoff.released
-                && message.from.checkout == checkout
+                && message.from.lives_at(home)
             {
                 handoff.released = true;
                 if let Some(receipt) = message.receipts.first() {
@@ -488,6 +509,25 @@ impl Mailbox {
             }
         }
         released
+    }
+
+    /// Drops the oldest messages, counted in `dropped` as those beyond [`MESSAGES_KEPT`] are,
+    /// until those dropped weigh at least `excess` (`weight` says what one message weighs),
+    /// so that a mailbox kept where its bytes are bounded fits again. The newest message is
+    /// never dropped: the one just sent is kept. Answers whether it dropped enough.
+    pub fn drop_oldest(&mut self, excess: usize, weight: impl Fn(&Message) -> usize) -> bool {
+        let mut freed = 0;
+        while freed < excess {
+            if self.messages.len() < 2 {
+                return false;
+            }
+            if let Some(oldest) = self.messages.pop_front() {
+                freed += weight(&oldest);
+                self.dropped += 1;
+            }
+        }
+        self.expire_handoffs();
+        true
     }
 
     pub fn message(&self, id: u64) -> Option<&Message> {
@@ -540,8 +580,14 @@ mod tests {
             connected_at: "2026-12-01T10:00:00Z".into(),
             label: format!("{id} claude-code in main"),
             checkout: "0123abcd".into(),
+            machine: None,
         }
     }
+
+    const HOME: Home<'static> = Home {
+        checkout: "0123abcd",
+        machine: None,
+    };
 
     fn to(from: &str, to: &[&str], text: &str) -> Outgoing {
         Outgoing {
@@ -619,7 +665,7 @@ mod tests {
                 .messages
                 .is_empty()
         );
-        assert_eq!(mailbox.expire("0123abcd", |p| p.is(&party("p1"))), 1);
+        assert_eq!(mailbox.expire(HOME, |p| p.is(&party("p1"))), 1);
         assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Expired);
         assert!(
             mailbox
@@ -721,8 +767,8 @@ mod tests {
             mailbox.settle(accepted, &party("p2"), true, 4),
             Err(MessageError::HandoffSettled(accepted, "accepted"))
         );
-        assert_eq!(mailbox.release_accepted("0123abcd").len(), 1);
-        assert!(mailbox.release_accepted("0123abcd").is_empty());
+        assert_eq!(mailbox.release_accepted(HOME).len(), 1);
+        assert!(mailbox.release_accepted(HOME).is_empty());
 
         let refused = offer(&mut mailbox);
         mailbox.deliver(&party("p2"), "UserPromptSubmit", 5);
@@ -731,7 +777,7 @@ mod tests {
         assert_eq!(handoff.state, HandoffState::Refused);
 
         let expired = offer(&mut mailbox);
-        mailbox.expire("0123abcd", |p| !p.is(&party("p2")));
+        mailbox.expire(HOME, |p| !p.is(&party("p2")));
         let handoff = mailbox.message(expired).unwrap().handoff.as_ref().unwrap();
         assert_eq!(handoff.state, HandoffState::Expired);
 
@@ -745,5 +791,48 @@ mod tests {
         let moved = mailbox.accept_covered(&party("p2"), |c| c.name == "parser", 8);
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].message, covered);
+    }
+
+    #[test]
+    fn the_oldest_messages_are_dropped_until_the_mailbox_fits_and_the_newest_is_kept() {
+        let mut mailbox = Mailbox::default();
+        for n in 0..10u64 {
+            mailbox
+                .send(to("p1", &["p2"], &"x".repeat(100)), n)
+                .unwrap();
+        }
+        let weight = |m: &Message| m.text.len();
+        assert!(mailbox.drop_oldest(250, weight));
+        assert_eq!((mailbox.dropped, mailbox.messages.len()), (3, 7));
+        assert_eq!(mailbox.messages.front().unwrap().id, 4);
+        assert!(!mailbox.drop_oldest(10_000, weight), "the newest stays");
+        assert_eq!(mailbox.messages.len(), 1);
+        assert_eq!(mailbox.messages[0].id, 10);
+        assert_eq!(mailbox.dropped, 9);
+    }
+
+    #[test]
+    fn a_session_of_another_machine_is_not_one_of_this_board_though_its_path_is_the_same() {
+        let mut mailbox = Mailbox::default();
+        let mut there = party("p2");
+        there.machine = Some("beta".into());
+        let outgoing = Outgoing {
+            to: vec![there.clone()],
+            ..to("p1", &[], "hello")
+        };
+        let id = mailbox.send(outgoing, 1).unwrap();
+        assert!(!there.is(&party("p2")));
+        assert_eq!(mailbox.expire(HOME, |_| false), 0);
+        let beta = Home {
+            machine: Some("beta"),
+            ..HOME
+        };
+        assert_eq!(
+            mailbox.deliver(&there, "UserPromptSubmit", 2).messages[0]
+                .message
+                .id,
+            id
+        );
+        assert_eq!(mailbox.expire(beta, |_| false), 0, "delivered, not queued");
     }
 }

@@ -1066,3 +1066,390 @@ async fn the_command_line_leases_through_its_checkouts_server_in_a_federation() 
         "released after the run: {listing:#}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Messages between machines
+
+/// Runs Claude Code's prompt hook for the conversation `session` in `checkout`: what it
+/// prints, as JSON, `Null` when it prints nothing.
+async fn prompt_hook(checkout: &Path, session: &str, prompt: &str) -> Value {
+    use tokio::io::AsyncWriteExt as _;
+    let input = json!({"session_id": session, "cwd": display(checkout),
+        "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+    let mut command = majordomus_command(["hook", "claude-code", "UserPromptSubmit"]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("majordomus hook starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(BOUND, child.wait_with_output())
+        .await
+        .expect("the hook ends in time")
+        .unwrap();
+    assert!(
+        output.status.success() && output.stderr.is_empty(),
+        "{output:?}"
+    );
+    if output.stdout.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+}
+
+/// The caller of `client`, as its own server's listing names it: its qualified id and its
+/// checkout's id.
+async fn own_name(client: &McpClient) -> (String, String) {
+    let listing = client.answer("majordomus_peers", json!({})).await;
+    let caller = listing["caller"].as_str().unwrap().to_owned();
+    let me = listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == caller && p["checkout"]["this_checkout"] == true)
+        .unwrap_or_else(|| panic!("the caller is listed: {listing:#}"));
+    (
+        me["qualified_id"].as_str().unwrap().to_owned(),
+        me["checkout"]["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The receipt of message `id` to `to`, as `majordomus_messages` of `client` shows it.
+async fn receipt_of(client: &McpClient, id: &Value, to: &str) -> Value {
+    let list = client.answer("majordomus_messages", json!({})).await;
+    list["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == *id)
+        .unwrap_or_else(|| panic!("message {id} is listed: {list:#}"))["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["to"]["qualified_id"] == to)
+        .unwrap_or_else(|| panic!("a receipt for {to}: {list:#}"))
+        .clone()
+}
+
+/// Calls `tool` of `client` until an answer carries an inbox, and a few times more; answers
+/// every message its inboxes carried, in order.
+async fn inbox_of(client: &McpClient, tool: &str) -> Vec<Value> {
+    let mut delivered = Vec::new();
+    let deadline = std::time::Instant::now() + BOUND;
+    let mut after = 0;
+    while after < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no message reached {tool}'s answers within {BOUND:?}"
+        );
+        let answer = client.answer(tool, json!({})).await;
+        if let Some(messages) = answer["inbox"]["messages"].as_array() {
+            assert!(
+                answer["inbox"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no authority of the person"),
+                "{answer:#}"
+            );
+            delivered.extend(messages.iter().cloned());
+        }
+        if delivered.is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        } else {
+            after += 1;
+        }
+    }
+    delivered
+}
+
+/// The peers of a listing holding claim `name`, by machine.
+fn holders(listing: &Value, name: &str) -> Vec<String> {
+    listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|peer| {
+            peer["claims"]
+                .as_array()
+                .is_some_and(|claims| claims.iter().any(|claim| claim["name"] == name))
+        })
+        .map(|peer| format!("{}@{}", peer["id"].as_str().unwrap(), machine(peer)))
+        .collect()
+}
+
+/// A session on one machine messages a session on another (by the id its listing gives it,
+/// and by a path the other claims): each is shown it once, in its next tool answer or prompt
+/// hook; the sender's receipts say delivered and through what, then answered, and the reply
+/// comes back; a claim handed over moves to the other machine's session on acceptance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_crosses_machines_once_and_its_receipt_reply_and_handoff_come_back() {
+    let repo = TempRepo::new();
+    let mut nats = NatsServer::start(&repo, None).await;
+    let alpha = clone(&repo, "alpha");
+    let beta = clone(&repo, "beta");
+    federate(&repo, &alpha, &nats.url(), "alpha", "").await;
+    federate(&repo, &beta, &nats.url(), "beta", "").await;
+    let (_alpha_server, alpha_lease) = serve(&repo, &alpha).await;
+    let (_beta_server, beta_lease) = serve(&repo, &beta).await;
+    connected(&alpha_lease).await;
+    connected(&beta_lease).await;
+
+    let on_alpha = McpClient::http(&alpha_lease, "claude-code", "2.1.0").await;
+    let on_beta = McpClient::http(&beta_lease, "an-sdk-agent", "1.0").await;
+    on_alpha
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "split the lexer", "scope": ["src/lexer"], "claim": "lexer"}),
+        )
+        .await;
+    on_beta
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "rework the parser", "scope": ["src/parser"]}),
+        )
+        .await;
+    // A Claude Code session on beta that exists through its hooks alone: an edit puts it on
+    // the board.
+    let hooked = "5d1e0c7a-on-beta";
+    let file = beta.join("src/lib.rs");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "pub fn parse() {}\n").unwrap();
+    claude_code_hook(
+        &beta,
+        "PostToolUse",
+        hooked,
+        json!({"tool_name": "Write",
+               "tool_input": {"file_path": display(&file), "content": ""},
+               "tool_response": {}}),
+    )
+    .await;
+    let listing = everywhere_until(&alpha_lease, "alpha to see beta's sessions", |listing| {
+        let edits = listing["peers"].as_array().is_some_and(|peers| {
+            peers.iter().any(|peer| {
+                machine(peer) == "beta" && peer["claims"].to_string().contains("src/lib.rs")
+            })
+        });
+        (lists(listing, "beta", "rework the parser") && edits)
+            .then_some(())
+            .ok_or_else(|| "not yet both of beta's sessions".into())
+    })
+    .await;
+    let remote = listing["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|peer| machine(peer) == "beta" && peer["client"]["name"] == "an-sdk-agent")
+        .unwrap_or_else(|| panic!("beta's SDK session is listed on alpha: {listing:#}"));
+    let listed_as = remote["qualified_id"].as_str().unwrap().to_owned();
+    let (beta_id, beta_checkout) = own_name(&on_beta).await;
+    let (alpha_id, _) = own_name(&on_alpha).await;
+    assert_eq!(
+        remote["checkout"]["id"], beta_checkout,
+        "alpha lists beta's session with the checkout id beta's server gives it"
+    );
+
+    // By the id alpha's listing gives the session.
+    let sent = on_alpha
+        .answer(
+            "majordomus_send",
+            json!({"to": listed_as, "text": "May I change parse() to take a &str?"}),
+        )
+        .await;
+    let to = &sent["to"][0];
+    assert_eq!(
+        (&to["qualified_id"], &to["checkout"], &to["machine"]),
+        (&json!(beta_id), &json!(beta_checkout), &json!("beta")),
+        "the recipient is named as beta's server names its own session: {sent:#}"
+    );
+    let question = sent["id"].clone();
+    assert_eq!(
+        receipt_of(&on_alpha, &question, &beta_id).await["state"],
+        "queued"
+    );
+    // By a path a session of the other machine edits.
+    let warned = on_alpha
+        .answer(
+            "majordomus_send",
+            json!({"to": "path:src/lib.rs", "text": "Careful: lib.rs is regenerated on build."}),
+        )
+        .await;
+    assert_eq!(warned["to"].as_array().unwrap().len(), 1, "{warned:#}");
+    assert_eq!(warned["to"][0]["machine"], "beta", "{warned:#}");
+    let hooked_id = warned["to"][0]["qualified_id"].as_str().unwrap().to_owned();
+
+    let delivered = inbox_of(&on_beta, "majordomus_peers").await;
+    assert_eq!(delivered.len(), 1, "shown once: {delivered:#?}");
+    assert_eq!(delivered[0]["id"], question);
+    assert_eq!(delivered[0]["from"], alpha_id.as_str());
+    assert_eq!(delivered[0]["text"], "May I change parse() to take a &str?");
+    let receipt = receipt_of(&on_alpha, &question, &beta_id).await;
+    assert_eq!(
+        (&receipt["state"], &receipt["through"]),
+        (&json!("delivered"), &json!("majordomus_peers tool")),
+        "{receipt:#}"
+    );
+
+    let said = eventually("beta's prompt hook to carry the message", || async {
+        let said = prompt_hook(&beta, hooked, "go on").await;
+        said["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("no context yet: {said}"))
+    })
+    .await;
+    assert!(
+        said.contains(&format!("--- message {} from", warned["id"]))
+            && said.contains("\"Careful: lib.rs is regenerated on build.\"")
+            && said.contains("no authority of the person"),
+        "fenced: {said}"
+    );
+    let again = prompt_hook(&beta, hooked, "more").await;
+    assert!(
+        !again.to_string().contains("regenerated on build"),
+        "once: {again}"
+    );
+    let receipt = receipt_of(&on_alpha, &warned["id"], &hooked_id).await;
+    assert_eq!(
+        (&receipt["state"], &receipt["through"]),
+        (
+            &json!("delivered"),
+            &json!("claude-code UserPromptSubmit hook")
+        ),
+        "{receipt:#}"
+    );
+
+    // The answer goes back, and the question's receipt says so.
+    let reply = on_beta
+        .answer(
+            "majordomus_send",
+            json!({"reply_to": question, "text": "Yes; I only touch the grammar."}),
+        )
+        .await;
+    assert_eq!(reply["to"][0]["qualified_id"], alpha_id.as_str());
+    // The listing of the messages is itself a tool answer: the reply comes with it.
+    let replies = inbox_of(&on_alpha, "majordomus_messages").await;
+    assert_eq!(replies.len(), 1, "{replies:#?}");
+    assert_eq!(
+        (
+            &replies[0]["id"],
+            &replies[0]["reply_to"],
+            &replies[0]["text"]
+        ),
+        (
+            &reply["id"],
+            &question,
+            &json!("Yes; I only touch the grammar.")
+        )
+    );
+    let receipt = receipt_of(&on_alpha, &question, &beta_id).await;
+    assert_eq!(
+        (&receipt["state"], &receipt["reply"]),
+        (&json!("answered"), &reply["id"]),
+        "{receipt:#}"
+    );
+    let receipt = receipt_of(&on_alpha, &reply["id"], &alpha_id).await;
+    assert_eq!(
+        (&receipt["state"], &receipt["through"]),
+        (&json!("delivered"), &json!("majordomus_messages tool")),
+        "{receipt:#}"
+    );
+
+    // A claim handed to the other machine's session moves on acceptance, on both machines.
+    let offer = on_alpha
+        .answer(
+            "majordomus_send",
+            json!({"to": listed_as, "text": "The lexer is yours.", "handoff": ["lexer"]}),
+        )
+        .await;
+    let offered = inbox_of(&on_beta, "majordomus_peers").await;
+    assert_eq!(offered.len(), 1, "{offered:#?}");
+    assert_eq!(offered[0]["handoff"][0]["name"], "lexer");
+    let before = peers(&alpha_lease, "everywhere").await;
+    assert_eq!(
+        holders(&before, "lexer"),
+        [format!("{}@alpha", alpha_id.split('@').next().unwrap())]
+    );
+    let accepted = on_beta
+        .answer(
+            "majordomus_send",
+            json!({"reply_to": offer["id"], "text": "Taken.", "accept": true}),
+        )
+        .await;
+    assert_eq!(accepted["accepted"], json!(["lexer"]));
+    let beta_peer = format!("{}@beta", beta_id.split('@').next().unwrap());
+    for lease in [&alpha_lease, &beta_lease] {
+        everywhere_until(lease, "the lexer to be beta's alone", |listing| {
+            (holders(listing, "lexer") == [beta_peer.clone()])
+                .then_some(())
+                .ok_or_else(|| format!("held by {:?}", holders(listing, "lexer")))
+        })
+        .await;
+    }
+
+    // A person's view of it: the command line asks the checkout's server, which follows the
+    // federation.
+    let output = cli(
+        &repo,
+        &["messages", "--json", "--repo", alpha.to_str().unwrap()],
+    )
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed = list["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == question)
+        .unwrap_or_else(|| panic!("the question is listed: {list:#}"));
+    assert_eq!(listed["receipts"][0]["state"], "answered", "{list:#}");
+
+    // While the federation is away a message is refused, naming the outage: it is never
+    // queued where the other machine would not read it.
+    nats.stop().await;
+    let refusal = eventually(
+        "a message to be refused while the federation is away",
+        || async {
+            match on_alpha
+                .call(
+                    "majordomus_send",
+                    json!({"to": listed_as, "text": "Still there?"}),
+                )
+                .await
+            {
+                Err(refusal) => Ok(refusal),
+                Ok(answer) => Err(format!("sent during the outage: {answer}")),
+            }
+        },
+    )
+    .await;
+    assert!(
+        refusal.contains("the federation is out of reach") && refusal.contains("none is sent"),
+        "{refusal}"
+    );
+
+    // Once it is back, messages cross again.
+    nats.run(&repo).await;
+    let resent = eventually(
+        "a message to be sent once the federation is back",
+        || async {
+            on_alpha
+                .call(
+                    "majordomus_send",
+                    json!({"to": listed_as, "text": "Back again."}),
+                )
+                .await
+        },
+    )
+    .await;
+    let delivered = inbox_of(&on_beta, "majordomus_peers").await;
+    assert_eq!(delivered.len(), 1, "{delivered:#?}");
+    assert_eq!(
+        (&delivered[0]["id"], &delivered[0]["text"]),
+        (&resent["id"], &json!("Back again."))
+    );
+    on_alpha.close().await;
+    on_beta.close().await;
+}

@@ -20,10 +20,11 @@ use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::LeaseView;
 use majordomus_domain::checkouts::ServerStanding;
 
+use crate::api::CapabilityError;
 use crate::context::{Context, Site};
 use crate::port::{BoardPort, SiblingBoard};
 use crate::registry::Operation;
-use crate::survey::{self, Survey};
+use crate::survey::{self, AskError, Survey};
 
 /// A checkout's board, as a capability reaches it.
 pub(crate) enum Board<'a> {
@@ -157,3 +158,42 @@ pub(crate) async fn ask<O: Operation>(
         .await
         .map_err(Unasked::Failed)
 }
+
+/// What a federated repository keeps in the federation (its `kept`: leases, messages), asked
+/// for where this process does not serve (the command line, say): the checkout's serving
+/// process, which alone follows the federation, is asked through the route the capability
+/// declares. `None` when this process is the one to reach it. `wait` is how long the server
+/// may take to answer, beyond its own reading and changing of the federation's value.
+pub(crate) async fn forwarded<O: Operation>(
+    ctx: &Context,
+    input: &O::Input,
+    wait: Duration,
+    kept: &str,
+) -> Result<Option<O::Output>, CapabilityError> {
+    if ctx.server.is_some() || ctx.site.config.federation.url.is_none() {
+        return Ok(None);
+    }
+    let survey = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;
+    let answers = survey.answers();
+    let Some(lease) = survey.lease.filter(|_| answers) else {
+        return Err(CapabilityError::refused(format!(
+            "this repository is federated: its {kept} are kept in the federation, which only \
+             the checkout's server follows, and no server of this checkout answers; \
+             `majordomus serve ensure` starts one"
+        )));
+    };
+    survey::ask::<O>(&ctx.site, &lease, input, wait + FORWARD_MARGIN)
+        .await
+        .map(Some)
+        .map_err(|error| match error {
+            AskError::Refusal { kind, message } => CapabilityError::new(kind, message),
+            other => CapabilityError::refused(format!(
+                "this checkout's server, which keeps the federated {kept}, could not be asked: \
+                 {other}"
+            )),
+        })
+}
+
+/// What a forwarded request may take beyond its wait: the server's own reading and changing
+/// of the federation's value.
+const FORWARD_MARGIN: Duration = Duration::from_secs(10);

@@ -4,6 +4,7 @@
 //! repository's other boards, and on the ordered stop deletes its own board.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_nats::jetstream::{self, kv};
@@ -60,7 +61,7 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     let kept = loop {
         let ended = session(&server, &identity, &client).await;
         if !matches!(ended, Ended::Stopped(_)) {
-            *federation.lease_bucket.lock_or_recover() = None;
+            *federation.value_bucket.lock_or_recover() = None;
         }
         match ended {
             Ended::Stopped(store) => break store,
@@ -79,7 +80,7 @@ pub(super) async fn run<B: Published>(server: Arc<B>) {
     if kept.is_some() {
         leave_leases(&server).await;
     }
-    *federation.lease_bucket.lock_or_recover() = None;
+    *federation.value_bucket.lock_or_recover() = None;
     if let Some(store) = kept {
         let deleted = tokio::time::timeout(DELETE_TIMEOUT, store.delete(identity.key.as_key()));
         if !matches!(deleted.await, Ok(Ok(()))) {
@@ -305,10 +306,20 @@ async fn session<B: Published>(
     if let Err(why) = publish(server.as_ref(), identity, &store).await {
         return Ended::Failed(why);
     }
-    match super::leases::bucket(&context).await {
-        Ok(leases) => *federation.lease_bucket.lock_or_recover() = Some(leases),
+    let values = match super::versioned::bucket(&context).await {
+        Ok(values) => values,
         Err(why) => return Ended::Failed(why),
-    }
+    };
+    // With its history: the latest revision comes first, and with it any change made while
+    // this server was not connected.
+    let mut mailbox = match values
+        .watch_with_history(super::mailbox::mailbox_key(&identity.key.repository))
+        .await
+    {
+        Ok(watch) => watch,
+        Err(error) => return Ended::Failed(format!("the mailbox cannot be watched: {error}")),
+    };
+    *federation.value_bucket.lock_or_recover() = Some(values);
     let filter = BoardKey::repository_filter(&identity.key.repository);
     let mut watch = match store.watch_with_history(filter).await {
         Ok(watch) => watch,
@@ -340,6 +351,11 @@ async fn session<B: Published>(
                 }
                 Some(Err(error)) => return Ended::Failed(format!("watching the bucket failed: {error}")),
                 None => return Ended::Failed("the watch of the bucket ended".into()),
+            },
+            entry = mailbox.next() => match entry {
+                Some(Ok(entry)) => federation.mailbox_revision.store(entry.revision, Ordering::Release),
+                Some(Err(error)) => return Ended::Failed(format!("watching the mailbox failed: {error}")),
+                None => return Ended::Failed("the watch of the mailbox ended".into()),
             },
             _ = federation.board_changed.notified(), if !changed => changed = true,
             _ = tokio::time::sleep_until(next_publish), if changed => {

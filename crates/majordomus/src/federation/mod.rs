@@ -10,15 +10,20 @@
 //! answers the remote claims a new claim meets (both in the capabilities, which read the
 //! remote boards from here). Nothing is published or
 //! watched unless `[federation] url` is configured; the federation being down never stops
-//! local work, it only makes `everywhere` say what it could not read — but for leases: a
-//! federated repository's lease table is kept in the federation ([`leases`]), so while it is
-//! out of reach a lease is refused, never granted by one machine alone.
+//! local work, it only makes `everywhere` say what it could not read — but for leases and
+//! messages: a federated repository's lease table ([`leases`]) and mailbox ([`mailbox`]) are
+//! kept in the federation, each one key changed by compare-and-set ([`versioned`]), so while
+//! it is out of reach a lease is refused, never granted by one machine alone, and a message
+//! is neither sent nor delivered.
 
 pub mod document;
 pub mod leases;
 mod link;
+pub mod mailbox;
+pub mod versioned;
 pub mod view;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -37,6 +42,8 @@ use async_nats::jetstream::kv;
 use document::BoardKey;
 use leases::{LeaseStore, LeaseStoreError};
 pub use link::REPUBLISH_INTERVAL;
+use mailbox::{MailboxStore, MailboxStoreError};
+use versioned::Key;
 use view::{HeldBoard, RemoteView};
 
 /// The JetStream key-value bucket every repository's boards are published in, created with
@@ -142,8 +149,13 @@ pub struct Federation {
     connections: watch::Sender<u64>,
     /// Set whenever this server's board changes, so the task publishes it again.
     board_changed: Notify,
-    /// The bucket of the lease tables, while a session with the federation lasts.
-    lease_bucket: Mutex<Option<kv::Store>>,
+    /// The bucket of the lease tables and mailboxes, while a session with the federation
+    /// lasts.
+    value_bucket: Mutex<Option<kv::Store>>,
+    /// The latest revision of the repository's mailbox the federation told of; 0 before it
+    /// told any. Whether a session has anything waiting is answered from a mailbox read at
+    /// this revision, without asking the federation again.
+    mailbox_revision: AtomicU64,
     stop: CancellationToken,
 }
 
@@ -159,7 +171,8 @@ impl Federation {
             view_changes: watch::channel(0).0,
             connections: watch::channel(0).0,
             board_changed: Notify::new(),
-            lease_bucket: Mutex::new(None),
+            value_bucket: Mutex::new(None),
+            mailbox_revision: AtomicU64::new(0),
             stop,
         }
     }
@@ -200,23 +213,50 @@ impl Federation {
     /// The repository's lease table in the federation, while connected; otherwise the outage,
     /// in words.
     pub fn lease_store(&self, checkout: &str) -> Result<LeaseStore, LeaseStoreError> {
-        let outage = || LeaseStoreError::Outage(self.status().summary);
-        if self.link_state() != LinkState::Connected {
-            return Err(outage());
-        }
-        let (Some(identity), Some(store)) = (
-            self.identity.get(),
-            self.lease_bucket.lock_or_recover().clone(),
-        ) else {
-            return Err(outage());
-        };
+        let (store, identity) = self
+            .connected()
+            .ok_or_else(|| LeaseStoreError::Outage(self.status().summary))?;
         Ok(LeaseStore {
-            store,
-            key: leases::table_key(&identity.key.repository),
+            key: Key {
+                store,
+                key: leases::table_key(&identity.key.repository),
+                what: "the lease table",
+            },
             machine: identity.machine.clone(),
             checkout: checkout.to_owned(),
             lifetime: self.config.ttl(),
         })
+    }
+
+    /// The repository's mailbox in the federation, while connected; otherwise the outage, in
+    /// words.
+    pub fn mailbox_store(&self) -> Result<MailboxStore, MailboxStoreError> {
+        let (store, identity) = self
+            .connected()
+            .ok_or_else(|| MailboxStoreError::Outage(self.status().summary))?;
+        Ok(MailboxStore {
+            key: Key {
+                store,
+                key: mailbox::mailbox_key(&identity.key.repository),
+                what: "the mailbox",
+            },
+            machine: identity.machine.clone(),
+        })
+    }
+
+    /// The latest revision of the repository's mailbox the federation told of; 0 before it
+    /// told any.
+    pub fn mailbox_revision(&self) -> u64 {
+        self.mailbox_revision.load(Ordering::Acquire)
+    }
+
+    /// The bucket of the federated values and who this server is, while connected.
+    fn connected(&self) -> Option<(kv::Store, &Identity)> {
+        if self.link_state() != LinkState::Connected {
+            return None;
+        }
+        let store = self.value_bucket.lock_or_recover().clone()?;
+        Some((store, self.identity.get()?))
     }
 
     /// Every remote board younger than its lifetime.

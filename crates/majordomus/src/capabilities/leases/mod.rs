@@ -50,7 +50,9 @@ pub use listing::{
     HeldElsewhere, ListedLease, grants_to, held_by_others, held_elsewhere_line, lease_line,
     listed_leases,
 };
-use table::{Liveness, Place, attached_here, forwarded, session_key, this_server};
+use table::{Liveness, Place, attached_here, session_key, this_server};
+
+use crate::capabilities::board::forwarded;
 
 /// The highest pid Linux hands out (`pid_max` at most 2^22).
 const PID_MAX: u32 = 4_194_304;
@@ -205,7 +207,7 @@ impl Operation for LeasesAcquire {
             )));
         }
         let wait = Duration::from_secs(u64::from(wait_secs));
-        if let Some(answer) = forwarded::<LeasesAcquire>(ctx, &input, wait).await? {
+        if let Some(answer) = forwarded::<LeasesAcquire>(ctx, &input, wait, "leases").await? {
             return Ok(answer);
         }
         let place = Place::of(ctx)?;
@@ -326,7 +328,9 @@ impl Operation for LeasesRelease {
 
     async fn run(ctx: &Context, input: ReleaseInput) -> Result<Released, CapabilityError> {
         let resource = Resource::parse(&input.name).map_err(refusal)?;
-        if let Some(answer) = forwarded::<LeasesRelease>(ctx, &input, Duration::ZERO).await? {
+        if let Some(answer) =
+            forwarded::<LeasesRelease>(ctx, &input, Duration::ZERO, "leases").await?
+        {
             return Ok(answer);
         }
         let place = Place::of(ctx)?;

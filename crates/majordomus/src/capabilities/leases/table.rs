@@ -14,47 +14,11 @@ use crate::api::CapabilityError;
 use crate::context::{Context, Site};
 use crate::federation::leases::{LeaseStore, LeaseStoreError};
 use crate::port::BoardPort;
-use crate::registry::Operation;
-use crate::survey::{self, AskError};
 
 /// Why a federated repository's lease could not be asked for here.
 const NO_SERVER: &str = "this repository is federated: its leases are kept in the federation, \
     which only the checkout's server follows, and no server of this checkout answers; \
     `majordomus serve ensure` starts one";
-
-/// A federated repository's lease asked for where this process does not serve (the command
-/// line, say): the checkout's serving process is asked through the route the capability
-/// declares and answers from the federation's table, holding it for the process the input
-/// names. `None` when the table is this process's to reach. `wait` is how long the server
-/// may take to grant it.
-pub(super) async fn forwarded<O: Operation>(
-    ctx: &Context,
-    input: &O::Input,
-    wait: Duration,
-) -> Result<Option<O::Output>, CapabilityError> {
-    if ctx.server.is_some() || ctx.site.config.federation.url.is_none() {
-        return Ok(None);
-    }
-    let survey = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;
-    let answers = survey.answers();
-    let Some(lease) = survey.lease.filter(|_| answers) else {
-        return Err(CapabilityError::refused(NO_SERVER));
-    };
-    survey::ask::<O>(&ctx.site, &lease, input, wait + FORWARD_MARGIN)
-        .await
-        .map(Some)
-        .map_err(|error| match error {
-            AskError::Refusal { kind, message } => CapabilityError::new(kind, message),
-            other => CapabilityError::refused(format!(
-                "this checkout's server, which keeps the federated leases, could not be asked: \
-                 {other}"
-            )),
-        })
-}
-
-/// What a forwarded lease request may take beyond its wait: the server's own reading and
-/// changing of the federation's table.
-const FORWARD_MARGIN: Duration = Duration::from_secs(10);
 
 /// Where the repository's lease table is kept.
 #[derive(Clone)]

@@ -4,22 +4,22 @@
 //! expire what waits for those that ended, accept the handoffs their claims now cover, and
 //! let go of the claims its senders handed over.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use majordomus_checkout::mailbox_file::{MailboxFile, MailboxStamp};
 use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::leases::millis;
-use majordomus_domain::messages::{Accepted, Delivery, HandedClaim, Mailbox, Party};
+use majordomus_domain::messages::{
+    Accepted, Delivery, HandedClaim, HandoffState, Home, Mailbox, Party, ReceiptState,
+};
 use majordomus_domain::paths::{ClaimPath, normalize};
 use majordomus_domain::peers::{AnnounceInput, PeerId};
-use majordomus_domain::sync::LockExt;
 use majordomus_domain::text::{self, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::parties::{mailbox_file, me, party_here, unreadable};
+use super::parties::{me, party_here};
+use super::place::Place;
 use crate::api::CapabilityError;
 use crate::context::{Context, Site};
 use crate::port::{BoardPort, EDITS_CLAIM};
@@ -65,61 +65,32 @@ fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 
-/// The sessions something waits for, as of one version of the mailbox file: a tool answer
-/// reads the file only when it changed since.
-type Waiting = Option<(MailboxStamp, HashSet<(String, String)>)>;
-
-static WAITING: Mutex<Waiting> = Mutex::new(None);
-
-/// Whether anything may wait for `party`, from the file's stamp when it did not change.
-fn may_wait(file: &MailboxFile, party: &Party) -> bool {
-    let Some(stamp) = file.stamp() else {
-        return false;
-    };
-    let key = (party.qualified_id.clone(), party.connected_at.clone());
-    {
-        let waiting = WAITING.lock_or_recover();
-        if let Some((seen, parties)) = waiting.as_ref()
-            && *seen == stamp
-        {
-            return parties.contains(&key);
-        }
+/// Whether anything may wait for `party`: from the mailbox as this process last read it,
+/// when it did not change since.
+async fn may_wait(place: &Place, party: &Party) -> bool {
+    match place.read_recent().await {
+        Ok(Some(mailbox)) => mailbox.queued_for(party) > 0,
+        Ok(None) => false,
+        Err(_) => true,
     }
-    let Ok(mailbox) = file.read() else {
-        return true;
-    };
-    let parties: HashSet<(String, String)> = mailbox
-        .messages
-        .iter()
-        .flat_map(|m| &m.receipts)
-        .filter(|r| r.state == majordomus_domain::messages::ReceiptState::Queued)
-        .map(|r| (r.to.qualified_id.clone(), r.to.connected_at.clone()))
-        .collect();
-    let found = parties.contains(&key);
-    *WAITING.lock_or_recover() = Some((stamp, parties));
-    found
 }
 
 /// Delivers what waits for `party` through `through`; `None` when nothing waits.
 async fn deliver(
-    site: &Site,
+    place: &Place,
     party: Party,
     through: String,
 ) -> Result<Option<Inbox>, CapabilityError> {
-    let file = mailbox_file(site)?;
-    let delivery = tokio::task::spawn_blocking(move || {
-        if !may_wait(&file, &party) {
-            return Ok(Delivery::default());
-        }
-        file.change(|mailbox| {
+    if !may_wait(place, &party).await {
+        return Ok(None);
+    }
+    let delivery = place
+        .change(move |mailbox| {
             let delivery = mailbox.deliver(&party, &through, millis(SystemTime::now()));
             let changed = !delivery.messages.is_empty();
             (delivery, changed)
         })
-    })
-    .await
-    .map_err(|error| CapabilityError::internal(format!("the mailbox: {error}")))?
-    .map_err(unreadable)?;
+        .await?;
     Ok(inbox_of(delivery))
 }
 
@@ -127,7 +98,8 @@ async fn deliver(
 /// when the call came through no session of this server, or nothing waits.
 pub async fn inbox(ctx: &Context, tool: &str) -> Option<Inbox> {
     let party = me(ctx)?;
-    deliver(&ctx.site, party, format!("{tool} tool"))
+    let place = Place::of(ctx).ok()?;
+    deliver(&place, party, format!("{tool} tool"))
         .await
         .ok()
         .flatten()
@@ -137,7 +109,8 @@ pub async fn inbox(ctx: &Context, tool: &str) -> Option<Inbox> {
 /// `through`.
 pub async fn deliver_to_hook(ctx: &Context, peer: &PeerId, through: String) -> Option<Inbox> {
     let party = party_here(&ctx.site, ctx.server.as_deref()?, peer)?;
-    deliver(&ctx.site, party, through).await.ok().flatten()
+    let place = Place::of(ctx).ok()?;
+    deliver(&place, party, through).await.ok().flatten()
 }
 
 fn inbox_of(delivery: Delivery) -> Option<Inbox> {
@@ -259,7 +232,11 @@ pub(super) fn claims_of(
 
 /// The peer a party is on this board, when it is.
 fn peer_here(site: &Site, port: &dyn BoardPort, party: &Party) -> Option<PeerId> {
-    if party.checkout != site.checkout.id {
+    let home = Home {
+        checkout: &site.checkout.id,
+        machine: port.federation().machine(),
+    };
+    if !party.lives_at(home) {
         return None;
     }
     let id = party.qualified_id.split('@').next()?;
@@ -287,7 +264,9 @@ async fn take_over_on(
     let Some(recipient) = peer_here(site, port, &accepted.to) else {
         return Ok(());
     };
-    release_handed(site, port).await;
+    if let Ok(place) = Place::serving(site, Some(port)) {
+        release_handed(site, port, &place).await;
+    }
     for claim in &accepted.claims {
         let paths = resolve_scope(&site.checkout.root, &claim.scope)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
@@ -302,32 +281,37 @@ async fn take_over_on(
 }
 
 /// Lets go of the claims this board's senders handed over and their recipients accepted.
-async fn release_handed(site: &Arc<Site>, port: &dyn BoardPort) {
-    let Ok(file) = mailbox_file(site) else {
-        return;
-    };
-    let checkout = site.checkout.id.clone();
-    let released = tokio::task::spawn_blocking(move || {
-        let pending = file.read().ok()?.messages.iter().any(|m| {
-            m.from.checkout == checkout
-                && m.handoff.as_ref().is_some_and(|h| {
-                    h.state == majordomus_domain::messages::HandoffState::Accepted && !h.released
-                })
+async fn release_handed(site: &Arc<Site>, port: &dyn BoardPort, place: &Place) {
+    let home = place.home(site);
+    let pending = place
+        .read_recent()
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|mailbox| {
+            mailbox.messages.iter().any(|m| {
+                m.from.lives_at(home)
+                    && m.handoff
+                        .as_ref()
+                        .is_some_and(|h| h.state == HandoffState::Accepted && !h.released)
+            })
         });
-        if !pending {
-            return None;
-        }
-        file.change(|mailbox| {
-            let released = mailbox.release_accepted(&checkout);
+    if !pending {
+        return;
+    }
+    let (checkout, machine) = (home.checkout.to_owned(), home.machine.map(str::to_owned));
+    let released = place
+        .change(move |mailbox| {
+            let home = Home {
+                checkout: &checkout,
+                machine: machine.as_deref(),
+            };
+            let released = mailbox.release_accepted(home);
             let changed = !released.is_empty();
             (released, changed)
         })
-        .ok()
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_default();
+        .await
+        .unwrap_or_default();
     for accepted in released {
         if let Some(sender) = peer_here(site, port, &accepted.from) {
             let names: Vec<String> = accepted.claims.iter().map(|c| c.name.clone()).collect();
@@ -340,14 +324,13 @@ async fn release_handed(site: &Arc<Site>, port: &dyn BoardPort) {
 /// what waits for one that ended expires, a handoff whose claims a recipient's claims now
 /// cover is accepted and moved, and what its senders handed over is let go.
 pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
-    let Ok(file) = mailbox_file(site) else {
+    let Ok(place) = Place::serving(site, Some(port)) else {
         return;
     };
-    if file.stamp().is_none() {
+    let Ok(Some(mailbox)) = place.read_recent().await else {
         return;
-    }
+    };
     let peers = port.board_peers(SystemTime::now());
-    let checkout = site.checkout.id.clone();
     let root = site.checkout.root.to_string_lossy().into_owned();
     let here: Vec<(Party, Vec<ClaimPath>)> = peers
         .iter()
@@ -364,44 +347,43 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
             Some((party, held))
         })
         .collect();
-    let accepted = tokio::task::spawn_blocking(move || {
-        let mailbox = file.read().ok()?;
-        if !needs_sweep(&mailbox, &checkout, &here) {
-            return None;
+    let home = place.home(site);
+    if needs_sweep(&mailbox, home, &here) {
+        let (checkout, machine) = (home.checkout.to_owned(), home.machine.map(str::to_owned));
+        let accepted = place
+            .change(move |mailbox| {
+                let home = Home {
+                    checkout: &checkout,
+                    machine: machine.as_deref(),
+                };
+                let before = mailbox.clone();
+                mailbox.expire(home, |party| here.iter().any(|(p, _)| p.is(party)));
+                let now = millis(SystemTime::now());
+                let mut accepted = Vec::new();
+                for (party, held) in &here {
+                    accepted.extend(mailbox.accept_covered(
+                        party,
+                        |claim| covered(claim, held, &root),
+                        now,
+                    ));
+                }
+                let changed = *mailbox != before;
+                (accepted, changed)
+            })
+            .await
+            .unwrap_or_default();
+        for accepted in &accepted {
+            drop(take_over_on(site, port, accepted).await);
         }
-        file.change(|mailbox| {
-            let before = mailbox.clone();
-            mailbox.expire(&checkout, |party| here.iter().any(|(p, _)| p.is(party)));
-            let now = millis(SystemTime::now());
-            let mut accepted = Vec::new();
-            for (party, held) in &here {
-                accepted.extend(mailbox.accept_covered(
-                    party,
-                    |claim| covered(claim, held, &root),
-                    now,
-                ));
-            }
-            let changed = *mailbox != before;
-            (accepted, changed)
-        })
-        .ok()
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_default();
-    for accepted in &accepted {
-        drop(take_over_on(site, port, accepted).await);
     }
-    release_handed(site, port).await;
+    release_handed(site, port, &place).await;
 }
 
 /// Whether the mailbox holds anything a sweep of this board would change.
-fn needs_sweep(mailbox: &Mailbox, checkout: &str, here: &[(Party, Vec<ClaimPath>)]) -> bool {
-    use majordomus_domain::messages::{HandoffState, ReceiptState};
+fn needs_sweep(mailbox: &Mailbox, home: Home<'_>, here: &[(Party, Vec<ClaimPath>)]) -> bool {
     mailbox.messages.iter().any(|m| {
         m.receipts.iter().any(|r| {
-            r.to.checkout == checkout
+            r.to.lives_at(home)
                 && (r.state == ReceiptState::Queued && !here.iter().any(|(p, _)| p.is(&r.to))
                     || m.handoff
                         .as_ref()

@@ -3,8 +3,10 @@
 //! sessions — delivered where the recipient's model reads, with a receipt per recipient, and
 //! optionally handing the sender's named claims over.
 //!
-//! The messages are the repository's one mailbox in the common git dir
-//! (`majordomus_checkout::mailbox_file`): the sender's server queues a message there, the
+//! The messages are the repository's one mailbox ([`place`]): in the common git dir
+//! (`majordomus_checkout::mailbox_file`) on one machine, in the federation when the repository
+//! is federated, so a message reaches a session on another machine and its receipt comes
+//! back. The sender's server queues a message there, the
 //! recipient's server delivers it ([`delivery`]) on the recipient's next hook event that can
 //! carry context, or in the `inbox` of its next majordomus tool answer, whichever comes first,
 //! and marks the receipt; each server expires what waits for its own sessions that ended and
@@ -12,24 +14,27 @@
 
 mod delivery;
 mod parties;
+mod place;
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use majordomus_domain::leases::millis;
 use majordomus_domain::limits::{HANDOFF_CLAIMS, MESSAGE_TEXT_CHARS};
-use majordomus_domain::messages::{Message, MessageError, Outgoing, Party};
+use majordomus_domain::messages::{Message, MessageError, Outgoing, Party, ReceiptState};
 use majordomus_domain::text::{self, Field, for_terminal};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::CapabilityError;
+use crate::capabilities::board::forwarded;
 use crate::context::Context;
 use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 
 pub use delivery::{Inbox, deliver_to_hook, inbox, sweep};
-use parties::{Address, mailbox_file, me, recipients, unreadable};
+use parties::{Address, me, recipients};
+use place::Place;
 
 /// The forms of an address, as [`Address::parse`] reads them: `path:` and a path,
 /// `worktree:` and a name, or a qualified session id (an `@`, no white space). What the
@@ -190,7 +195,10 @@ impl Operation for MessagesSend {
                 "`accept` answers a handoff: name its message in `reply_to`",
             ));
         }
-        let file = mailbox_file(&ctx.site)?;
+        if let Some(sent) = forwarded::<Self>(ctx, &input, Duration::ZERO, "messages").await? {
+            return Ok(sent);
+        }
+        let place = Place::of(ctx)?;
         let from = me(ctx).unwrap_or_else(parties::command_line);
         let (address, to) = match (&input.to, input.reply_to) {
             (Some(to), _) => {
@@ -199,7 +207,7 @@ impl Operation for MessagesSend {
                 (to.clone(), recipients)
             }
             (None, Some(original)) => {
-                let mailbox = file.read().map_err(unreadable)?;
+                let mailbox = place.read().await?;
                 let message = mailbox
                     .message(original)
                     .ok_or_else(|| refusal(MessageError::UnknownMessage(original)))?;
@@ -234,8 +242,8 @@ impl Operation for MessagesSend {
             handoff,
         };
         let accept = input.accept.zip(input.reply_to);
-        let (id, recipients, settled) = tokio::task::spawn_blocking(move || {
-            file.change(|mailbox| {
+        let (id, recipients, settled) = place
+            .change(move |mailbox| {
                 let now = millis(SystemTime::now());
                 let settled = match accept {
                     Some((accept, original)) => {
@@ -247,16 +255,13 @@ impl Operation for MessagesSend {
                     None => None,
                 };
                 let recipients = outgoing.to.clone();
-                match mailbox.send(outgoing, now) {
+                match mailbox.send(outgoing.clone(), now) {
                     Ok(id) => (Ok((id, recipients, settled)), true),
                     Err(error) => (Err(error), false),
                 }
             })
-        })
-        .await
-        .map_err(|error| CapabilityError::internal(format!("the mailbox: {error}")))?
-        .map_err(unreadable)?
-        .map_err(refusal)?;
+            .await?
+            .map_err(refusal)?;
         let mut accepted = Vec::new();
         if let Some(settled) = settled {
             accepted = settled.claims.iter().map(|c| c.name.clone()).collect();
@@ -334,7 +339,10 @@ impl Operation for MessagesList {
     }
 
     async fn run(ctx: &Context, input: ListInput) -> Result<MessageList, CapabilityError> {
-        let file = mailbox_file(&ctx.site)?;
+        if let Some(list) = forwarded::<Self>(ctx, &input, Duration::ZERO, "messages").await? {
+            return Ok(list);
+        }
+        let place = Place::of(ctx)?;
         let who = match input.session {
             Some(session) if session.is_empty() || session.chars().count() > SESSION_CHARS => {
                 return Err(CapabilityError::invalid_input(format!(
@@ -345,10 +353,7 @@ impl Operation for MessagesList {
             Some(session) => Some(session),
             None => me(ctx).map(|party| party.qualified_id),
         };
-        let mailbox = tokio::task::spawn_blocking(move || file.read())
-            .await
-            .map_err(|error| CapabilityError::internal(format!("the mailbox: {error}")))?
-            .map_err(unreadable)?;
+        let mailbox = place.read().await?;
         let messages = mailbox
             .messages
             .iter()
@@ -368,6 +373,27 @@ impl Operation for MessagesList {
     }
 }
 
+/// How many messages of the repository's mailbox wait for their recipients, as `peers.list`
+/// counts them; none when it cannot be read here.
+pub(crate) async fn queued(ctx: &Context) -> usize {
+    let Ok(place) = Place::of(ctx) else {
+        return 0;
+    };
+    place
+        .read_recent()
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |mailbox| {
+            mailbox
+                .messages
+                .iter()
+                .flat_map(|message| &message.receipts)
+                .filter(|receipt| receipt.state == ReceiptState::Queued)
+                .count()
+        })
+}
+
 fn refusal(error: MessageError) -> CapabilityError {
     match error {
         MessageError::UnknownMessage(_) | MessageError::NoRecipient => {
@@ -382,7 +408,6 @@ fn refusal(error: MessageError) -> CapabilityError {
 
 /// `messages.list` for people.
 fn render_list(list: &MessageList) -> String {
-    use majordomus_domain::messages::ReceiptState;
     let mut out = String::new();
     if list.messages.is_empty() {
         out.push_str("no messages");

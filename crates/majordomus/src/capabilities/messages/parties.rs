@@ -1,10 +1,8 @@
-//! Who a message is from and to: the calling session as a [`Party`], an address read and
-//! resolved against the repository's listing to the live sessions it reaches, and the
-//! mailbox the repository keeps.
+//! Who a message is from and to: the calling session as a [`Party`], and an address read
+//! and resolved against the repository's listing to the live sessions it reaches.
 
 use std::time::SystemTime;
 
-use majordomus_checkout::mailbox_file::MailboxFile;
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::messages::Party;
 use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative};
@@ -29,25 +27,8 @@ pub(super) fn command_line() -> Party {
         connected_at: String::new(),
         label: "the command line".into(),
         checkout: String::new(),
+        machine: None,
     }
-}
-
-/// The repository's mailbox: in the common git dir, where every worktree finds it.
-pub(super) fn mailbox_file(site: &Site) -> Result<MailboxFile, CapabilityError> {
-    site.checkout
-        .common_dir
-        .as_deref()
-        .map(MailboxFile::new)
-        .ok_or_else(|| {
-            CapabilityError::refused(
-                "messages are kept in the repository's git dir, and this directory is in no \
-                 git repository",
-            )
-        })
-}
-
-pub(super) fn unreadable(error: std::io::Error) -> CapabilityError {
-    CapabilityError::internal(format!("the repository's mailbox: {error}"))
 }
 
 /// Peer `peer` of the board `port` serves for `site`, as a message names it.
@@ -60,6 +41,7 @@ pub(super) fn party_here(site: &Site, port: &dyn BoardPort, peer: &PeerId) -> Op
         &found,
         &site.checkout.id,
         &worktree_name(&site.checkout.root.to_string_lossy()),
+        port.federation().machine(),
     ))
 }
 
@@ -68,13 +50,20 @@ pub(super) fn me(ctx: &Context) -> Option<Party> {
     party_here(&ctx.site, ctx.server.as_deref()?, ctx.caller.as_ref()?)
 }
 
-fn party_of(peer: &Peer, checkout: &str, worktree: &str) -> Party {
+/// `peer` as a message names it: qualified by its checkout's id, as its own server names it
+/// wherever the message was sent from (another machine's listing qualifies it by the machine
+/// instead), with the machine in a federated repository.
+fn party_of(peer: &Peer, checkout: &str, worktree: &str, machine: Option<&str>) -> Party {
     let short: String = checkout.chars().take(QUALIFIER_DIGITS).collect();
+    let on = machine
+        .map(|machine| format!(" on {machine}"))
+        .unwrap_or_default();
     Party {
         qualified_id: format!("{}@{short}", peer.id),
         connected_at: peer.connected_at.clone(),
-        label: format!("{}@{short} {} in {worktree}", peer.id, peer.client.name),
+        label: format!("{}@{short} {} in {worktree}{on}", peer.id, peer.client.name),
         checkout: checkout.to_owned(),
+        machine: machine.map(str::to_owned),
     }
 }
 
@@ -133,32 +122,47 @@ impl Address {
     }
 }
 
-/// The live sessions `address` reaches, the caller left out, from the repository's listing.
+/// The live sessions `address` reaches, the caller left out, from the repository's listing:
+/// on every machine when the repository is federated, since its mailbox reaches them all.
 pub(super) async fn recipients(
     ctx: &Context,
     address: &Address,
 ) -> Result<Vec<Party>, CapabilityError> {
-    let listing = peers::listing(ctx, Checkouts::Repository, Detail::PeersOnly).await?;
+    let checkouts = if ctx.site.config.federation.url.is_some() {
+        Checkouts::Everywhere
+    } else {
+        Checkouts::Repository
+    };
+    let listing = peers::listing(ctx, checkouts, Detail::PeersOnly).await?;
     let me = me(ctx);
-    let live = listing
+    let parties: Vec<(&ListedPeer, Party)> = listing
         .peers
         .iter()
         .filter(|listed| listed.peer.attached)
-        .filter(|listed| {
-            me.as_ref()
-                .is_none_or(|me| listed.qualified_id != me.qualified_id)
-        });
-    let reached: Vec<&ListedPeer> = match address {
-        Address::Session(id) => live.filter(|listed| listed.qualified_id == *id).collect(),
-        Address::Path(path) => live.filter(|listed| holds(&listed.peer, path)).collect(),
+        .map(|listed| (listed, party(listed)))
+        .filter(|(_, party)| me.as_ref().is_none_or(|me| !party.is(me)))
+        .collect();
+    let live = parties.into_iter();
+    let reached: Vec<Party> = match address {
+        // A remote session is named as this machine lists it (`p1@beta`) or as its own
+        // server does (`p1@3f9a0c1e`, as its messages name it).
+        Address::Session(id) => live
+            .filter(|(listed, party)| listed.qualified_id == *id || party.qualified_id == *id)
+            .map(|(_, party)| party)
+            .collect(),
+        Address::Path(path) => live
+            .filter(|(listed, _)| holds(&listed.peer, path))
+            .map(|(_, party)| party)
+            .collect(),
         Address::Worktree(name) => live
-            .filter(|listed| {
+            .filter(|(listed, _)| {
                 listed
                     .peer
                     .checkout
                     .as_ref()
                     .is_some_and(|c| worktree_name(&c.worktree) == *name || c.worktree == *name)
             })
+            .map(|(_, party)| party)
             .collect(),
     };
     if reached.is_empty() {
@@ -180,19 +184,19 @@ pub(super) async fn recipients(
         };
         return Err(CapabilityError::not_found(what));
     }
-    Ok(reached
-        .into_iter()
-        .map(|listed| {
-            let checkout = listed.peer.checkout.as_ref();
-            let mut party = party_of(
-                &listed.peer,
-                checkout.map_or("", |c| c.id.as_str()),
-                &checkout.map_or(String::new(), |c| worktree_name(&c.worktree)),
-            );
-            party.qualified_id = listed.qualified_id.clone();
-            party
-        })
-        .collect())
+    Ok(reached)
+}
+
+/// A listed peer as a message names it, stamped with the checkout (and, federated, the
+/// machine) its listing gives it: what the server holding it computes for it.
+fn party(listed: &ListedPeer) -> Party {
+    let checkout = listed.peer.checkout.as_ref();
+    party_of(
+        &listed.peer,
+        checkout.map_or("", |c| c.id.as_str()),
+        &checkout.map_or(String::new(), |c| worktree_name(&c.worktree)),
+        checkout.and_then(|c| c.machine.as_deref()),
+    )
 }
 
 /// Whether one of `peer`'s claims (its `edits` among them) meets `path`.

@@ -5,10 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use majordomus_checkout::git::Checkout;
-use majordomus_checkout::mailbox_file::MailboxFile;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::Checkouts;
-use majordomus_domain::messages::ReceiptState;
 
 use crate::api::CapabilityError;
 use crate::capabilities::board::{Board, Unasked, ask};
@@ -117,7 +115,7 @@ pub(crate) async fn listing(
     };
     if checkouts != Checkouts::This && detail == Detail::Whole {
         listing.leases = listed_leases(ctx).await;
-        listing.messages_queued = messages_queued(&ctx.site).await;
+        listing.messages_queued = crate::capabilities::messages::queued(ctx).await;
     }
     if detail == Detail::Whole {
         if listing.size_estimate() > ENCODE_INLINE_BYTES {
@@ -321,24 +319,4 @@ impl<'a> Board<'a> {
             }
         }
     }
-}
-
-/// How many messages of the repository's mailbox wait for their recipients; none when it
-/// cannot be read.
-async fn messages_queued(site: &Site) -> usize {
-    let Some(file) = site.checkout.common_dir.as_deref().map(MailboxFile::new) else {
-        return 0;
-    };
-    tokio::task::spawn_blocking(move || {
-        file.read().map_or(0, |mailbox| {
-            mailbox
-                .messages
-                .iter()
-                .flat_map(|message| &message.receipts)
-                .filter(|receipt| receipt.state == ReceiptState::Queued)
-                .count()
-        })
-    })
-    .await
-    .unwrap_or(0)
 }
