@@ -312,17 +312,16 @@ fn is_zero(n: &u32) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnnounceInput {
-    /// One line in your own words: the task, question or intent. Plain text: line breaks,
-    /// control and format characters (bidirectional or invisible) are refused.
+    /// One line in your own words: the task, question or intent; no line breaks, control or
+    /// format characters.
     #[schemars(
         length(min = 1, max = limits::INTENT_CHARS),
         regex(pattern = text::PLAIN_TEXT_PATTERN)
     )]
     pub intent: String,
     /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
-    /// the whole repository. Other peers read it to stay clear; nothing enforces it. Each
-    /// path holds at most 1,024 bytes and 64 components; a path repeated (in any spelling)
-    /// counts once.
+    /// the whole repository. Others read it to stay clear; nothing enforces it. At most 64
+    /// components a path; a path repeated (in any spelling) counts once.
     #[serde(default)]
     #[schemars(
         length(max = limits::SCOPE_PATHS),
@@ -332,10 +331,9 @@ pub struct AnnounceInput {
         )
     )]
     pub scope: Vec<String>,
-    /// A name for this claim, when one session carries several pieces of work (subagents,
-    /// say). A named claim stands beside your others and is replaced by announcing under the
-    /// same name again (`released` lists the paths no longer claimed); leave it out to update
-    /// your one unnamed claim. Plain text; at most 32 named claims.
+    /// Names this claim when one session carries several pieces of work (subagents); the
+    /// same name announced again replaces it (`released` lists the paths let go). Leave it
+    /// out to update your one unnamed claim. At most 32 named claims.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = limits::CLAIM_NAME_CHARS),

@@ -178,8 +178,7 @@ impl Operation for EpisodesAttach {
             client's durable id for it (its conversation or thread id). The first attach opens \
             the episode; attaching the same id after a reconnect, a restart or a crash resumes it \
             (`resumed: true`). One episode per connection: attaching another id detaches the \
-            first. When the connection goes, the episode waits `reattach_grace_seconds` before it \
-            is closed. Needs an MCP session.",
+            first. Needs an MCP session.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_session_attach"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached

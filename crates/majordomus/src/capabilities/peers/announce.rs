@@ -104,9 +104,8 @@ impl Operation for PeersAnnounce {
         description: "Say in one line what this session is doing and which repository paths it \
             expects to touch. The answer names every other peer, in any worktree, whose claim \
             meets yours (`overlaps`), other worktrees' changes that meet it (`change_overlaps`) \
-            and the worktrees that could not be asked (`boards_unread`). Paths are taken as the \
-            file system has them: a link meets its target, a link out of the repository is \
-            refused; `.` is the whole repository, a glob counts as its directory prefix.",
+            and the worktrees that could not be asked (`boards_unread`). `.` is the whole \
+            repository; a glob counts as its directory prefix; a link meets its target.",
         exposure: Exposure {
             mcp_tool: Some("majordomus_announce"),
             // Only the MCP session calling it can act: a claim belongs to a peer, an attached
