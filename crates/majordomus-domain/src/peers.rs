@@ -320,8 +320,8 @@ pub struct AnnounceInput {
     )]
     pub intent: String,
     /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
-    /// the whole repository. Others read it to stay clear; nothing enforces it. At most 64
-    /// components a path; a path repeated (in any spelling) counts once.
+    /// the whole repository. Others read it to stay clear; nothing enforces it. A path holds
+    /// at most 1,024 bytes and 64 components; repeated (in any spelling) it counts once.
     #[serde(default)]
     #[schemars(
         length(max = limits::SCOPE_PATHS),

@@ -474,6 +474,8 @@ async fn every_tool_declares_whether_it_reads_and_whether_it_repeats_safely() {
         ("majordomus_session_detach", false, false),
         ("majordomus_lease", false, true),
         ("majordomus_release", false, false),
+        ("majordomus_send", false, false),
+        ("majordomus_messages", true, true),
     ];
     assert_eq!(tools.len(), expected.len());
     for (name, read_only, idempotent) in expected {

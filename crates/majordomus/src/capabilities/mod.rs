@@ -6,6 +6,7 @@ pub mod conflicts;
 pub mod episodes;
 pub mod hooks;
 pub mod leases;
+mod mailbox;
 pub mod messages;
 pub mod peers;
 pub mod server;

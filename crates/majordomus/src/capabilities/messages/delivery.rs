@@ -19,8 +19,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::parties::{me, party_here};
-use super::place::Place;
 use crate::api::CapabilityError;
+use crate::capabilities::mailbox::Place;
 use crate::context::{Context, Site};
 use crate::port::{BoardPort, EDITS_CLAIM};
 

@@ -14,7 +14,6 @@
 
 mod delivery;
 mod parties;
-mod place;
 
 use std::time::{Duration, SystemTime};
 
@@ -32,9 +31,9 @@ use crate::registry::{
     BenchCases, Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
 };
 
+use super::mailbox::Place;
 pub use delivery::{Inbox, deliver_to_hook, inbox, sweep};
 use parties::{Address, me, recipients};
-use place::Place;
 
 /// The forms of an address, as [`Address::parse`] reads them: `path:` and a path,
 /// `worktree:` and a name, or a qualified session id (an `@`, no white space). What the
@@ -371,27 +370,6 @@ impl Operation for MessagesList {
             dropped: mailbox.dropped,
         })
     }
-}
-
-/// How many messages of the repository's mailbox wait for their recipients, as `peers.list`
-/// counts them; none when it cannot be read here.
-pub(crate) async fn queued(ctx: &Context) -> usize {
-    let Ok(place) = Place::of(ctx) else {
-        return 0;
-    };
-    place
-        .read_recent()
-        .await
-        .ok()
-        .flatten()
-        .map_or(0, |mailbox| {
-            mailbox
-                .messages
-                .iter()
-                .flat_map(|message| &message.receipts)
-                .filter(|receipt| receipt.state == ReceiptState::Queued)
-                .count()
-        })
 }
 
 fn refusal(error: MessageError) -> CapabilityError {

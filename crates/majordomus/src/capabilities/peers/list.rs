@@ -115,7 +115,7 @@ pub(crate) async fn listing(
     };
     if checkouts != Checkouts::This && detail == Detail::Whole {
         listing.leases = listed_leases(ctx).await;
-        listing.messages_queued = crate::capabilities::messages::queued(ctx).await;
+        listing.messages_queued = crate::capabilities::mailbox::queued(ctx).await;
     }
     if detail == Detail::Whole {
         if listing.size_estimate() > ENCODE_INLINE_BYTES {

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use majordomus_checkout::mailbox_file::{MailboxFile, MailboxStamp};
-use majordomus_domain::messages::{Home, Mailbox};
+use majordomus_domain::messages::{Home, Mailbox, ReceiptState};
 use majordomus_domain::sync::LockExt;
 
 use crate::api::CapabilityError;
@@ -167,4 +167,25 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| CapabilityError::internal(format!("the mailbox: {error}")))?
+}
+
+/// How many messages of the repository's mailbox wait for their recipients, as `peers.list`
+/// counts them; none when it cannot be read here.
+pub(super) async fn queued(ctx: &Context) -> usize {
+    let Ok(place) = Place::of(ctx) else {
+        return 0;
+    };
+    place
+        .read_recent()
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |mailbox| {
+            mailbox
+                .messages
+                .iter()
+                .flat_map(|message| &message.receipts)
+                .filter(|receipt| receipt.state == ReceiptState::Queued)
+                .count()
+        })
 }
