@@ -178,10 +178,24 @@ async fn a_recorded_answer_of_each_capability_and_the_journal_are_pinned() {
                 .expect_err("a line break is refused")
         ),
     );
-    record(
-        "peers.list",
-        first.answer("majordomus_peers", json!({})).await,
-    );
+    // A listing reads the other worktree's board and both worktrees' changes as they come;
+    // the one recorded is the settled one: the other worktree's claim met, every change read.
+    let settled = eventually("a settled listing", || async {
+        let listing = first.answer("majordomus_peers", json!({})).await;
+        let met = listing["overlaps"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty());
+        let read = listing["boards"]
+            .as_array()
+            .is_some_and(|boards| boards.iter().all(|b| b["changes"].get("reason").is_none()));
+        if met && read {
+            Ok(listing)
+        } else {
+            Err(format!("{listing}"))
+        }
+    })
+    .await;
+    record("peers.list", settled);
     record(
         "server.status",
         first
