@@ -179,10 +179,16 @@ impl Events {
     }
 }
 
+/// A hook fails open once its budget is spent, and a signal it carried is then not heard;
+/// these tests give the hooks the most a repository may, so a busy machine running the suite
+/// does not turn a signal into silence.
+const PATIENT_HOOKS: &str = "[hooks]\nbudget_ms = 2000\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_prompt_marks_the_session_waiting_everywhere_until_its_next_prompt() {
     let repo = TempRepo::new();
     let root = repo.root().to_path_buf();
+    std::fs::write(root.join("majordomus.toml"), PATIENT_HOOKS).unwrap();
     let (_serve, lease) = ServeProcess::start(&repo, &root).await;
     let mut events = Events::open(&lease).await;
 
@@ -308,6 +314,7 @@ async fn a_permission_prompt_marks_the_session_waiting_everywhere_until_its_next
 async fn every_clients_waiting_signal_marks_its_session_with_its_reason() {
     let repo = TempRepo::new();
     let root = repo.root().to_path_buf();
+    std::fs::write(root.join("majordomus.toml"), PATIENT_HOOKS).unwrap();
     let (_serve, _lease) = ServeProcess::start(&repo, &root).await;
     for (client, event, session, reason) in [
         ("codex", "PermissionRequest", "codex-session", "permission"),

@@ -10,8 +10,14 @@ use serde_json::{Value, json};
 
 use super::{BOUND, TempRepo, eventually, http};
 
+/// One Chromium at a time in a test binary: several starting at once on a small machine
+/// take longer to open their DevTools ports than a test waits, and a browser's turn ends
+/// when it is dropped, a failing test's included.
+static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
 /// A headless Chromium the test started, driven over the DevTools protocol.
 pub struct Browser {
+    _turn: tokio::sync::SemaphorePermit<'static>,
     child: tokio::process::Child,
     _profile: tempfile::TempDir,
     socket: tokio_tungstenite::WebSocketStream<
@@ -30,6 +36,10 @@ impl Browser {
             Path::new(CHROMIUM).exists(),
             "{CHROMIUM} is missing: run scripts/install-test-deps.sh (Debian's `chromium`)"
         );
+        let turn = ONE_AT_A_TIME
+            .acquire()
+            .await
+            .expect("the browsers' turns are never closed");
         let profile = tempfile::Builder::new()
             .prefix("majordomus-chromium-")
             .tempdir()
@@ -87,6 +97,7 @@ impl Browser {
             .await
             .expect("the DevTools socket opens");
         let mut browser = Browser {
+            _turn: turn,
             child,
             _profile: profile,
             socket,
