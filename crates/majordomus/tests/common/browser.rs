@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 
-use super::{BOUND, TempRepo, eventually, http};
+use super::{BOUND, TempRepo, eventually, eventually_within, http};
 
 /// One Chromium at a time in a test binary: several starting at once on a small machine
 /// take longer to open their DevTools ports than a test waits, and a browser's turn ends
@@ -29,6 +29,10 @@ pub struct Browser {
 }
 
 const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// How long Chromium may take to open its DevTools port: seconds on a small machine whose
+/// cores the other tests of the binary are using.
+const CHROMIUM_START: Duration = Duration::from_secs(60);
 
 impl Browser {
     pub async fn launch(repo: &TempRepo) -> Browser {
@@ -68,13 +72,17 @@ impl Browser {
             .spawn()
             .expect("chromium starts");
         let port_file = profile.path().join("DevToolsActivePort");
-        let port: u16 = eventually("chromium to open its DevTools port", || async {
-            let text = std::fs::read_to_string(&port_file).map_err(|e| e.to_string())?;
-            text.lines()
-                .next()
-                .and_then(|line| line.trim().parse().ok())
-                .ok_or_else(|| format!("not a port yet: {text:?}"))
-        })
+        let port: u16 = eventually_within(
+            CHROMIUM_START,
+            "chromium to open its DevTools port",
+            || async {
+                let text = std::fs::read_to_string(&port_file).map_err(|e| e.to_string())?;
+                text.lines()
+                    .next()
+                    .and_then(|line| line.trim().parse().ok())
+                    .ok_or_else(|| format!("not a port yet: {text:?}"))
+            },
+        )
         .await;
         let page: String = eventually("a page target", || async {
             let targets: Value = http()

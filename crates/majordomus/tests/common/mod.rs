@@ -49,7 +49,17 @@ const POLL: Duration = Duration::from_millis(25);
 
 /// Polls `attempt` until it answers `Ok`, for at most [`BOUND`]; the last `Err` says what was
 /// seen instead, in the panic message.
-pub async fn eventually<T, F, Fut>(what: &str, mut attempt: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    eventually_within(BOUND, what, attempt).await
+}
+
+/// [`eventually`], for at most `bound`: for the waits on a program's own start, which a busy
+/// small machine can stretch past [`BOUND`].
+pub async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, mut attempt: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
@@ -59,8 +69,8 @@ where
         match attempt().await {
             Ok(value) => return value,
             Err(last) => {
-                if started.elapsed() > BOUND {
-                    panic!("gave up after {BOUND:?} waiting for {what}; last seen: {last}");
+                if started.elapsed() > bound {
+                    panic!("gave up after {bound:?} waiting for {what}; last seen: {last}");
                 }
             }
         }
