@@ -328,11 +328,14 @@ async fn every_clients_waiting_signal_marks_its_session_with_its_reason() {
             &payload(client, event, &root, session, |_| {}),
         )
         .await;
-        let list = peers_json(&repo).await;
-        let marked = waiting(&list)
-            .into_iter()
-            .find(|peer| peer["client"]["name"] == client)
-            .unwrap_or_else(|| panic!("{client} {event} marks its session: {list:#}"));
+        let marked = eventually(&format!("{client} {event} to mark its session"), || async {
+            let list = peers_json(&repo).await;
+            waiting(&list)
+                .into_iter()
+                .find(|peer| peer["client"]["name"] == client)
+                .ok_or_else(|| format!("{list:#}"))
+        })
+        .await;
         assert_eq!(marked["waiting"]["reason"], reason, "{client} {event}");
     }
     for (client, event, session) in [
