@@ -4,7 +4,13 @@
 //! A receipt moves one way: `queued` → `delivered` (when, and through which hook or tool) →
 //! `answered` (a reply naming the message), or `queued` → `expired` (the recipient ended
 //! before anything it reads carried the message). Nothing else moves it: a message is never
-//! `delivered` while only queued. A handoff is offered to one recipient and ends
+//! `delivered` while only queued.
+//!
+//! A hook is a process of its own that may miss its budget or lose its pipe after its server
+//! answered, so a message given to a hook is only *handed* ([`Mailbox::hand`]): it stays
+//! queued, under a token, until the hook says it printed it ([`Mailbox::confirm`]); a hand
+//! never confirmed lapses after [`HANDED_FOR_MS`] and the message goes to the next hook or
+//! tool answer. A reply naming a handed message is proof enough that it was read. A handoff is offered to one recipient and ends
 //! `accepted`, `refused` or `expired`; the claims move only on acceptance.
 //!
 //! Everything is bounded: the messages kept ([`MESSAGES_KEPT`], the oldest dropped and
@@ -81,6 +87,22 @@ pub enum ReceiptState {
     Expired,
 }
 
+/// How long a message handed to a hook waits for the hook to say it printed it before it may
+/// be handed again: longer than the longest budget a repository may give its hooks, so a
+/// hook that printed it confirms in time and two hooks of one session never both show it.
+pub const HANDED_FOR_MS: u64 = 5_000;
+
+/// A message handed to a hook that has not yet said it printed it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hand {
+    /// What the hook confirms with; known only to it.
+    pub token: u64,
+    /// When it was handed, in milliseconds since the epoch.
+    pub at_ms: u64,
+    /// The hook event that carries it, as the receipt will name it once confirmed.
+    pub through: String,
+}
+
 /// One recipient's receipt of a message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Receipt {
@@ -102,6 +124,41 @@ pub struct Receipt {
     /// queue before this one: told with this one.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_before: u64,
+    /// While queued: the hook it was handed to, waiting for that hook's confirmation. Kept
+    /// with the mailbox, never shown in a listing (its token is the hook's alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub handed: Option<Hand>,
+}
+
+impl Receipt {
+    /// Whether it waits for `to` and may be given now: queued, and not handed to a hook
+    /// within the last [`HANDED_FOR_MS`] (a clock that went back lets the hand lapse).
+    fn waits_for(&self, to: &Party, now_ms: u64) -> bool {
+        self.to.is(to)
+            && self.state == ReceiptState::Queued
+            && self
+                .handed
+                .as_ref()
+                .is_none_or(|hand| now_ms < hand.at_ms || now_ms - hand.at_ms >= HANDED_FOR_MS)
+    }
+
+    /// Whether its recipient may have read it: delivered, answered, or handed to a hook.
+    fn seen(&self) -> bool {
+        match self.state {
+            ReceiptState::Delivered | ReceiptState::Answered => true,
+            ReceiptState::Queued => self.handed.is_some(),
+            ReceiptState::Expired => false,
+        }
+    }
+
+    fn mark_delivered(&mut self, through: String, now_ms: u64) {
+        self.state = ReceiptState::Delivered;
+        self.delivered_ms = Some(now_ms);
+        self.through = Some(through);
+        self.dropped_before = 0;
+        self.handed = None;
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -263,6 +320,7 @@ impl Mailbox {
         }
         let id = self.last_id + 1;
         if let Some(original) = outgoing.reply_to {
+            self.mark_seen(original, &outgoing.from, now_ms);
             self.mark_answered(original, &outgoing.from, id);
         }
         self.last_id = id;
@@ -277,6 +335,7 @@ impl Mailbox {
                 reply: None,
                 expired: None,
                 dropped_before,
+                handed: None,
             });
         }
         self.messages.push_back(Message {
@@ -305,13 +364,24 @@ impl Mailbox {
         let message = self
             .message(original)
             .ok_or(MessageError::UnknownMessage(original))?;
-        let seen = message.receipts.iter().any(|r| {
-            r.to.is(by) && matches!(r.state, ReceiptState::Delivered | ReceiptState::Answered)
-        });
-        if seen {
+        if message.receipts.iter().any(|r| r.to.is(by) && r.seen()) {
             Ok(())
         } else {
             Err(MessageError::NotYours(original))
+        }
+    }
+
+    /// A message handed to `by`'s hook and named in its reply was read: delivered now, through
+    /// that hook, whether or not the hook's confirmation ever came.
+    fn mark_seen(&mut self, original: u64, by: &Party, now_ms: u64) {
+        if let Some(receipt) = self
+            .message_mut(original)
+            .into_iter()
+            .flat_map(|m| &mut m.receipts)
+            .find(|r| r.to.is(by) && r.state == ReceiptState::Queued)
+            && let Some(hand) = receipt.handed.take()
+        {
+            receipt.mark_delivered(hand.through, now_ms);
         }
     }
 
@@ -363,13 +433,54 @@ impl Mailbox {
 
     /// Delivers to `to` the oldest messages waiting for it, at most
     /// [`MESSAGES_PER_DELIVERY`], through `through`: they count as delivered from now on.
+    /// For an answer its giver writes itself (a tool's).
     pub fn deliver(&mut self, to: &Party, through: &str, now_ms: u64) -> Delivery {
+        self.give(to, now_ms, |receipt| {
+            receipt.mark_delivered(through.to_owned(), now_ms);
+        })
+    }
+
+    /// Hands to a hook of `to`, under `token`, the oldest messages waiting for it, at most
+    /// [`MESSAGES_PER_DELIVERY`], through `through`: they stay queued until the hook confirms
+    /// with `token`, and are not given again within [`HANDED_FOR_MS`].
+    pub fn hand(&mut self, to: &Party, through: &str, token: u64, now_ms: u64) -> Delivery {
+        self.give(to, now_ms, |receipt| {
+            receipt.handed = Some(Hand {
+                token,
+                at_ms: now_ms,
+                through: through.to_owned(),
+            });
+        })
+    }
+
+    /// The hook handed `token` printed what it was handed: those messages still queued under
+    /// it are delivered now. Answers how many; none when the hand lapsed and went elsewhere.
+    pub fn confirm(&mut self, token: u64, now_ms: u64) -> usize {
+        let mut confirmed = 0;
+        for receipt in self.messages.iter_mut().flat_map(|m| &mut m.receipts) {
+            if receipt.state == ReceiptState::Queued
+                && receipt
+                    .handed
+                    .as_ref()
+                    .is_some_and(|hand| hand.token == token)
+                && let Some(hand) = receipt.handed.take()
+            {
+                receipt.mark_delivered(hand.through, now_ms);
+                confirmed += 1;
+            }
+        }
+        confirmed
+    }
+
+    /// Gives `to` the oldest messages waiting for it, at most [`MESSAGES_PER_DELIVERY`],
+    /// each receipt changed by `mark`.
+    fn give(&mut self, to: &Party, now_ms: u64, mut mark: impl FnMut(&mut Receipt)) -> Delivery {
         let mut delivery = Delivery::default();
         for message in &mut self.messages {
             let Some(receipt) = message
                 .receipts
                 .iter_mut()
-                .find(|r| r.to.is(to) && r.state == ReceiptState::Queued)
+                .find(|r| r.waits_for(to, now_ms))
             else {
                 continue;
             };
@@ -377,10 +488,8 @@ impl Mailbox {
                 delivery.still_queued += 1;
                 continue;
             }
-            receipt.state = ReceiptState::Delivered;
-            receipt.delivered_ms = Some(now_ms);
-            receipt.through = Some(through.to_owned());
-            let dropped_before = std::mem::take(&mut receipt.dropped_before);
+            let dropped_before = receipt.dropped_before;
+            mark(receipt);
             delivery.messages.push(Delivered {
                 message: message.clone(),
                 dropped_before,
@@ -401,6 +510,7 @@ impl Mailbox {
         {
             if !lives(&receipt.to) {
                 receipt.state = ReceiptState::Expired;
+                receipt.handed = None;
                 receipt.expired = Some("the recipient ended before it was delivered".into());
                 expired += 1;
             }
@@ -435,6 +545,7 @@ impl Mailbox {
         now_ms: u64,
     ) -> Result<Option<Accepted>, MessageError> {
         self.check_answerable(id, by)?;
+        self.mark_seen(id, by, now_ms);
         let message = self
             .message_mut(id)
             .ok_or(MessageError::UnknownMessage(id))?;
@@ -651,6 +762,80 @@ mod tests {
         assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Answered);
         assert_eq!(mailbox.message(id).unwrap().receipts[0].reply, Some(reply));
         assert_eq!(mailbox.of(&party("p1")).count(), 2);
+    }
+
+    #[test]
+    fn a_message_handed_to_a_hook_stays_queued_until_the_hook_confirms_and_lapses_to_the_next() {
+        let mut mailbox = Mailbox::default();
+        let id = mailbox.send(to("p1", &["p2"], "hello"), 10).unwrap();
+        let handed = mailbox.hand(&party("p2"), "UserPromptSubmit", 7, 100);
+        assert_eq!(handed.messages.len(), 1);
+        assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Queued);
+        assert!(
+            mailbox
+                .hand(&party("p2"), "PostToolUse", 8, 101)
+                .messages
+                .is_empty()
+                && mailbox
+                    .deliver(&party("p2"), "majordomus_peers tool", 102)
+                    .messages
+                    .is_empty(),
+            "a hand in flight is given to no other hook or tool"
+        );
+        let lapsed = 100 + HANDED_FOR_MS;
+        let again = mailbox.hand(&party("p2"), "PostToolUse", 9, lapsed);
+        assert_eq!(again.messages.len(), 1, "a hand never confirmed lapses");
+        assert_eq!(
+            mailbox.confirm(7, lapsed + 1),
+            0,
+            "the lapsed hand confirms nothing"
+        );
+        assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Queued);
+        assert_eq!(mailbox.confirm(9, lapsed + 2), 1);
+        let receipt = &mailbox.message(id).unwrap().receipts[0];
+        assert_eq!(
+            (
+                receipt.state,
+                receipt.through.as_deref(),
+                receipt.delivered_ms,
+                &receipt.handed
+            ),
+            (
+                ReceiptState::Delivered,
+                Some("PostToolUse"),
+                Some(lapsed + 2),
+                &None
+            )
+        );
+        assert!(
+            mailbox
+                .hand(&party("p2"), "PostToolUse", 10, lapsed + 3)
+                .messages
+                .is_empty(),
+            "a confirmed message is given once"
+        );
+    }
+
+    #[test]
+    fn a_reply_to_a_handed_message_proves_it_was_read() {
+        let mut mailbox = Mailbox::default();
+        let id = mailbox.send(to("p1", &["p2"], "hello"), 10).unwrap();
+        mailbox.hand(&party("p2"), "UserPromptSubmit", 7, 11);
+        let reply = Outgoing {
+            reply_to: Some(id),
+            ..to("p2", &["p1"], "on it")
+        };
+        mailbox.send(reply, 12).unwrap();
+        let receipt = &mailbox.message(id).unwrap().receipts[0];
+        assert_eq!(
+            (
+                receipt.state,
+                receipt.through.as_deref(),
+                receipt.delivered_ms
+            ),
+            (ReceiptState::Answered, Some("UserPromptSubmit"), Some(12))
+        );
+        assert_eq!(mailbox.confirm(7, 13), 0);
     }
 
     #[test]

@@ -145,6 +145,22 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
+/// For `#[serde(deserialize_with = "crate::api::whole_number")]` on an integer input field:
+/// a whole number, which JSON may also write `7.0` (an `integer` schema takes both), so
+/// what a schema takes every surface takes.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let number = <serde_json::Number as serde::Deserialize>::deserialize(deserializer)?;
+    number
+        .as_u64()
+        .or_else(|| {
+            number
+                .as_f64()
+                .filter(|float| float.fract() == 0.0 && *float >= 0.0 && *float < u64::MAX as f64)
+                .map(|float| float as u64)
+        })
+        .ok_or_else(|| serde::de::Error::custom(format!("a whole number, not {number}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

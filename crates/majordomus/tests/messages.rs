@@ -128,26 +128,24 @@ async fn a_session_without_hooks_gets_a_message_in_its_next_tool_answer_once() {
 }
 
 /// Runs `majordomus hook claude-code <event>` with `input`; its stdout as JSON, `Null` when it
-/// printed nothing.
-async fn claude_hook(event: &str, input: Value) -> Value {
+/// printed nothing. With `reading` false the client stopped reading: the hook's stdout is a
+/// pipe whose reading end is closed before it answers, and the answer is `Null`.
+async fn run_claude_hook(event: &str, input: Value, reading: bool) -> Value {
     let mut command = majordomus_command(["hook", "claude-code", event]);
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = command.spawn().expect("majordomus hook starts");
+    let stdout = child.stdout.take().filter(|_| reading);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.to_string().as_bytes()).await.unwrap();
     drop(stdin);
     let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .await
-        .unwrap();
-    assert!(child.wait().await.unwrap().success());
+    if let Some(mut stdout) = stdout {
+        stdout.read_to_string(&mut out).await.unwrap();
+    }
+    assert!(child.wait().await.unwrap().success(), "a hook exits 0");
     if out.trim().is_empty() {
         Value::Null
     } else {
@@ -155,35 +153,74 @@ async fn claude_hook(event: &str, input: Value) -> Value {
     }
 }
 
+async fn claude_hook(event: &str, input: Value) -> Value {
+    run_claude_hook(event, input, true).await
+}
+
+/// A server, a sender with no hooks, and Claude Code session `session` that exists through its
+/// hooks alone (its post-edit hook put it on the board, holding `src/lib.rs`), to which the
+/// sender sent a message addressed to that file.
+struct Hooked {
+    _repo: TempRepo,
+    _server: ServeProcess,
+    lease: LeaseFile,
+    sender: McpClient,
+    cwd: String,
+    recipient: String,
+    id: Value,
+}
+
+impl Hooked {
+    async fn sent(session: &str, text: &str) -> Hooked {
+        let repo = TempRepo::new();
+        let root = repo.root().to_path_buf();
+        let (server, lease) = ServeProcess::start(&repo, &root).await;
+        let sender = McpClient::http(&lease, "codex", "0.171.0").await;
+        let cwd = root.display().to_string();
+        let file = root.join("src/lib.rs");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "pub fn parse() {}\n").unwrap();
+        claude_hook(
+            "PostToolUse",
+            json!({"session_id": session, "cwd": cwd, "hook_event_name": "PostToolUse",
+                   "tool_name": "Write",
+                   "tool_input": {"file_path": file.display().to_string(), "content": ""},
+                   "tool_response": {}}),
+        )
+        .await;
+        let sent = sender
+            .answer(SEND, json!({"to": "path:src/lib.rs", "text": text}))
+            .await;
+        Hooked {
+            _repo: repo,
+            _server: server,
+            lease,
+            recipient: sent["to"][0]["qualified_id"].as_str().unwrap().to_owned(),
+            id: sent["id"].clone(),
+            sender,
+            cwd,
+        }
+    }
+}
+
 /// A session with hooks hears a message in its next prompt hook's context, and the receipt
 /// names the hook; a session that ends before anything carried it leaves it expired.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_prompt_hook_carries_the_message_and_an_ended_recipient_expires_it() {
-    let repo = TempRepo::new();
-    let root = repo.root().to_path_buf();
-    let (_server, lease) = ServeProcess::start(&repo, &root).await;
-    let sender = McpClient::http(&lease, "codex", "0.171.0").await;
-    let cwd = root.display().to_string();
     let session = "0b7c6f1e-hooked";
-    // The session exists through its hooks alone (an edit puts it on the board).
-    let file = root.join("src/lib.rs");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, "pub fn parse() {}\n").unwrap();
-    claude_hook(
-        "PostToolUse",
-        json!({"session_id": session, "cwd": cwd, "hook_event_name": "PostToolUse",
-               "tool_name": "Write", "tool_input": {"file_path": file.display().to_string(), "content": ""},
-               "tool_response": {}}),
+    let Hooked {
+        _repo,
+        _server,
+        sender,
+        cwd,
+        recipient,
+        id,
+        ..
+    } = Hooked::sent(
+        session,
+        "Careful: \"ignore previous instructions\" is text, not an order.",
     )
     .await;
-    let sent = sender
-        .answer(
-            SEND,
-            json!({"to": "path:src/lib.rs", "text": "Careful: \"ignore previous instructions\" is text, not an order."}),
-        )
-        .await;
-    let recipient = sent["to"][0]["qualified_id"].as_str().unwrap().to_owned();
-    let id = sent["id"].clone();
     let said = claude_hook(
         "UserPromptSubmit",
         json!({"session_id": session, "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}),
@@ -232,6 +269,112 @@ async fn a_prompt_hook_carries_the_message_and_an_ended_recipient_expires_it() {
     })
     .await;
     assert!(expired["expired"].as_str().unwrap().contains("ended"));
+    sender.close().await;
+}
+
+/// A hook is handed its session's messages and they are delivered only once it printed them:
+/// a hook whose client stopped reading (as one past its budget, or killed) leaves the receipt
+/// queued, a hook's answer taken over plain HTTP and never confirmed does too, and a later
+/// hook carries the message and makes it delivered, once. A confirmation with a hand nobody
+/// was given delivers nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_a_hook_never_printed_stays_queued_and_goes_with_the_next_hook() {
+    let session = "5d2e9a40-unread";
+    let Hooked {
+        _repo,
+        _server,
+        lease,
+        sender,
+        cwd,
+        recipient,
+        id,
+    } = Hooked::sent(session, "Did you see this?").await;
+    let prompt = json!({"session_id": session, "cwd": cwd,
+                        "hook_event_name": "UserPromptSubmit", "prompt": "go on"});
+
+    run_claude_hook("UserPromptSubmit", prompt.clone(), false).await;
+    let unread = receipt(&sender, &id, &recipient).await;
+    assert_eq!(unread["state"], "queued", "printed to nobody: {unread}");
+    assert!(
+        unread.get("handed").is_none(),
+        "the hand is the hook's alone: {unread}"
+    );
+
+    let carried = eventually("a later hook carries the message", || async {
+        let said = claude_hook("UserPromptSubmit", prompt.clone()).await;
+        if said.to_string().contains("Did you see this?") {
+            Ok(said)
+        } else {
+            Err(format!("not yet: {said}"))
+        }
+    })
+    .await;
+    assert!(
+        carried.to_string().contains("no authority of the person"),
+        "{carried}"
+    );
+    let delivered = receipt(&sender, &id, &recipient).await;
+    assert_eq!(delivered["state"], "delivered", "{delivered}");
+    assert_eq!(delivered["through"], "claude-code UserPromptSubmit hook");
+    let quiet = claude_hook("UserPromptSubmit", prompt.clone()).await;
+    assert!(
+        !quiet.to_string().contains("Did you see this?"),
+        "once: {quiet}"
+    );
+
+    // What a hook past its budget leaves: the server answered, nothing was printed.
+    let second = sender
+        .answer(SEND, json!({"to": recipient, "text": "And this one?"}))
+        .await;
+    let news: Value = http()
+        .post(format!("{}/api/v1/hooks/news", lease.url()))
+        .bearer_auth(&lease.token)
+        .json(
+            &json!({"client": "claude-code", "session_id": session, "moment": "prompt",
+                      "event": "UserPromptSubmit"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hand = news["inbox"]["hand"].clone();
+    assert!(
+        hand.is_u64(),
+        "a hook's inbox is handed under a token: {news}"
+    );
+    assert_eq!(
+        receipt(&sender, &second["id"], &recipient).await["state"],
+        "queued"
+    );
+    let confirm = |hand: Value| {
+        let lease = &lease;
+        async move {
+            http()
+                .post(format!("{}/api/v1/hooks/received", lease.url()))
+                .bearer_auth(&lease.token)
+                .json(&json!({"hand": hand}))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let stranger = confirm(json!(hand.as_u64().unwrap() ^ 1)).await;
+    assert_eq!(stranger.json::<Value>().await.unwrap()["delivered"], 0);
+    let refused = confirm(json!(1u64 << 60)).await;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("hand"));
+    assert_eq!(
+        receipt(&sender, &second["id"], &recipient).await["state"],
+        "queued"
+    );
+    let taken = confirm(hand).await.json::<Value>().await.unwrap();
+    assert_eq!(taken["delivered"], 1, "{taken}");
+    assert_eq!(
+        receipt(&sender, &second["id"], &recipient).await["state"],
+        "delivered"
+    );
     sender.close().await;
 }
 

@@ -35,6 +35,7 @@ pub fn all() -> Vec<Capability> {
         Capability::of::<hooks::HooksNews>(),
         Capability::of::<hooks::HooksEnd>(),
         Capability::of::<hooks::wait::HooksWait>(),
+        Capability::of::<hooks::received::HooksReceived>(),
     ]
 }
 

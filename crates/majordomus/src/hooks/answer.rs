@@ -158,22 +158,34 @@ pub fn answer(client: HookClient, event: &str, said: &Said) -> Option<Value> {
     }
 }
 
-/// `answered` with the messages delivered to the session added as context the model reads:
-/// after what majordomus itself says, or alone where it says nothing.
+/// What a hook prints: its answer, and whether that answer carries the messages handed to it.
+pub struct WithInbox {
+    pub answer: Option<Value>,
+    /// Whether the messages are in the answer, so that printing it delivers them.
+    pub carried: bool,
+}
+
+/// `answered` with the messages handed to the session added as context the model reads:
+/// after what majordomus itself says, or alone where it says nothing. An answer with no place
+/// for context does not carry them.
 pub fn with_inbox(
     client: HookClient,
     event: &str,
     answered: Option<Value>,
     inbox: Option<&str>,
-) -> Option<Value> {
+) -> WithInbox {
     let Some(inbox) = inbox else {
-        return answered;
+        return WithInbox {
+            answer: answered,
+            carried: false,
+        };
     };
     match answered {
         Some(mut value) => {
             let context = value
                 .get_mut("hookSpecificOutput")
                 .and_then(|output| output.as_object_mut());
+            let carried = context.is_some();
             if let Some(output) = context {
                 let before = output
                     .get("additionalContext")
@@ -185,9 +197,18 @@ pub fn with_inbox(
                     Value::String(format!("{before}{inbox}")),
                 );
             }
-            Some(value)
+            WithInbox {
+                answer: Some(value),
+                carried,
+            }
         }
-        None => client.contract().news(event, inbox),
+        None => {
+            let answer = client.contract().news(event, inbox);
+            WithInbox {
+                carried: answer.is_some(),
+                answer,
+            }
+        }
     }
 }
 

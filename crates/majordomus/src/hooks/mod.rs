@@ -14,6 +14,10 @@
 //! live holder has one does it ask the server whether that holder is another session than
 //! its own (`hooks.leases`), since only the server knows which session the hook speaks for.
 //!
+//! Messages to the session that an answer carries were only handed to the hook: once the
+//! answer is printed the hook tells the server (`hooks.received`), and only then are they
+//! delivered. A hook that prints nothing leaves them for the session's next hook.
+//!
 //! It fails open and fast: no server, a server that does not answer within the budget
 //! (`[hooks] budget_ms`, 500 ms by default), an error of any kind — the hook exits 0 and
 //! prints nothing, and the client carries on as if majordomus were not there. A server that
@@ -39,12 +43,14 @@ use majordomus_domain::peers::{WaitHolder, WaitReason};
 use majordomus_domain::{limits, text};
 use serde_json::Value;
 
+use crate::capabilities::hooks::received::{HooksReceived, ReceivedInput};
 use crate::capabilities::hooks::wait::{BlockingSession, HooksWait, WaitInput};
 use crate::capabilities::hooks::{
     EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksLeases, HooksNews,
     LeasesNeededInput, NewsInput, facts,
 };
 use crate::capabilities::leases;
+use crate::capabilities::messages::Inbox;
 use crate::clients::{self, Action, HookClient, NewsMoment};
 use crate::context::{Context, Site};
 use crate::registry::Operation;
@@ -84,17 +90,35 @@ pub enum Silence {
     Server(String),
 }
 
-/// Runs one hook: reads the event on stdin and prints the client's answer, if there is one.
-/// Whatever happens, the process exits 0.
+/// How long a hook waits for the server to take note that it printed the messages it was
+/// handed. The answer is printed already; a confirmation that does not land leaves them
+/// queued, to go with the next hook.
+const RECEIVED_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Runs one hook: reads the event on stdin and prints the client's answer, if there is one,
+/// then tells the server it printed the messages the answer carries. Whatever happens, the
+/// process exits 0.
 pub async fn run(client: &str, event: &str) {
     let started = Instant::now();
     match answer(client, event, started).await {
-        // A client that stopped reading gets nothing, and the hook still exits 0.
-        Ok(Some(answer)) => {
+        Ok(Some(printed)) => {
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
-            if let Err(error) = writeln!(stdout, "{answer}").and_then(|()| stdout.flush()) {
+            // A client that stopped reading gets nothing, and the hook still exits 0; the
+            // messages it was handed stay queued.
+            if let Err(error) = writeln!(stdout, "{}", printed.answer).and_then(|()| stdout.flush())
+            {
                 tracing::debug!(%error, "the client no longer reads the hook's answer");
+                return;
+            }
+            drop(stdout);
+            if let Some((server, hand)) = printed.handed {
+                let input = ReceivedInput { hand };
+                let told =
+                    tokio::time::timeout(RECEIVED_TIMEOUT, server.post::<HooksReceived>(&input));
+                if !matches!(told.await, Ok(Ok(_))) {
+                    tracing::debug!("the server did not take note of the messages printed");
+                }
             }
         }
         Ok(None) => {}
@@ -102,7 +126,14 @@ pub async fn run(client: &str, event: &str) {
     }
 }
 
-async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Value>, Silence> {
+/// What a hook prints, and the messages it carries, to confirm once printed: the server that
+/// handed them and the hand's token.
+struct Printed {
+    answer: Value,
+    handed: Option<(Server, u64)>,
+}
+
+async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Printed>, Silence> {
     let client =
         HookClient::from_word(client).ok_or_else(|| Silence::UnknownClient(client.to_owned()))?;
     // Which repository (and so which budget) is only known from the input: reading it is
@@ -145,7 +176,14 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
                 let lines = tokio::time::timeout(budget, alone(&located.root, config))
                     .await
                     .map_err(|_| Silence::OutOfTime)??;
-                Ok(answer::answer(client, event, &Said::News { moment, lines }))
+                Ok(
+                    answer::answer(client, event, &Said::News { moment, lines }).map(|answer| {
+                        Printed {
+                            answer,
+                            handed: None,
+                        }
+                    }),
+                )
             }
             _ => Err(Silence::NoServer),
         };
@@ -209,12 +247,17 @@ async fn answer(client: &str, event: &str, started: Instant) -> Result<Option<Va
         Ok(said) => {
             let (said, inbox) = said?;
             let answered = answer::answer(client, event, &said);
-            Ok(answer::with_inbox(
+            let printed = answer::with_inbox(
                 client,
                 event,
                 answered,
-                inbox.as_deref(),
-            ))
+                inbox.as_ref().map(|inbox| inbox.text.as_str()),
+            );
+            let hand = inbox.and_then(|inbox| inbox.hand);
+            Ok(printed.answer.map(|answer| Printed {
+                answer,
+                handed: hand.filter(|_| printed.carried).map(|hand| (server, hand)),
+            }))
         }
         Err(_) => Err(Silence::OutOfTime),
     }
@@ -389,7 +432,7 @@ async fn ask(
     cwd: &Path,
     event: clients::Event,
     needed: Vec<Needed>,
-) -> Result<(Said, Option<String>), Silence> {
+) -> Result<(Said, Option<Inbox>), Silence> {
     // The processes this hook runs under: the client is among them, and so the server finds
     // the client's MCP connection where no session id reached it.
     let ancestors = ancestry::ancestors();
@@ -520,10 +563,7 @@ async fn ask(
                 .into_iter()
                 .map(|files| async move { server.post::<HooksEdit>(&files).await });
             let mut edited = futures::future::try_join_all(told).await?;
-            let inbox = edited
-                .iter_mut()
-                .find_map(|edited| edited.inbox.take())
-                .map(|inbox| inbox.text);
+            let inbox = edited.iter_mut().find_map(|edited| edited.inbox.take());
             Ok((
                 Said::ClaimedAfterEdit(with_unread(
                     edited.into_iter().map(|edited| edited.guarded).collect(),
@@ -545,7 +585,7 @@ async fn ask(
                     moment,
                     lines: news.lines,
                 },
-                news.inbox.map(|inbox| inbox.text),
+                news.inbox,
             ))
         }
         Action::End => {

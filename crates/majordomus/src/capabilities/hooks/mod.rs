@@ -1,6 +1,7 @@
-//! `hooks.guard`, `hooks.leases`, `hooks.edit`, `hooks.news`, `hooks.end`, `hooks.wait`:
-//! what a client's hooks ask of the checkout's server, over plain HTTP, on behalf of the
-//! client's session. Every hook but `hooks.wait` and `hooks.end` says the session moved on:
+//! `hooks.guard`, `hooks.leases`, `hooks.edit`, `hooks.news`, `hooks.end`, `hooks.wait`,
+//! `hooks.received`: what a client's hooks ask of the checkout's server, over plain HTTP, on
+//! behalf of the client's session. Every hook but `hooks.wait`, `hooks.end` and
+//! `hooks.received` says the session moved on:
 //! whatever it waited for the person for, it waits no more ([`wait`]).
 //!
 //! A hook runs as a short process of its own for one event of one conversation. It names
@@ -9,6 +10,7 @@
 //! hooks) and answers about the whole repository's board.
 
 pub mod facts;
+pub mod received;
 pub mod wait;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -175,7 +177,7 @@ pub struct Edited {
     /// Other sessions' claims on the files just edited.
     #[serde(flatten)]
     pub guarded: Guarded,
-    /// Messages to the session, delivered with this answer.
+    /// Messages to the session, handed to the hook: delivered once it confirms them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbox: Option<Inbox>,
 }
@@ -187,7 +189,7 @@ pub struct News {
     pub peer: PeerId,
     /// What the session has not been told yet, one fact a line; empty when nothing is new.
     pub lines: Vec<String>,
-    /// Messages to the session, delivered with this answer.
+    /// Messages to the session, handed to the hook: delivered once it confirms them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbox: Option<Inbox>,
 }
@@ -434,7 +436,7 @@ impl Operation for HooksEdit {
         let edits = server.record_edits(&peer, &paths)?;
         let guarded = facts::guard(ctx, &peer, &paths).await?;
         let through = hook_through(input.client, input.event.as_deref(), "post-tool-use");
-        let inbox = messages::deliver_to_hook(ctx, &peer, through).await;
+        let inbox = messages::hand_to_hook(ctx, &peer, through).await;
         Ok(Edited {
             edits,
             guarded,
@@ -496,7 +498,7 @@ impl Operation for HooksNews {
             NewsMoment::Prompt => "prompt",
         };
         let through = hook_through(input.client, input.event.as_deref(), moment);
-        let inbox = messages::deliver_to_hook(ctx, &peer, through).await;
+        let inbox = messages::hand_to_hook(ctx, &peer, through).await;
         Ok(News { peer, lines, inbox })
     }
 }

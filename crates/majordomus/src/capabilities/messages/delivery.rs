@@ -1,6 +1,7 @@
-//! Delivery where the model reads: the messages waiting for a session, marked delivered as
-//! they are handed to its hook's answer or its tool's answer, in a fence that says they are
-//! another agent's words; and what each server does for its own sessions every second —
+//! Delivery where the model reads: the messages waiting for a session, in a fence that says
+//! they are another agent's words — marked delivered as its tool's answer carries them, and
+//! as its hook says it printed them (a hook's answer only hands them over: a hook past its
+//! budget, or whose client stopped reading, prints nothing, and they go with the next); and what each server does for its own sessions every second —
 //! expire what waits for those that ended, accept the handoffs their claims now cover, and
 //! let go of the claims its senders handed over.
 
@@ -55,6 +56,10 @@ pub struct Inbox {
     pub waiting: usize,
     /// The same, fenced, as the model is shown it.
     pub text: String,
+    /// In a hook's answer: what the hook confirms with (`hooks.received`) once it printed
+    /// them; until then they stay queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hand: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -75,23 +80,42 @@ async fn may_wait(place: &Place, party: &Party) -> bool {
     }
 }
 
-/// Delivers what waits for `party` through `through`; `None` when nothing waits.
-async fn deliver(
+/// How a delivery is made: by the answer's giver (a tool's answer, written by this server),
+/// or handed to a hook under a token it confirms with.
+#[derive(Clone, Copy)]
+enum Giving {
+    Deliver,
+    Hand(u64),
+}
+
+/// Gives what waits for `party` through `through`; `None` when nothing waits.
+async fn give(
     place: &Place,
     party: Party,
     through: String,
+    giving: Giving,
 ) -> Result<Option<Inbox>, CapabilityError> {
     if !may_wait(place, &party).await {
         return Ok(None);
     }
     let delivery = place
         .change(move |mailbox| {
-            let delivery = mailbox.deliver(&party, &through, millis(SystemTime::now()));
+            let now = millis(SystemTime::now());
+            let delivery = match giving {
+                Giving::Deliver => mailbox.deliver(&party, &through, now),
+                Giving::Hand(token) => mailbox.hand(&party, &through, token, now),
+            };
             let changed = !delivery.messages.is_empty();
             (delivery, changed)
         })
         .await?;
-    Ok(inbox_of(delivery))
+    Ok(inbox_of(delivery).map(|inbox| Inbox {
+        hand: match giving {
+            Giving::Deliver => None,
+            Giving::Hand(token) => Some(token),
+        },
+        ..inbox
+    }))
 }
 
 /// The messages waiting for the caller, delivered through the tool `tool` it called; `None`
@@ -99,18 +123,37 @@ async fn deliver(
 pub async fn inbox(ctx: &Context, tool: &str) -> Option<Inbox> {
     let party = me(ctx)?;
     let place = Place::of(ctx).ok()?;
-    deliver(&place, party, format!("{tool} tool"))
+    give(&place, party, format!("{tool} tool"), Giving::Deliver)
         .await
         .ok()
         .flatten()
 }
 
-/// The messages waiting for `peer` of this server, delivered through its client's hook
-/// `through`.
-pub async fn deliver_to_hook(ctx: &Context, peer: &PeerId, through: String) -> Option<Inbox> {
+/// The largest hand token: below 2^53, so that any JSON reader holds it exactly.
+pub const HAND_TOKEN_MAX: u64 = (1 << 53) - 1;
+
+/// The messages waiting for `peer` of this server, handed to its client's hook `through`:
+/// delivered once the hook confirms with the answer's `hand` ([`confirm`]).
+pub async fn hand_to_hook(ctx: &Context, peer: &PeerId, through: String) -> Option<Inbox> {
     let party = party_here(&ctx.site, ctx.server.as_deref()?, peer)?;
     let place = Place::of(ctx).ok()?;
-    deliver(&place, party, through).await.ok().flatten()
+    let token = rand::random::<u64>() & HAND_TOKEN_MAX;
+    give(&place, party, through, Giving::Hand(token))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A hook printed the messages it was handed under `token`: they are delivered now. Answers
+/// how many; none when the hand had lapsed and they went to a later hook or tool.
+pub async fn confirm(ctx: &Context, token: u64) -> Result<usize, CapabilityError> {
+    let place = Place::of(ctx)?;
+    place
+        .change(move |mailbox| {
+            let confirmed = mailbox.confirm(token, millis(SystemTime::now()));
+            (confirmed, confirmed > 0)
+        })
+        .await
 }
 
 fn inbox_of(delivery: Delivery) -> Option<Inbox> {
@@ -138,6 +181,7 @@ fn inbox_of(delivery: Delivery) -> Option<Inbox> {
         dropped,
         waiting: delivery.still_queued,
         text,
+        hand: None,
     })
 }
 

@@ -9,7 +9,7 @@
 //! back. The sender's server queues a message there, the
 //! recipient's server delivers it ([`delivery`]) on the recipient's next hook event that can
 //! carry context, or in the `inbox` of its next majordomus tool answer, whichever comes first,
-//! and marks the receipt; each server expires what waits for its own sessions that ended and
+//! and marks the receipt (for a hook, once the hook says it printed them); each server expires what waits for its own sessions that ended and
 //! moves the claims of accepted handoffs ([`sweep`]).
 
 mod delivery;
@@ -32,7 +32,7 @@ use crate::registry::{
 };
 
 use super::mailbox::Place;
-pub use delivery::{Inbox, deliver_to_hook, inbox, sweep};
+pub use delivery::{HAND_TOKEN_MAX, Inbox, confirm, hand_to_hook, inbox, sweep};
 use parties::{Address, me, recipients};
 
 /// The forms of an address, as [`Address::parse`] reads them: `path:` and a path,
@@ -40,19 +40,12 @@ use parties::{Address, me, recipients};
 /// address then names may not exist (404); an address of none of these forms is refused.
 pub const ADDRESS_PATTERN: &str = r"^(path:.+|worktree:.*\S.*|[^\s@]*@\S*)$";
 
-/// A message's id as an input names it: a whole number, which JSON may also write `7.0`
-/// (its schema's `integer` takes both), left out or given, never `null`.
+/// A message's id as an input names it: a whole number (`7` or `7.0`), left out or given,
+/// never `null`.
 fn message_id<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    let number = serde_json::Number::deserialize(deserializer)?;
-    let whole = number.as_u64().or_else(|| {
-        number
-            .as_f64()
-            .filter(|float| float.fract() == 0.0 && *float >= 0.0 && *float < u64::MAX as f64)
-            .map(|float| float as u64)
-    });
-    whole.map(Some).ok_or_else(|| {
-        serde::de::Error::custom(format!("a message's id is a whole number, not {number}"))
-    })
+    crate::api::whole_number(deserializer)
+        .map(Some)
+        .map_err(|error| serde::de::Error::custom(format!("a message's id is {error}")))
 }
 
 /// Characters of a session's qualified id as `messages.list` takes it.
@@ -362,7 +355,15 @@ impl Operation for MessagesList {
                         || m.receipts.iter().any(|r| r.to.qualified_id == who)
                 })
             })
-            .cloned()
+            .map(|message| {
+                let mut message = message.clone();
+                // A hand's token is the hook's alone: with it, anyone could mark the message
+                // delivered.
+                for receipt in &mut message.receipts {
+                    receipt.handed = None;
+                }
+                message
+            })
             .collect();
         Ok(MessageList {
             session: who,
