@@ -1,12 +1,15 @@
 //! What every surface shares about refusals: the four ways a capability can refuse, mapped
 //! the same way on MCP, HTTP and the command line; the HTTP router's own refusals, made
-//! before any capability runs; and the limit on a request body.
+//! before any capability runs, in one JSON error body; how a secret is compared; and the
+//! limit on a request body.
 //!
 //! The router and the OpenAPI document both read these from here, so the document never
 //! promises a status or a `kind` the router does not answer; the port and the registry name
 //! the capability error from here, below both of them.
 
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
 
 /// The largest request body accepted, on every route. Nothing majordomus is sent comes near it.
 pub const BODY_LIMIT_BYTES: usize = 1024 * 1024;
@@ -133,6 +136,18 @@ pub fn error_kinds() -> impl Iterator<Item = &'static str> {
         .chain(Rejection::ALL.into_iter().map(Rejection::as_str))
 }
 
+/// A JSON error body, the same shape on every route.
+pub fn error_response(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({ "error": { "kind": kind, "message": message.into() } });
+    (status, axum::Json(body)).into_response()
+}
+
+/// Whether a secret given (a token, a ticket) is the one expected, compared in time
+/// independent of where they differ.
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    given.as_bytes().ct_eq(expected.as_bytes()).into()
+}
+
 /// For `#[serde(deserialize_with = "crate::api::never_null")]` on an optional input field:
 /// the field may be left out (with `#[serde(default)]`) but not sent as `null`, as the input
 /// schemas say (they take `null` out of optional fields), so what a schema refuses every
@@ -164,6 +179,13 @@ pub fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abd", "abc"));
+        assert!(!same_secret("ab", "abc"));
+    }
 
     #[test]
     fn error_bodies_name_their_kinds_in_snake_case() {

@@ -683,7 +683,6 @@ const CIRCLES_TO_BREAK: &[(&str, &[&str])] = &[(
         "dashboard",
         "events",
         "handover",
-        "http",
         "mcp",
         "sessions",
     ],

@@ -69,7 +69,7 @@ pub(crate) async fn stream(
     let Query(query) = match query {
         Ok(query) => query,
         Err(rejection) => {
-            return super::http::error_response(
+            return crate::api::error_response(
                 StatusCode::BAD_REQUEST,
                 ErrorKind::InvalidInput.as_str(),
                 format!(
@@ -88,7 +88,7 @@ pub(crate) async fn stream(
     {
         Ok(subscription) => subscription,
         Err(full) => {
-            let mut refusal = super::http::error_response(
+            let mut refusal = crate::api::error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Rejection::Unavailable.as_str(),
                 full.to_string(),

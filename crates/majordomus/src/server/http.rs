@@ -17,13 +17,15 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{
     SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::ServerState;
 use super::dashboard;
 use super::gather::{GATHER_WINDOW, first_events_together};
 use super::mcp::McpSession;
-use crate::api::{BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection};
+use crate::api::{
+    BODY_LIMIT_BYTES, CapabilityError, ErrorKind, Rejection, error_response, same_secret,
+};
 use crate::context::Context;
 use crate::registry::{Answer, Capability, HttpMethod};
 use crate::stdio_front::{ErrorReply, Verdict, vet, without_byte_order_mark};
@@ -133,12 +135,6 @@ fn refuse(rejection: Rejection, message: impl Into<String>) -> Response {
     response
 }
 
-/// A JSON error body, the same shape on every route.
-pub fn error_response(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
-    let body = json!({ "error": { "kind": kind, "message": message.into() } });
-    (status, axum::Json(body)).into_response()
-}
-
 fn capability_error(error: CapabilityError) -> Response {
     let status =
         StatusCode::from_u16(error.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -215,16 +211,6 @@ fn url_query_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
     serde_urlencoded::from_str::<Vec<(String, String)>>(query)
         .unwrap_or_default()
         .into_iter()
-}
-
-/// Compares secrets in time independent of where they differ.
-pub(crate) fn same_secret(given: &str, expected: &str) -> bool {
-    given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 fn host_of(authority: &str) -> &str {
@@ -627,12 +613,5 @@ mod tests {
         assert!(!is_loopback_origin("http://evil.example"));
         assert!(!is_loopback_origin("null"));
         assert!(!is_loopback_origin("file://localhost"));
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret("abc", "abc"));
-        assert!(!same_secret("abd", "abc"));
-        assert!(!same_secret("ab", "abc"));
     }
 }

@@ -84,7 +84,7 @@ impl Access {
         let at = inner
             .tickets
             .iter()
-            .position(|(held, expires)| super::http::same_secret(ticket, held) && *expires > now)?;
+            .position(|(held, expires)| crate::api::same_secret(ticket, held) && *expires > now)?;
         inner.tickets.remove(at);
         let browser = secret();
         while inner.browsers.len() >= MAX_BROWSERS {
@@ -98,7 +98,7 @@ impl Access {
         self.inner()
             .browsers
             .iter()
-            .any(|held| super::http::same_secret(given, held))
+            .any(|held| crate::api::same_secret(given, held))
     }
 }
 
