@@ -22,9 +22,8 @@
 //!
 //! Inside `capabilities`, `server` and the domain crate, the parts of one module (its own
 //! file, and each submodule with all under it) use one another in one direction only: a
-//! circle between them fails, naming every use that closes it, except the circles listed in
-//! [`CIRCLES_TO_BREAK`], which may only shrink. Tests are not read for it: they use what they
-//! test. An alias (`use crate as c`) is seen through, and a glob of the crate's root fails.
+//! circle between them fails, naming every use that closes it. Tests are not read for it:
+//! they use what they test. An alias (`use crate as c`) is seen through, and a glob of the crate's root fails.
 //!
 //! No file of the app's crates (`crates/majordomus*/src`) holds more than [`FILE_LINES`]
 //! lines before its tests.
@@ -511,20 +510,11 @@ struct Edge {
     at: String,
 }
 
-/// A circle between the parts of one module.
-struct Circle {
-    /// The module, `server::events`; empty for the crate's root.
-    module: String,
-    parts: Vec<String>,
-    /// What it is, and the uses that close it.
-    message: String,
-}
-
 /// Every circle between the parts of one module under `roots` (the module's own file, and
-/// each submodule with whatever lies under it): within such a module the parts use one
-/// another in one direction only, so each can be read knowing only those it uses. `shown` is
-/// where `files` are (their paths are under it).
-fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<Circle> {
+/// each submodule with whatever lies under it), each as what it is and the uses that close
+/// it: within such a module the parts use one another in one direction only, so each can be
+/// read knowing only those it uses. `shown` is where `files` are (their paths are under it).
+fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<String> {
     const OWN_FILE: &str = "(its own file)";
     let modules = modules_of(files);
     // Tests use what they test: only the code that is built is read.
@@ -619,7 +609,7 @@ fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<C
             } else {
                 format!("`{}`", parent.join("::"))
             };
-            let message = format!(
+            found.push(format!(
                 "in {name}, {} use one another in a circle: move what both need below them\n  {}",
                 circle
                     .iter()
@@ -627,12 +617,7 @@ fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<C
                     .collect::<Vec<_>>()
                     .join(", "),
                 uses.join("\n  ")
-            );
-            found.push(Circle {
-                module: parent.join("::"),
-                parts: circle.into_iter().collect(),
-                message,
-            });
+            ));
         }
     }
     found
@@ -674,20 +659,6 @@ fn domain_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../majordomus-domain/src")
 }
 
-/// The circles not broken yet, each as its module and parts. Any other circle fails, and so
-/// does a listed one that grew or is gone: the list only shrinks.
-const CIRCLES_TO_BREAK: &[(&str, &[&str])] = &[(
-    "server",
-    &[
-        "(its own file)",
-        "dashboard",
-        "events",
-        "handover",
-        "mcp",
-        "sessions",
-    ],
-)];
-
 #[test]
 fn no_two_files_of_one_module_use_each_other_in_a_circle() {
     const WHOLE_CRATE: &[&str] = &[];
@@ -701,28 +672,11 @@ fn no_two_files_of_one_module_use_each_other_in_a_circle() {
         "crates/majordomus-domain/src",
         &[WHOLE_CRATE],
     ));
-    let mut to_break: Vec<(&str, &[&str])> = CIRCLES_TO_BREAK.to_vec();
-    let mut unlisted = Vec::new();
-    for circle in found {
-        let listed = to_break
-            .iter()
-            .position(|(module, parts)| *module == circle.module && *parts == circle.parts);
-        match listed {
-            Some(at) => {
-                to_break.remove(at);
-            }
-            None => unlisted.push(circle.message),
-        }
-    }
     assert!(
-        unlisted.is_empty(),
+        found.is_empty(),
         "{} circle(s):\n{}",
-        unlisted.len(),
-        unlisted.join("\n")
-    );
-    assert!(
-        to_break.is_empty(),
-        "circles listed in CIRCLES_TO_BREAK are gone or changed, take them off: {to_break:?}"
+        found.len(),
+        found.join("\n")
     );
 }
 
@@ -743,12 +697,7 @@ fn a_circle_fails_naming_its_parts_and_every_use_that_closes_it() {
         file("capabilities/board.rs", "use super::peers::PeerList;\n"),
         file("capabilities/peers.rs", "use super::board::Board;\n"),
     ];
-    let messages = |files: &[(PathBuf, String)]| -> Vec<String> {
-        circles(files, "src", &[&["server"]])
-            .into_iter()
-            .map(|circle| circle.message)
-            .collect()
-    };
+    let messages = |files: &[(PathBuf, String)]| circles(files, "src", &[&["server"]]);
     assert_eq!(
         messages(&files),
         [

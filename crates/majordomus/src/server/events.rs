@@ -12,11 +12,13 @@
 //!
 //! The parts, each using only those before it: what an event is on the wire and how a stream
 //! is read back (`wire`), the overlap tracker (`overlaps`), the siblings' boards kept from
-//! their streams (`siblings`), the bus itself (`bus`), each MCP session's feed (`feed`); this
-//! file serves the `/api/v1/events` route.
+//! their streams (`siblings`), the bus itself (`bus`), each MCP session's feed (`feed`), the
+//! following of the siblings' streams (`follow`); this file answers the `/api/v1/events`
+//! route.
 
 mod bus;
 mod feed;
+mod follow;
 mod overlaps;
 mod siblings;
 mod wire;
@@ -24,15 +26,14 @@ mod wire;
 pub use bus::EventBus;
 use bus::{KEEP_ALIVE, MIN_ALIVE, Opening, RETRY_MS, SUBSCRIBER_BUFFER, Subscription};
 pub use feed::SessionFeed;
-pub(crate) use siblings::follow as follow_siblings;
+pub(crate) use follow::{Follow, follow as follow_siblings};
 pub use wire::{Change, ReceivedEvent, read_stream};
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::Query;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -40,8 +41,8 @@ use futures::{Stream, StreamExt};
 use majordomus_domain::checkouts::Checkouts;
 use serde::Deserialize;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use super::ServerState;
 use crate::api::{ErrorKind, Rejection};
 
 /// The query of `/api/v1/events`.
@@ -60,11 +61,13 @@ pub(crate) struct StreamQuery {
     alive_ms: Option<u64>,
 }
 
-/// `GET /api/v1/events`: the board's changes as Server-Sent Events.
-pub(crate) async fn stream(
-    State(state): State<Arc<ServerState>>,
+/// `GET /api/v1/events`: the changes published on `events` as Server-Sent Events, until
+/// `shutdown`.
+pub(crate) fn stream(
+    events: &EventBus,
+    shutdown: &CancellationToken,
     query: Result<Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
+    headers: &HeaderMap,
 ) -> Response {
     let Query(query) = match query {
         Ok(query) => query,
@@ -82,10 +85,7 @@ pub(crate) async fn stream(
     let last_seen = headers
         .get("last-event-id")
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-    let subscription = match state
-        .events
-        .subscribe(query.checkouts, last_seen.as_deref())
-    {
+    let subscription = match events.subscribe(query.checkouts, last_seen.as_deref()) {
         Ok(subscription) => subscription,
         Err(full) => {
             let mut refusal = crate::api::error_response(
@@ -100,7 +100,7 @@ pub(crate) async fn stream(
         }
     };
     if query.checkouts != Checkouts::This {
-        state.events.siblings.wake();
+        events.siblings.wake();
     }
     let keep_alive = match query.alive_ms {
         Some(ms) => KeepAlive::new()
@@ -108,8 +108,8 @@ pub(crate) async fn stream(
             .event(SseEvent::default().data(serde_json::json!({"kind": "alive"}).to_string())),
         None => KeepAlive::new().interval(KEEP_ALIVE),
     };
-    let events = sse_events(subscription).take_until(state.shutdown.clone().cancelled_owned());
-    let mut response = Sse::new(events).keep_alive(keep_alive).into_response();
+    let sent = sse_events(subscription).take_until(shutdown.clone().cancelled_owned());
+    let mut response = Sse::new(sent).keep_alive(keep_alive).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -34,6 +34,7 @@ use majordomus_domain::peers::{Announcement, ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
 
+use super::handover_state::Written;
 use super::{ServerState, WorkerSlot};
 
 /// The file beside the lease.
@@ -49,30 +50,6 @@ const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// How long changes of the board gather before the file is written: a burst of announces
 /// costs one write.
 const GATHER: Duration = Duration::from_millis(300);
-
-/// What the server keeps of its hand-over.
-#[derive(Default)]
-pub(crate) struct HandOver {
-    /// Notified on every change of the board that may change the file.
-    changed: tokio::sync::Notify,
-    /// What was last written, so that an unchanged board writes nothing.
-    written: std::sync::Mutex<Written>,
-}
-
-#[derive(Default)]
-struct Written {
-    /// The digest of the bytes last written; `None` before the first write.
-    digest: Option<u64>,
-    /// Whether they hold attached peers, whose departure the modification time dates.
-    holds_attached: bool,
-}
-
-impl HandOver {
-    /// The board changed: the file is written once the changes have gathered.
-    pub(crate) fn board_changed(&self) {
-        self.changed.notify_one();
-    }
-}
 
 /// The file as written.
 #[derive(Serialize, Deserialize)]

@@ -42,7 +42,14 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let mut router = Router::new()
         .route("/", get(identity))
         .route("/openapi.json", get(openapi))
-        .route("/api/v1/events", get(super::events::stream))
+        .route(
+            "/api/v1/events",
+            get(
+                |State(state): State<Arc<ServerState>>, query, headers: HeaderMap| async move {
+                    super::events::stream(&state.events, &state.shutdown, query, &headers)
+                },
+            ),
+        )
         .route(dashboard::PAGE, get(dashboard::page))
         .route("/board/board.css", get(dashboard::stylesheet))
         .route("/board/board.js", get(dashboard::script))

@@ -1,12 +1,15 @@
 //! The serving process: its state (boards, lease) and the transports that reach it.
 
 mod attention;
+mod browsers;
 pub mod dashboard;
 mod episodes;
 pub mod events;
 mod gather;
 mod handoff;
 mod handover;
+mod handover_state;
+mod hook_sessions;
 pub mod http;
 pub mod listen;
 pub mod mcp;
@@ -93,11 +96,11 @@ pub struct ServerState {
     /// Woken whenever a peer attaches or leaves, so the lifetime watcher need not poll.
     pub(crate) peers_changed: tokio::sync::Notify,
     /// Every change of the board, published under the board's lock.
-    pub(crate) events: events::EventBus,
+    pub(crate) events: Arc<events::EventBus>,
     /// The dashboard's one-time tickets and its browsers' cookies.
-    pub(crate) dashboard: dashboard::Access,
+    pub(crate) dashboard: browsers::Access,
     /// The client sessions named by hooks and MCP connections, by the client's own id.
-    sessions: Mutex<sessions::HookSessions>,
+    sessions: Mutex<hook_sessions::HookSessions>,
     /// This server's link to other machines' boards; off unless configured.
     pub federation: Federation,
     /// The MCP-over-HTTP sessions, and the idle ones parked.
@@ -105,7 +108,7 @@ pub struct ServerState {
     /// This board's own listing as last encoded, served again until the board changes.
     pub(crate) listing: KeptSlot,
     /// The claims handed to the next server of the checkout should this process end.
-    handover: handover::HandOver,
+    handover: handover_state::HandOver,
     /// The edits the guard stopped once by a speed bump, which pass when repeated soon.
     speed_bumps: Mutex<crate::port::SpeedBumps>,
 }
@@ -117,7 +120,7 @@ impl ServerState {
         let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
         let shutdown = CancellationToken::new();
         let federation = Federation::new(&site.config.federation, shutdown.child_token());
-        let state = Arc::new_cyclic(|this: &Weak<ServerState>| {
+        Arc::new_cyclic(|this: &Weak<ServerState>| {
             let this = this.clone();
             let entitled = Box::new(move || {
                 this.upgrade()
@@ -139,8 +142,8 @@ impl ServerState {
                 stepped_down: CancellationToken::new(),
                 stops,
                 peers_changed: tokio::sync::Notify::new(),
-                events: events::EventBus::new(&site),
-                dashboard: dashboard::Access::default(),
+                events: Arc::new(events::EventBus::new(&site)),
+                dashboard: browsers::Access::default(),
                 sessions: Mutex::new(Default::default()),
                 speed_bumps: Mutex::new(Default::default()),
                 federation,
@@ -152,9 +155,7 @@ impl ServerState {
                 handover: Default::default(),
                 site,
             }
-        });
-        sessions::watch_quiet_sessions(&state);
-        state
+        })
     }
 
     pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {

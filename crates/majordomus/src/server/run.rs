@@ -227,7 +227,13 @@ pub async fn start(
     let sweeping = state.site.clone();
     tokio::task::spawn_blocking(move || sweeping.conflicts.sweep_stale());
     spawn_housekeeping(state.clone());
-    super::events::follow_siblings(&state);
+    super::sessions::watch_quiet_sessions(&state);
+    super::events::follow_siblings(&super::events::Follow {
+        site: state.site.clone(),
+        events: state.events.clone(),
+        tasks: state.tasks.clone(),
+        shutdown: state.shutdown.clone(),
+    });
     let federation = crate::federation::Federation::start(&state);
     Ok(Running {
         state,

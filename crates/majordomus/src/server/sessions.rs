@@ -17,10 +17,10 @@
 //! session that neither door joins gets a peer of its own, named after its client, which
 //! leaves the board once its hooks have been quiet for `[hooks] session_idle_secs`.
 //!
-//! Everything here is bounded: at most [`HOOK_SESSIONS`] sessions are remembered (the one
-//! heard from least recently goes first), and each remembers at most [`TOLD_FACTS`] facts.
+//! What is remembered of the sessions, and its bounds, is `hook_sessions`; this file holds
+//! the rules that join the doors and keep the board true to the sessions.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -35,17 +35,12 @@ use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 
 use super::ServerState;
+use super::hook_sessions::{ClientProcess, HOOK_SESSIONS, HookSessions, is_attached};
 use crate::api::CapabilityError;
 use crate::port::{EDITS_CLAIM, Fact};
 
 /// The intent of the `edits` claim, as other sessions read it.
 const EDITS_INTENT: &str = "files this session edited";
-
-/// How many client sessions a server remembers.
-pub const HOOK_SESSIONS: usize = 256;
-
-/// How many facts a session is remembered to have been told.
-pub const TOLD_FACTS: usize = 256;
 
 /// What a peer made for a session's hooks says about itself, beside its client's name.
 const HOOK_PEER_TITLE: &str = "a session seen through its hooks";
@@ -61,131 +56,6 @@ const EDITS_SETTLED: Duration = Duration::from_secs(10);
 /// How many ticks of [`REAP_INTERVAL`] apart the settled `edits` claims are compared with
 /// the worktree's changes: each comparison may run `git status`.
 const PRUNE_TICKS: u32 = 10;
-
-/// Every client session this server knows, by the client's id of it.
-#[derive(Default)]
-pub(crate) struct HookSessions {
-    sessions: HashMap<String, Session>,
-    /// The client process of each MCP connection that named one, at most
-    /// [`HOOK_SESSIONS`].
-    clients: HashMap<PeerId, ClientProcess>,
-    /// Numbers the client processes in the order their connections named them.
-    named: u64,
-    /// When each attached peer's `edits` claim last grew.
-    edited: HashMap<PeerId, Instant>,
-}
-
-/// The client process an MCP connection runs for, held so that its end is noticed.
-struct ClientProcess {
-    stamp: ProcessStamp,
-    held: ProcessHandle,
-    /// Later connections of the same client (one that restarted its server) win a join.
-    order: u64,
-}
-
-struct Session {
-    /// The peer that speaks for the session: its MCP connection's, or one made for its
-    /// hooks. It may have left the board since; the next hook then makes a new one, which
-    /// takes its claims over.
-    peer: Option<PeerId>,
-    /// Whether `peer` was made for the hooks rather than being an MCP connection.
-    made_for_hooks: bool,
-    /// When a hook or the MCP connection last named the session.
-    heard: Instant,
-    /// The processes its latest hook ran under, at most [`ANCESTORS`].
-    ancestors: Vec<ProcessStamp>,
-    told: Told,
-}
-
-impl Session {
-    fn new(now: Instant) -> Session {
-        Session {
-            peer: None,
-            made_for_hooks: false,
-            heard: now,
-            ancestors: Vec::new(),
-            told: Told::default(),
-        }
-    }
-}
-
-/// The keys of the facts a session was told, the oldest forgotten first beyond
-/// [`TOLD_FACTS`].
-#[derive(Default)]
-struct Told {
-    order: VecDeque<u64>,
-    known: HashSet<u64>,
-}
-
-impl Told {
-    /// Remembers `key`; whether it was new.
-    fn learn(&mut self, key: u64) -> bool {
-        if !self.known.insert(key) {
-            return false;
-        }
-        self.order.push_back(key);
-        while self.order.len() > TOLD_FACTS {
-            if let Some(oldest) = self.order.pop_front() {
-                self.known.remove(&oldest);
-            }
-        }
-        true
-    }
-}
-
-impl HookSessions {
-    /// The attached MCP connection whose client process is among `ancestors` and that
-    /// speaks for no other session than `session_id`, the latest to name it when several do:
-    /// a client's session id, where it reaches the connection, wins over its process.
-    fn connection_of_client(
-        &self,
-        session_id: &str,
-        ancestors: &[ProcessStamp],
-        board: &PeerBoard,
-        now: SystemTime,
-    ) -> Option<PeerId> {
-        let ancestors = &ancestors[..ancestors.len().min(ANCESTORS)];
-        let speaks_for_another = |peer: &PeerId| {
-            self.sessions.iter().any(|(id, session)| {
-                id != session_id && !session.made_for_hooks && session.peer.as_ref() == Some(peer)
-            })
-        };
-        self.clients
-            .iter()
-            .filter(|(_, client)| ancestors.contains(&client.stamp))
-            .filter(|(peer, _)| is_attached(board, peer, now) && !speaks_for_another(peer))
-            .max_by_key(|(_, client)| client.order)
-            .map(|(peer, _)| peer.clone())
-    }
-
-    /// The session `id`, remembered from now on; beyond [`HOOK_SESSIONS`] the session heard
-    /// from least recently is forgotten, and its peer, if made for its hooks, returned to be
-    /// taken off the board.
-    fn entry(&mut self, id: &str, now: Instant) -> (&mut Session, Option<PeerId>) {
-        let mut evicted = None;
-        if !self.sessions.contains_key(id) && self.sessions.len() >= HOOK_SESSIONS {
-            let oldest = self
-                .sessions
-                .iter()
-                .min_by_key(|(_, session)| session.heard)
-                .map(|(id, _)| id.clone());
-            if let Some(session) = oldest.and_then(|oldest| self.sessions.remove(&oldest)) {
-                evicted = session.peer.filter(|_| session.made_for_hooks);
-            }
-        }
-        let session = self
-            .sessions
-            .entry(id.to_owned())
-            .or_insert_with(|| Session::new(now));
-        session.heard = now;
-        (session, evicted)
-    }
-}
-
-/// Whether `peer` is on the board and attached.
-fn is_attached(board: &PeerBoard, peer: &PeerId, now: SystemTime) -> bool {
-    board.peer(peer, now).is_some_and(|peer| peer.attached)
-}
 
 impl ServerState {
     fn sessions(&self) -> MutexGuard<'_, HookSessions> {
@@ -640,41 +510,4 @@ pub(super) fn watch_quiet_sessions(state: &Arc<ServerState>) {
             }
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_session_remembers_the_latest_facts_it_was_told() {
-        let mut told = Told::default();
-        assert!(told.learn(1));
-        assert!(!told.learn(1), "told once");
-        for key in 2..=(TOLD_FACTS as u64 + 1) {
-            assert!(told.learn(key));
-        }
-        assert_eq!(told.order.len(), TOLD_FACTS);
-        assert!(told.learn(1), "the oldest was forgotten beyond the bound");
-    }
-
-    #[test]
-    fn beyond_the_bound_the_session_heard_from_least_recently_is_forgotten() {
-        let mut sessions = HookSessions::default();
-        let start = Instant::now();
-        for n in 0..HOOK_SESSIONS {
-            let (session, evicted) =
-                sessions.entry(&format!("s{n}"), start + Duration::from_secs(n as u64 + 1));
-            session.peer = Some(PeerId::nth(n as u64 + 1));
-            session.made_for_hooks = true;
-            assert!(evicted.is_none());
-        }
-        // s0 is heard from again: s1 is now the quietest
-        sessions.entry("s0", start + Duration::from_secs(10_000));
-        let (_, evicted) = sessions.entry("new", start + Duration::from_secs(10_001));
-        assert_eq!(evicted, Some(PeerId::nth(2)));
-        assert_eq!(sessions.sessions.len(), HOOK_SESSIONS);
-        assert!(sessions.sessions.contains_key("s0"));
-        assert!(!sessions.sessions.contains_key("s1"));
-    }
 }

@@ -2,7 +2,7 @@
 //! binary, which reads the repository's listing and follows the event stream.
 //!
 //! A browser never sees the lease's token. `majordomus board` asks the server (with the
-//! token) for a ticket: random, good for [`TICKET_LIFETIME`] and for one use. The URL it
+//! token) for a ticket: random, good for [`TICKET_LIFETIME`](super::browsers::TICKET_LIFETIME) and for one use. The URL it
 //! prints carries the ticket; the first request of it trades the ticket for a cookie
 //! (HttpOnly, SameSite=Strict, Path=/) and is redirected to `/board`, so the ticket leaves
 //! the address bar before the page loads and a used or expired one opens nothing. The
@@ -10,29 +10,21 @@
 //! messages the page reads, for reading ([`admits`]); every other route, and a message's
 //! sending, still wants the token.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use majordomus_domain::sync::LockExt;
 use serde::Serialize;
 
 use super::ServerState;
+use super::browsers::TICKET_LIFETIME;
 
 /// Where the page is.
 pub const PAGE: &str = "/board";
 /// The route `majordomus board` asks for a ticket (with the token).
 pub const TICKETS: &str = "/api/v1/board/tickets";
-/// How long a ticket may wait for its first use.
-pub const TICKET_LIFETIME: Duration = Duration::from_secs(60);
-/// How many unused tickets a server keeps; minting one more forgets the oldest.
-pub const MAX_TICKETS: usize = 16;
-/// How many browsers hold a cookie at once; one more forgets the earliest.
-pub const MAX_BROWSERS: usize = 16;
-
 const HTML: &str = include_str!("board.html");
 const CSS: &str = include_str!("board.css");
 const JS: &str = include_str!("board.js");
@@ -45,70 +37,6 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; st
 
 /// The routes the dashboard's cookie opens, all read-only.
 const COOKIE_ROUTES: [&str; 4] = [PAGE, "/api/v1/events", "/api/v1/peers", "/api/v1/messages"];
-
-/// The tickets and browser cookies of one server.
-#[derive(Default)]
-pub struct Access {
-    inner: Mutex<AccessInner>,
-}
-
-#[derive(Default)]
-struct AccessInner {
-    tickets: VecDeque<(String, Instant)>,
-    browsers: VecDeque<String>,
-}
-
-impl Access {
-    fn inner(&self) -> std::sync::MutexGuard<'_, AccessInner> {
-        self.inner.lock_or_recover()
-    }
-
-    fn mint_ticket(&self) -> String {
-        let ticket = secret();
-        let mut inner = self.inner();
-        let now = Instant::now();
-        inner.tickets.retain(|(_, expires)| *expires > now);
-        while inner.tickets.len() >= MAX_TICKETS {
-            inner.tickets.pop_front();
-        }
-        inner
-            .tickets
-            .push_back((ticket.clone(), now + TICKET_LIFETIME));
-        ticket
-    }
-
-    /// Trades a live ticket, once, for a browser secret.
-    fn redeem(&self, ticket: &str) -> Option<String> {
-        let mut inner = self.inner();
-        let now = Instant::now();
-        let at = inner
-            .tickets
-            .iter()
-            .position(|(held, expires)| crate::api::same_secret(ticket, held) && *expires > now)?;
-        inner.tickets.remove(at);
-        let browser = secret();
-        while inner.browsers.len() >= MAX_BROWSERS {
-            inner.browsers.pop_front();
-        }
-        inner.browsers.push_back(browser.clone());
-        Some(browser)
-    }
-
-    fn knows_browser(&self, given: &str) -> bool {
-        self.inner()
-            .browsers
-            .iter()
-            .any(|held| crate::api::same_secret(given, held))
-    }
-}
-
-/// 32 random bytes, in hex.
-fn secret() -> String {
-    use rand::RngCore;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// The cookie's name: one per server, since a browser keeps cookies per host, not per port,
 /// and two worktrees' servers both answer on 127.0.0.1.
