@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use majordomus_checkout::mailbox_file::{MailboxFile, MailboxStamp};
+use majordomus_checkout::mailbox_file::MailboxFile;
+use majordomus_checkout::shared_file::FileStamp;
 use majordomus_domain::messages::{Home, Mailbox, ReceiptState};
 use majordomus_domain::sync::LockExt;
 
@@ -34,7 +35,7 @@ pub(super) enum Place {
 /// Which version of the mailbox is there: a file's stamp, or a key's revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stamp {
-    File(MailboxStamp),
+    File(FileStamp),
     Revision(u64),
 }
 

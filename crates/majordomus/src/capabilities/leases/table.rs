@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
-use majordomus_checkout::lease_table::{self, LeaseTableFile, TableStamp};
+use majordomus_checkout::lease_table::{self, LeaseTableFile};
+use majordomus_checkout::shared_file::FileStamp;
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 use majordomus_domain::peers::PeerId;
 
@@ -64,7 +65,7 @@ impl Place {
 
     /// Which version of the table file is there now; `None` for a federated table, which is
     /// read again at every look.
-    pub(super) fn stamp(&self) -> Option<TableStamp> {
+    pub(super) fn stamp(&self) -> Option<FileStamp> {
         match self {
             Place::File(file) => file.stamp(),
             Place::Federated(_) => None,
