@@ -31,8 +31,7 @@ pub(super) enum Place {
 }
 
 impl Place {
-    /// The table of the caller's repository. A federated repository's table is reached only
-    /// through its serving process, which follows the federation; never the file instead.
+    /// The table of the caller's repository.
     pub(super) fn of(ctx: &Context) -> Result<Place, CapabilityError> {
         Place::serving(&ctx.site, ctx.server.as_deref())
     }
@@ -43,11 +42,8 @@ impl Place {
         site: &Site,
         port: Option<&dyn BoardPort>,
     ) -> Result<Place, CapabilityError> {
-        if site.config.federation.url.is_none() {
+        let Some(port) = site.federated_through(port, NO_SERVER)? else {
             return table_file(site).map(Place::File);
-        }
-        let Some(port) = port else {
-            return Err(CapabilityError::refused(NO_SERVER));
         };
         port.federation()
             .lease_store(&site.checkout.id)
