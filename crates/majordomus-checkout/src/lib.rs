@@ -26,6 +26,7 @@ pub mod notice;
 pub mod process;
 pub mod resolve;
 pub mod scratch;
+pub mod shared_file;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};

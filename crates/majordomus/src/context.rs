@@ -18,6 +18,7 @@ use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::peers::PeerId;
 use tokio::sync::watch;
 
+use crate::api::CapabilityError;
 use crate::port::BoardPort;
 
 /// The checkout this process is about, and how to reach other checkouts' servers.
@@ -108,6 +109,23 @@ impl Site {
                 GitVersion::of_git(&self.checkout.root).map_err(|error| error.to_string())
             })
             .clone()
+    }
+
+    /// The serving process that keeps the repository's shared state (its lease table, its
+    /// mailbox) when the repository is federated; `None` when it is not, and the state is
+    /// kept in files of its git dir. A federated repository's state is reached only through its
+    /// serving process (`port`, when this process serves), which follows the federation; never
+    /// the file instead, so without it the answer is `no_server`'s refusal.
+    pub fn federated_through<'a>(
+        &self,
+        port: Option<&'a dyn BoardPort>,
+        no_server: &str,
+    ) -> Result<Option<&'a dyn BoardPort>, CapabilityError> {
+        if self.config.federation.url.is_none() {
+            return Ok(None);
+        }
+        port.map(Some)
+            .ok_or_else(|| CapabilityError::refused(no_server))
     }
 
     pub fn probe_timeout(&self) -> Duration {

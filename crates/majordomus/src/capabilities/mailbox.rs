@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use majordomus_checkout::mailbox_file::{MailboxFile, MailboxStamp};
+use majordomus_checkout::mailbox_file::MailboxFile;
+use majordomus_checkout::shared_file::FileStamp;
 use majordomus_domain::messages::{Home, Mailbox, ReceiptState};
 use majordomus_domain::sync::LockExt;
 
@@ -34,7 +35,7 @@ pub(super) enum Place {
 /// Which version of the mailbox is there: a file's stamp, or a key's revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stamp {
-    File(MailboxStamp),
+    File(FileStamp),
     Revision(u64),
 }
 
@@ -44,8 +45,7 @@ enum Stamp {
 static LAST_READ: Mutex<Option<(Stamp, Arc<Mailbox>)>> = Mutex::new(None);
 
 impl Place {
-    /// The mailbox of the caller's repository. A federated repository's mailbox is reached
-    /// only through its serving process, which follows the federation; never the file instead.
+    /// The mailbox of the caller's repository.
     pub(super) fn of(ctx: &Context) -> Result<Place, CapabilityError> {
         Place::serving(&ctx.site, ctx.server.as_deref())
     }
@@ -56,11 +56,8 @@ impl Place {
         site: &Site,
         port: Option<&dyn BoardPort>,
     ) -> Result<Place, CapabilityError> {
-        if site.config.federation.url.is_none() {
+        let Some(port) = site.federated_through(port, NO_SERVER)? else {
             return mailbox_file(site).map(Place::File);
-        }
-        let Some(port) = port else {
-            return Err(CapabilityError::refused(NO_SERVER));
         };
         let federation = port.federation();
         // The revision is taken before anything is read: a change told of later is read again.

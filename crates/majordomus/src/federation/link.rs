@@ -442,21 +442,43 @@ async fn publish<B: Published>(
     }
 }
 
-/// The bucket, created when it is missing. It is made as the stream a key-value bucket is
-/// (`KV_<bucket>` on `$KV.<bucket>.>`, one value per key, rollups, direct reads) rather than
-/// through the client's `create_key_value`, which first asks for the account's details in a
-/// form the NATS 2.9 servers of Debian's stable release do not answer.
+/// The boards' bucket, a board kept `ttl` past its last publishing.
 async fn bucket(context: &jetstream::Context, ttl: Duration) -> Result<kv::Store, String> {
-    if let Ok(store) = context.get_key_value(BUCKET).await {
+    key_value_bucket(
+        context,
+        BUCKET,
+        "majordomus: the boards of agents, one key per checkout",
+        ttl,
+        BOARD_BYTES,
+        "; the NATS server needs JetStream on (`nats-server -js`)",
+    )
+    .await
+}
+
+/// Bucket `name`, created when it is missing: one value a key, of at most `message_bytes`,
+/// kept `max_age` (zero: until it is replaced). It is made as the stream a key-value bucket
+/// is (`KV_<bucket>` on `$KV.<bucket>.>`, one value per key, rollups, direct reads) rather
+/// than through the client's `create_key_value`, which first asks for the account's details
+/// in a form the NATS 2.9 servers of Debian's stable release do not answer. `unmade` ends
+/// the error of a bucket that could not be made.
+pub(super) async fn key_value_bucket(
+    context: &jetstream::Context,
+    name: &str,
+    description: &str,
+    max_age: Duration,
+    message_bytes: usize,
+    unmade: &str,
+) -> Result<kv::Store, String> {
+    if let Ok(store) = context.get_key_value(name).await {
         return Ok(store);
     }
     let stream = jetstream::stream::Config {
-        name: format!("KV_{BUCKET}"),
-        description: Some("majordomus: the boards of agents, one key per checkout".into()),
-        subjects: vec![format!("$KV.{BUCKET}.>")],
+        name: format!("KV_{name}"),
+        description: Some(description.into()),
+        subjects: vec![format!("$KV.{name}.>")],
         max_messages_per_subject: 1,
-        max_age: ttl,
-        max_message_size: i32::try_from(BOARD_BYTES).unwrap_or(i32::MAX),
+        max_age,
+        max_message_size: i32::try_from(message_bytes).unwrap_or(i32::MAX),
         allow_rollup: true,
         deny_delete: true,
         allow_direct: true,
@@ -467,14 +489,11 @@ async fn bucket(context: &jetstream::Context, ttl: Duration) -> Result<kv::Store
     let created = context.create_stream(stream).await;
     // Another server may have created it meanwhile; either way it is read as a bucket now.
     context
-        .get_key_value(BUCKET)
+        .get_key_value(name)
         .await
         .map_err(|error| match created {
-            Err(created) => format!(
-                "the bucket {BUCKET} cannot be made ({created}); the NATS server needs JetStream \
-             on (`nats-server -js`)"
-            ),
-            Ok(_) => format!("the bucket {BUCKET} cannot be read ({error})"),
+            Err(created) => format!("the bucket {name} cannot be made ({created}){unmade}"),
+            Ok(_) => format!("the bucket {name} cannot be read ({error})"),
         })
 }
 

@@ -214,32 +214,16 @@ impl Key {
     }
 }
 
-/// The bucket, created when it is missing, as the boards' bucket is (the stream a key-value
-/// bucket is, made directly for the NATS 2.9 servers of Debian's stable release), but with
-/// no lifetime: a value lives until it is replaced.
+/// The bucket, created when it is missing as the boards' bucket is, but with no lifetime: a
+/// value lives until it is replaced.
 pub(super) async fn bucket(context: &jetstream::Context) -> Result<kv::Store, String> {
-    if let Ok(store) = context.get_key_value(BUCKET).await {
-        return Ok(store);
-    }
-    let stream = jetstream::stream::Config {
-        name: format!("KV_{BUCKET}"),
-        description: Some("majordomus: each federated repository's lease table and mailbox".into()),
-        subjects: vec![format!("$KV.{BUCKET}.>")],
-        max_messages_per_subject: 1,
-        max_message_size: i32::try_from(VALUE_BYTES + 1024).unwrap_or(i32::MAX),
-        allow_rollup: true,
-        deny_delete: true,
-        allow_direct: true,
-        num_replicas: 1,
-        discard: jetstream::stream::DiscardPolicy::New,
-        ..Default::default()
-    };
-    let created = context.create_stream(stream).await;
-    context
-        .get_key_value(BUCKET)
-        .await
-        .map_err(|error| match created {
-            Err(created) => format!("the bucket {BUCKET} cannot be made ({created})"),
-            Ok(_) => format!("the bucket {BUCKET} cannot be read ({error})"),
-        })
+    super::link::key_value_bucket(
+        context,
+        BUCKET,
+        "majordomus: each federated repository's lease table and mailbox",
+        Duration::ZERO,
+        VALUE_BYTES + 1024,
+        "",
+    )
+    .await
 }

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use majordomus_checkout::config::{self, Config, HooksConfig};
+use majordomus_checkout::config::{self, Config, GuardPolicy, HooksConfig};
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseReading, read_lease};
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
@@ -480,14 +480,15 @@ async fn ask(
             let guarded = futures::future::try_join_all(asked).await?;
             let mut found = found(guarded);
             found.landing = landing;
-            let said = Said::Claimed {
-                policy: config.hooks.policy,
-                person: client
-                    .contract()
-                    .can_ask_person(&|name| std::env::var(name).ok()),
+            let said = claimed(
+                server,
+                client,
+                config.hooks.policy,
+                &event.session_id,
+                &ancestors,
                 found,
-            };
-            blocked(server, client, &event.session_id, &ancestors, &said).await?;
+            )
+            .await?;
             Ok((said, None))
         }
         Action::Shell(effects) => {
@@ -548,14 +549,15 @@ async fn ask(
                     found.live.splice(at..at, working_here);
                 }
             }
-            let said = Said::Claimed {
-                policy: config.hooks.policy,
-                person: client
-                    .contract()
-                    .can_ask_person(&|name| std::env::var(name).ok()),
+            let said = claimed(
+                server,
+                client,
+                config.hooks.policy,
+                &event.session_id,
+                &ancestors,
                 found,
-            };
-            blocked(server, client, &event.session_id, &ancestors, &said).await?;
+            )
+            .await?;
             Ok((said, None))
         }
         Action::Edit(paths) => {
@@ -613,31 +615,40 @@ async fn ask(
     }
 }
 
-/// When the guard's answer stops the tool call for another live session's claim, tells the
-/// server the session is `blocked`, naming that session: the person sees it wait on them.
-async fn blocked(
+/// What the guard says of the claims `found`. When it stops the tool call for another live
+/// session's claim, the server is told the session is `blocked`, naming that session: the
+/// person sees it wait on them.
+async fn claimed(
     server: &Server,
     client: HookClient,
+    policy: GuardPolicy,
     session_id: &str,
     ancestors: &[ProcessStamp],
-    said: &Said,
-) -> Result<(), Silence> {
-    let Some(holder) = answer::blocked_by(said) else {
-        return Ok(());
+    found: Found,
+) -> Result<Said, Silence> {
+    let said = Said::Claimed {
+        policy,
+        person: client
+            .contract()
+            .can_ask_person(&|name| std::env::var(name).ok()),
+        found,
     };
-    let input = WaitInput {
-        client,
-        session_id: session_id.to_owned(),
-        reason: WaitReason::Blocked,
-        message: None,
-        holder: Some(BlockingSession {
-            peer: holder.peer.to_string(),
-            client: holder.client.clone(),
-            worktree: holder.worktree.clone(),
-        }),
-        ancestors: ancestors.to_vec(),
-    };
-    server.post::<HooksWait>(&input).await.map(drop)
+    if let Some(holder) = answer::blocked_by(&said) {
+        let input = WaitInput {
+            client,
+            session_id: session_id.to_owned(),
+            reason: WaitReason::Blocked,
+            message: None,
+            holder: Some(BlockingSession {
+                peer: holder.peer.to_string(),
+                client: holder.client.clone(),
+                worktree: holder.worktree.clone(),
+            }),
+            ancestors: ancestors.to_vec(),
+        };
+        server.post::<HooksWait>(&input).await?;
+    }
+    Ok(said)
 }
 
 /// `paths` in as many requests as the server's bound on one request's files

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
-use majordomus_checkout::lease_table::{self, LeaseTableFile, TableStamp};
+use majordomus_checkout::lease_table::{self, LeaseTableFile};
+use majordomus_checkout::shared_file::FileStamp;
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 use majordomus_domain::peers::PeerId;
 
@@ -30,8 +31,7 @@ pub(super) enum Place {
 }
 
 impl Place {
-    /// The table of the caller's repository. A federated repository's table is reached only
-    /// through its serving process, which follows the federation; never the file instead.
+    /// The table of the caller's repository.
     pub(super) fn of(ctx: &Context) -> Result<Place, CapabilityError> {
         Place::serving(&ctx.site, ctx.server.as_deref())
     }
@@ -42,11 +42,8 @@ impl Place {
         site: &Site,
         port: Option<&dyn BoardPort>,
     ) -> Result<Place, CapabilityError> {
-        if site.config.federation.url.is_none() {
+        let Some(port) = site.federated_through(port, NO_SERVER)? else {
             return table_file(site).map(Place::File);
-        }
-        let Some(port) = port else {
-            return Err(CapabilityError::refused(NO_SERVER));
         };
         port.federation()
             .lease_store(&site.checkout.id)
@@ -64,7 +61,7 @@ impl Place {
 
     /// Which version of the table file is there now; `None` for a federated table, which is
     /// read again at every look.
-    pub(super) fn stamp(&self) -> Option<TableStamp> {
+    pub(super) fn stamp(&self) -> Option<FileStamp> {
         match self {
             Place::File(file) => file.stamp(),
             Place::Federated(_) => None,

@@ -1,0 +1,130 @@
+//! A JSON file of the repository's common git dir that every worktree's server reads and
+//! changes alike: the lease table ([`crate::lease_table`]) and the mailbox
+//! ([`crate::mailbox_file`]).
+//!
+//! Every change is a read, a change and a write under an exclusive `flock` on a lock file
+//! beside it, so no two processes change it from the same reading; the kernel lets the lock
+//! go when its process dies, so a killed server never leaves the file locked. The file is
+//! replaced whole (written beside it, synced, renamed over it), so a reader needs no lock and
+//! never reads half of it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::files;
+
+/// The most bytes such a file is read to: a full lease table (every lease with a full queue)
+/// or a full mailbox is far smaller; a larger file is not majordomus's and is refused.
+const FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What identifies one version of the file: it is replaced whole by every change, so a new
+/// inode (or time, or size) says it changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    ino: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+    len: u64,
+}
+
+/// One shared file of a repository, `<git-common-dir>/majordomus/<name>.json`, with its lock
+/// `<name>.lock` beside it.
+#[derive(Clone, Debug)]
+pub(crate) struct SharedFile {
+    path: PathBuf,
+    lock: PathBuf,
+    /// What the file holds, as its errors name it: "lease table".
+    what: &'static str,
+}
+
+impl SharedFile {
+    /// The file `name` of the repository whose common git dir is `common_dir`.
+    pub(crate) fn new(common_dir: &Path, name: &str, what: &'static str) -> SharedFile {
+        let dir = common_dir.join("majordomus");
+        SharedFile {
+            path: dir.join(format!("{name}.json")),
+            lock: dir.join(format!("{name}.lock")),
+            what,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the file holds now; the empty value when nobody wrote it yet.
+    pub(crate) fn read<V: DeserializeOwned + Default>(&self) -> io::Result<V> {
+        let bytes = match File::open(&self.path) {
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                io::Read::read_to_end(&mut io::Read::take(file, FILE_BYTES + 1), &mut bytes)?;
+                bytes
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(V::default()),
+            Err(error) => return Err(error),
+        };
+        if bytes.len() as u64 > FILE_BYTES {
+            return Err(io::Error::other(format!(
+                "{} is over {FILE_BYTES} bytes, more than any {}",
+                self.path.display(),
+                self.what
+            )));
+        }
+        serde_json::from_slice(&bytes).map_err(|error| {
+            io::Error::other(format!(
+                "{} is not a {} ({error}); remove it to start again",
+                self.path.display(),
+                self.what
+            ))
+        })
+    }
+
+    /// Which version of the file is there now; `None` when there is none.
+    pub(crate) fn stamp(&self) -> Option<FileStamp> {
+        fs::metadata(&self.path).ok().map(|m| {
+            let (mtime, mtime_nsec) = files::modified(&m);
+            FileStamp {
+                ino: files::identity(&m).1,
+                mtime,
+                mtime_nsec,
+                len: m.len(),
+            }
+        })
+    }
+
+    /// Changes what the file holds under the lock: `change` gets it as it is and answers
+    /// whether it changed it; a changed value is written before the lock goes.
+    pub(crate) fn change<V: Serialize + DeserializeOwned + Default, T>(
+        &self,
+        change: impl FnOnce(&mut V) -> (T, bool),
+    ) -> io::Result<T> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        files::create_private_dir(dir)?;
+        let lock = files::private_file(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .open(&self.lock)?;
+        lock.lock()?;
+        let mut value = self.read()?;
+        let (answer, changed) = change(&mut value);
+        if changed {
+            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            files::set_mode(file.path(), 0o600)?;
+            let mut bytes = serde_json::to_vec(&value).map_err(io::Error::other)?;
+            bytes.push(b'\n');
+            file.write_all(&bytes)?;
+            file.as_file().sync_all()?;
+            file.persist(&self.path).map_err(|error| error.error)?;
+        }
+        drop(lock);
+        Ok(answer)
+    }
+}
