@@ -54,16 +54,40 @@ pub fn resolve_scope(root: &Path, scope: &[String]) -> Result<Vec<ClaimPath>, Re
         .iter()
         .map(|raw| {
             let split = paths::split(raw, &root_text)?;
-            resolve(root, &split)
+            resolve(root, split)
         })
         .collect()
 }
 
 /// Where `split` (a path checked and split against `root`) leads on disk, as a
 /// [`ClaimPath`] compared on its place in the checkout.
-pub fn resolve(root: &Path, split: &SplitPath) -> Result<ClaimPath, ResolveError> {
+///
+/// Most claimed paths have no link on the way, and then the path itself is canonical as far
+/// as it exists: each component is looked at once (`lstat`), from the root down, until one
+/// is missing, and the path keeps the components it was written with. Only where a
+/// component is a link is the path canonicalised ([`resolve_through_links`]), since only
+/// the system's resolution says where a link leads.
+pub fn resolve(root: &Path, split: SplitPath) -> Result<ClaimPath, ResolveError> {
+    let mut path = root.to_path_buf();
+    for (existing, component) in split.components().iter().enumerate() {
+        path.push(component);
+        match fs::symlink_metadata(&path) {
+            Ok(found) if found.file_type().is_symlink() => {
+                return resolve_through_links(root, &split);
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(split.existing(existing)),
+        }
+    }
+    let existing = split.components().len();
+    Ok(split.existing(existing))
+}
+
+/// [`resolve`] where a link is on the way: the existing part of the path canonicalised, made
+/// relative to the checkout root again, and refused when it leads out of it.
+fn resolve_through_links(root: &Path, split: &SplitPath) -> Result<ClaimPath, ResolveError> {
     let components = split.components();
-    let (existing, canonical) = longest_existing(root, components);
+    let (existing, canonical) = longest_existing_through_links(root, components);
     let Ok(inside) = canonical.strip_prefix(root) else {
         return Err(ResolveError::Escapes {
             written: split.as_written().to_owned(),
@@ -83,33 +107,8 @@ pub fn resolve(root: &Path, split: &SplitPath) -> Result<ClaimPath, ResolveError
     })
 }
 
-/// How many leading components of `components` exist below `root`, and the canonical path
-/// they lead to.
-///
-/// Most claimed paths have no link on the way, and then the path itself is canonical as far
-/// as it exists: each component is looked at once (`lstat`), from the root down, until one
-/// is missing. Only where a component is a link is the path canonicalised
-/// ([`longest_existing_through_links`]), since only the system's resolution says where a
-/// link leads.
-fn longest_existing(root: &Path, components: &[String]) -> (usize, PathBuf) {
-    let mut path = root.to_path_buf();
-    for (existing, component) in components.iter().enumerate() {
-        path.push(component);
-        match fs::symlink_metadata(&path) {
-            Ok(found) if found.file_type().is_symlink() => {
-                return longest_existing_through_links(root, components);
-            }
-            Ok(_) => {}
-            Err(_) => {
-                path.pop();
-                return (existing, path);
-            }
-        }
-    }
-    (components.len(), path)
-}
-
-/// [`longest_existing`] where a link is on the way. Existence is monotone (a path exists
+/// How many leading components of `components` exist below `root` where a link is on the
+/// way, and the canonical path they lead to. Existence is monotone (a path exists
 /// only if its parent does), so the whole path is tried first, as it mostly exists or is one
 /// new file, and then the length is found by halving: a handful of `canonicalize` calls
 /// however deep the path.

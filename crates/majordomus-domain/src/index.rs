@@ -91,14 +91,20 @@ impl<T> PathIndex<T> {
         self.len == 0
     }
 
-    /// Files `value` under `key`; a key may hold any number of values.
+    /// Files `value` under `key`; a key may hold any number of values. A component is
+    /// copied only where the trie has no node for it yet: most keys a board files share
+    /// their directories with keys already there.
     pub fn insert<S: AsRef<str>>(&mut self, key: &[S], value: T) {
         let mut node = &mut self.root;
         for component in key {
+            let component = component.as_ref();
+            if !node.children.contains_key(component) {
+                node.children.insert(component.to_owned(), Node::new());
+            }
             node = node
                 .children
-                .entry(component.as_ref().to_owned())
-                .or_insert_with(Node::new);
+                .get_mut(component)
+                .expect("the node is there or was just made");
         }
         node.values.push(value);
         self.len += 1;

@@ -54,6 +54,11 @@ impl ComparedPaths {
     pub fn get(&self) -> Option<&[ClaimPath]> {
         self.0.as_deref()
     }
+
+    /// The paths as the board holds them, for a reader that keeps them: shared, not copied.
+    pub fn shared(&self) -> Option<&Arc<[ClaimPath]>> {
+        self.0.as_ref()
+    }
 }
 
 impl PartialEq for ComparedPaths {
@@ -87,13 +92,24 @@ impl SplitPath {
     /// The path as its text says: the components before the first one holding a glob
     /// character.
     pub fn lexical(self) -> ClaimPath {
-        let literal = literal_prefix(&self.components);
+        self.existing(0)
+    }
+
+    /// The path as the file system has it when no symbolic link is on the way and its first
+    /// `existing` components exist (at most all of them): those are taken literally,
+    /// glob-looking or not, and the rest as the text says, up to the first glob. It is what
+    /// [`ClaimPath::resolved`] makes of those components, without its checks: they are the
+    /// written path's own, which [`split`] checked.
+    pub fn existing(self, existing: usize) -> ClaimPath {
+        let existing = existing.min(self.components.len());
+        let kept = existing + literal_prefix(&self.components[existing..]);
+        let on_disk = kept != literal_prefix(&self.components);
         let mut components = self.components;
-        components.truncate(literal);
+        components.truncate(kept);
         ClaimPath {
             written: self.written,
             components,
-            on_disk: false,
+            on_disk,
         }
     }
 }
@@ -393,6 +409,17 @@ pub fn without_repeats(mut paths: Vec<ClaimPath>) -> Vec<ClaimPath> {
     paths
 }
 
+/// Whether two lists of paths name the same places in the same order, however written: a
+/// claim announced again over the same ground, which the indexes holding the claim need not
+/// file again.
+pub fn same_places(these: &[ClaimPath], those: &[ClaimPath]) -> bool {
+    these.len() == those.len()
+        && these
+            .iter()
+            .zip(those)
+            .all(|(this, that)| this.components == that.components)
+}
+
 /// How many characters of a refused path its message shows.
 const EXCERPT_CHARS: usize = 64;
 
@@ -639,6 +666,16 @@ mod tests {
     }
 
     #[test]
+    fn the_same_places_are_the_same_components_in_the_same_order() {
+        let these = [path("./src/"), path("docs/**/*.md")];
+        assert!(same_places(&these, &[path("src"), path("docs")]));
+        assert!(!same_places(&these, &[path("docs"), path("src")]));
+        assert!(!same_places(&these, &[path("src")]));
+        assert!(!same_places(&these, &[path("src"), path("docs/a.md")]));
+        assert!(same_places(&[], &[]));
+    }
+
+    #[test]
     fn a_split_path_keeps_every_component_and_lexical_cuts_at_the_first_glob() {
         let split = split("./app/[slug]//page.tsx", ROOT).unwrap();
         assert_eq!(split.as_written(), "./app/[slug]//page.tsx");
@@ -652,6 +689,27 @@ mod tests {
         );
         assert!(super::split("a/../b", ROOT).is_err());
         assert!(super::split("/elsewhere", ROOT).is_err());
+    }
+
+    #[test]
+    fn an_existing_prefix_is_literal_and_the_rest_read_as_written() {
+        let split = split("./app/[slug]//page.tsx", ROOT).unwrap();
+        for existing in [0, 1] {
+            let path = split.clone().existing(existing);
+            assert_eq!(path.components(), ["app"]);
+            assert!(!path.resolved_differently());
+            assert_eq!(path.as_written(), "./app/[slug]//page.tsx");
+        }
+        for existing in [2, 3, 9] {
+            let path = split.clone().existing(existing);
+            assert_eq!(path.components(), ["app", "[slug]", "page.tsx"]);
+            assert!(path.resolved_differently());
+            // what the file system's own components make of it
+            let resolved = ClaimPath::resolved(&split, path.components().to_vec()).unwrap();
+            assert_eq!(resolved, path);
+        }
+        let plain = super::split("src/a.rs", ROOT).unwrap();
+        assert_eq!(plain.clone().existing(1), plain.lexical());
     }
 
     #[test]

@@ -29,15 +29,11 @@ use std::time::{Duration, SystemTime};
 use crate::ids::rfc3339;
 use crate::index::PathIndex;
 use crate::limits;
-use crate::pairs::PairSample;
-use crate::paths::{ClaimPath, ComparedPaths, normalize, without_repeats};
-use crate::peers::SideKind;
-use crate::peers::{
-    AnnounceInput, Announced, Announcement, ClientInfo, Overlap, OverlapPath, Peer, PeerId,
-    Transport,
-};
+use crate::paths::{ClaimPath, ComparedPaths, normalize, same_places, without_repeats};
+use crate::peers::{AnnounceInput, Announced, Announcement, ClientInfo, Peer, PeerId, Transport};
 use crate::text;
 
+mod meeting;
 mod refusals;
 mod waiting;
 
@@ -569,20 +565,28 @@ impl PeerBoard {
         let slot = peers
             .get_mut(&number)
             .expect("attached_number found this peer on the board");
-        let released = match slot.claims.remove(&name) {
-            Some(old) => {
+        // A claim announced again over the same ground (its intent updated, say) is filed
+        // under the same paths at the same places already, and gives up none of them.
+        let old = slot.claims.remove(&name);
+        let refiled = old
+            .as_ref()
+            .is_none_or(|old| !same_places(&old.paths, &paths));
+        let released = match old {
+            Some(old) if refiled => {
                 unindex(index, number, &name, &old.paths);
                 released(&old.paths, &paths)
             }
-            None => Vec::new(),
+            Some(_) | None => Vec::new(),
         };
-        for (at, path) in paths.iter().enumerate() {
-            let entry = ClaimRef {
-                peer: number,
-                name: name.clone(),
-                path: at,
-            };
-            index.insert(path.components(), entry);
+        if refiled {
+            for (at, path) in paths.iter().enumerate() {
+                let entry = ClaimRef {
+                    peer: number,
+                    name: name.clone(),
+                    path: at,
+                };
+                index.insert(path.components(), entry);
+            }
         }
         *last_claim += 1;
         let claim = Claim {
@@ -645,53 +649,6 @@ impl PeerBoard {
     pub fn moved_on(&mut self, id: &PeerId) -> bool {
         let slot = peer_number(id).and_then(|n| self.peers.get_mut(&n));
         slot.is_some_and(|slot| waiting::moved_on(&mut slot.waiting, &mut self.version))
-    }
-
-    /// Every other peer's claim that meets one of `paths` (without repeats), one entry per
-    /// claim: attached peers first, each group in attachment order and then claim order,
-    /// each listing the first few path pairs and counting the rest.
-    ///
-    /// One walk of the index per path finds exactly the paths it meets, so the work is the
-    /// number of meeting pairs (plus the peer's own paths, skipped): with paths unrepeated
-    /// and at most [`limits::PATH_COMPONENTS`] deep, two claims of `n` and `m` paths meet
-    /// on at most about `(n + m) × 64` pairs, never `n × m`.
-    fn overlaps_with(&self, number: u64, paths: &[ClaimPath], now: SystemTime) -> Vec<Overlap> {
-        let mut met: BTreeMap<(u64, &Option<String>), PairSample> = BTreeMap::new();
-        for (yours, path) in paths.iter().enumerate() {
-            self.index.for_each_meeting(path.components(), |hit| {
-                if hit.peer != number {
-                    met.entry((hit.peer, &hit.name))
-                        .or_default()
-                        .add((yours, hit.path));
-                }
-            });
-        }
-        let mut overlaps: Vec<Overlap> = met
-            .into_iter()
-            .map(|((peer, name), pairs)| {
-                let slot = &self.peers[&peer];
-                let claim = &slot.claims[name];
-                let (listed, more_paths) = pairs.finish();
-                Overlap {
-                    peer: PeerId::nth(peer),
-                    attached: slot.attached,
-                    left_seconds_ago: left_seconds_ago(slot, now),
-                    kind: SideKind::Claim,
-                    intent: claim.intent.clone(),
-                    checkout: None,
-                    paths: listed
-                        .into_iter()
-                        .map(|(yours, theirs)| OverlapPath {
-                            yours: paths[yours].as_written().to_owned(),
-                            theirs: claim.paths[theirs].as_written().to_owned(),
-                        })
-                        .collect(),
-                    more_paths,
-                }
-            })
-            .collect();
-        overlaps.sort_by_key(|overlap| !overlap.attached);
-        overlaps
     }
 
     /// Takes a peer and its claims off the board, returning what it held.
@@ -801,6 +758,7 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::Overlap;
     use crate::testing::Lcg;
     use std::time::{Duration, UNIX_EPOCH};
 
@@ -1506,6 +1464,39 @@ mod tests {
             announce(&mut board, &ids[0], &[], None).released,
             ["./x/", "y"]
         );
+    }
+
+    #[test]
+    fn a_claim_announced_again_over_the_same_ground_meets_and_leaves_as_before() {
+        let (mut board, ids) = board_with(2);
+        announce(&mut board, &ids[0], &["a/x", "b"], Some("n"));
+        for scope in [["a", "b/y"], ["./a/", "b/y"]] {
+            let answer = announce(&mut board, &ids[1], &scope, None);
+            assert!(answer.released.is_empty(), "{scope:?}");
+            assert_eq!(answer.overlaps.len(), 1, "{scope:?}");
+            assert_eq!(answer.overlaps[0].paths.len(), 2, "{scope:?}");
+            assert_eq!(answer.peer.claims[0].scope, scope);
+        }
+        // the other side still meets the claim, as now written
+        let answer = announce(&mut board, &ids[0], &["a/x", "b"], Some("n"));
+        let theirs: Vec<&str> = answer.overlaps[0]
+            .paths
+            .iter()
+            .map(|p| p.theirs.as_str())
+            .collect();
+        assert_eq!(theirs, ["./a/", "b/y"]);
+        // the same places in another order are filed again, and what is left behind released
+        assert!(
+            announce(&mut board, &ids[1], &["b/y", "a"], None)
+                .released
+                .is_empty()
+        );
+        assert_eq!(
+            announce(&mut board, &ids[1], &["b/y"], None).released,
+            ["a"]
+        );
+        let answer = announce(&mut board, &ids[0], &["a/x"], Some("n"));
+        assert!(answer.overlaps.is_empty());
     }
 
     #[test]

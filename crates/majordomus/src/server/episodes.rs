@@ -124,14 +124,15 @@ impl ServerState {
     }
 
     /// `caller` announced a claim: the episode it holds records it.
+    /// The claim is copied only for an episode to record: most callers hold none.
     pub(crate) fn note_claims(&self, caller: &PeerId, announced: &Announced) {
-        let Some(announcement) = announced.peer.announcement.clone() else {
+        let Some(announcement) = &announced.peer.announcement else {
             return;
         };
         let now = SystemTime::now();
         let board = self.episode_board();
         if let Some(episode) = board.held_by(caller).and_then(|id| board.episode(&id, now)) {
-            self.recorder.announced(&episode, announcement, now);
+            self.recorder.announced(&episode, announcement.clone(), now);
         }
     }
 

@@ -9,7 +9,7 @@ use majordomus_domain::board::check_announcement;
 use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
-use majordomus_domain::paths::{ClaimPath, without_repeats};
+use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -149,8 +149,19 @@ impl Operation for PeersAnnounce {
             return Err(needs_a_session(tool));
         };
         let paths = resolve(&ctx.site, &input.scope).await?;
-        let mine = without_repeats(paths.clone());
         let mut announced = server.announce_resolved(caller, input, paths, SystemTime::now())?;
+        // The claim just made is the peer's latest, and carries the paths the board holds for
+        // it, without repeats: the siblings' claims and changes are met on those.
+        let Some(mine) = announced
+            .peer
+            .announcement
+            .as_ref()
+            .and_then(|claim| claim.compared.shared().cloned())
+        else {
+            return Err(CapabilityError::internal(
+                "the board answered without the claim just made",
+            ));
+        };
         let (here, siblings) = read_siblings(ctx).await;
         for overlap in &mut announced.overlaps {
             overlap.checkout = Some(here.clone());
@@ -195,15 +206,21 @@ impl Operation for PeersAnnounce {
     }
 }
 
-/// Up to how many scope paths are resolved on the calling thread: a few `readlink`s each,
-/// less than the hop to a blocking thread and back that a wide scope is worth.
-const INLINE_SCOPE_PATHS: usize = 4;
+/// Up to how many path components a scope may name in all to be resolved on the calling
+/// thread. Resolving looks at each component at most once (an `lstat`, about a microsecond;
+/// a link on the way costs a few more), so a scope of this size costs less than the hop to
+/// a blocking thread and back, which on a loaded machine waits for that thread to be run.
+const INLINE_SCOPE_COMPONENTS: usize = 32;
 
 /// Where each scope path leads on disk; a path leading out of the checkout is bad input. A
 /// small scope in a small repository is resolved on the calling thread (see
 /// [`Site::reads_inline`]), anything more on a blocking thread.
 async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
-    let resolved = if scope.len() <= INLINE_SCOPE_PATHS && site.reads_inline() {
+    let components: usize = scope
+        .iter()
+        .map(|raw| raw.split('/').filter(|c| !c.is_empty()).count())
+        .sum();
+    let resolved = if components <= INLINE_SCOPE_COMPONENTS && site.reads_inline() {
         resolve_scope(&site.checkout.root, scope)
     } else {
         let root = site.checkout.root.clone();

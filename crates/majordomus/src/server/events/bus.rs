@@ -165,7 +165,7 @@ impl EventBus {
     pub(crate) fn handed_over(&self, peer: &PeerId, claim: &Announcement, to: &str) {
         let name = claim.name.as_deref().unwrap_or_default();
         let mut inner = self.inner();
-        let delta = inner.overlaps.announce(peer, claim.name.as_deref(), &[]);
+        let delta = inner.overlaps.withdraw(peer, claim.name.as_deref());
         let (paths, more_paths) = sample(&claim.scope);
         self.publish_local(
             &mut inner,
@@ -215,9 +215,7 @@ impl EventBus {
         };
         let mut inner = self.inner();
         for claim in &view.claims {
-            inner
-                .overlaps
-                .announce(peer, claim.name.as_deref(), &claim.scope);
+            inner.overlaps.announce(peer, claim);
         }
         inner.overlaps.departed(peer);
     }
@@ -293,9 +291,7 @@ impl EventBus {
         };
         let peer = &announced.peer.id;
         let mut inner = self.inner();
-        let delta = inner
-            .overlaps
-            .announce(peer, claim.name.as_deref(), &claim.scope);
+        let delta = inner.overlaps.announce(peer, claim);
         self.publish_local(
             &mut inner,
             Change::Announced {

@@ -8,11 +8,12 @@
 //! change: one walk per path, whose work is the pairs of paths that meet.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 use majordomus_domain::board::DEPARTED_CAP;
 use majordomus_domain::index::PathIndex;
-use majordomus_domain::paths::{ClaimPath, normalize, without_repeats};
-use majordomus_domain::peers::PeerId;
+use majordomus_domain::paths::{ClaimPath, normalize, same_places, without_repeats};
+use majordomus_domain::peers::{Announcement, PeerId};
 
 /// A claim's place: whose, and which of its claims (by name; `None` is the unnamed one).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,7 +26,7 @@ struct ClaimKey {
 pub struct OverlapTracker {
     checkout_root: String,
     index: PathIndex<ClaimKey>,
-    claims: HashMap<ClaimKey, Vec<ClaimPath>>,
+    claims: HashMap<ClaimKey, Arc<[ClaimPath]>>,
     /// Each peer's claim names, so a peer's claims are found without a scan.
     names: HashMap<PeerId, BTreeSet<Option<String>>>,
     /// Departed peers that hold claims, earliest departure first, as the board keeps them.
@@ -50,21 +51,33 @@ impl OverlapTracker {
         }
     }
 
-    /// `peer` announced the claim `name` with `scope` (as the board recorded it).
-    pub fn announce(&mut self, peer: &PeerId, name: Option<&str>, scope: &[String]) -> Delta {
-        let before = self.partners(peer);
+    /// `peer` announced `claim` (as the board recorded it).
+    pub fn announce(&mut self, peer: &PeerId, claim: &Announcement) -> Delta {
+        let paths = self.paths_of(claim);
+        self.replace(peer, claim.name.clone(), paths)
+    }
+
+    /// `peer`'s claim `name` left it, handed to another session.
+    pub fn withdraw(&mut self, peer: &PeerId, name: Option<&str>) -> Delta {
+        self.replace(peer, name.map(str::to_owned), Vec::new().into())
+    }
+
+    /// `peer`'s claim `name` now holds `paths`. Over the same ground as before, the index and
+    /// the peers it meets stay as they were, and nothing is walked.
+    fn replace(&mut self, peer: &PeerId, name: Option<String>, paths: Arc<[ClaimPath]>) -> Delta {
         let key = ClaimKey {
             peer: peer.clone(),
-            name: name.map(str::to_owned),
+            name,
         };
+        if let Some(held) = self.claims.get_mut(&key)
+            && same_places(held, &paths)
+        {
+            *held = paths;
+            return Delta::default();
+        }
+        let before = self.partners(peer);
         self.unindex(&key);
-        let paths = without_repeats(
-            scope
-                .iter()
-                .filter_map(|raw| normalize(raw, &self.checkout_root).ok())
-                .collect(),
-        );
-        for path in &paths {
+        for path in paths.iter() {
             self.index.insert(path.components(), key.clone());
         }
         self.names
@@ -112,28 +125,51 @@ impl OverlapTracker {
         gone
     }
 
+    /// The claim's paths normalised by their text. A claim this process's board compared
+    /// on its text alone (nothing resolved differently on disk) carries those very paths,
+    /// which are shared rather than normalised again.
+    fn paths_of(&self, claim: &Announcement) -> Arc<[ClaimPath]> {
+        match claim.compared.shared() {
+            Some(compared) if claim.resolved.is_empty() => compared.clone(),
+            _ => without_repeats(
+                claim
+                    .scope
+                    .iter()
+                    .filter_map(|raw| normalize(raw, &self.checkout_root).ok())
+                    .collect(),
+            )
+            .into(),
+        }
+    }
+
     fn unindex(&mut self, key: &ClaimKey) {
         if let Some(paths) = self.claims.remove(key) {
-            for path in &paths {
+            for path in paths.iter() {
                 self.index.remove(path.components(), key);
             }
         }
     }
 
-    /// Every other peer one of whose claims meets one of `peer`'s.
+    /// Every other peer one of whose claims meets one of `peer`'s. A path's hits come
+    /// claim by claim, so a hit of the peer just seen is passed over without a look-up.
     fn partners(&self, peer: &PeerId) -> BTreeSet<PeerId> {
         let mut partners = BTreeSet::new();
         let Some(names) = self.names.get(peer) else {
             return partners;
         };
+        let mut last: Option<&PeerId> = None;
         for name in names {
             let key = ClaimKey {
                 peer: peer.clone(),
                 name: name.clone(),
             };
-            for path in self.claims.get(&key).into_iter().flatten() {
+            for path in self.claims.get(&key).iter().flat_map(|paths| paths.iter()) {
                 self.index.for_each_meeting(path.components(), |hit| {
-                    if &hit.peer != peer && !partners.contains(&hit.peer) {
+                    if last == Some(&hit.peer) || &hit.peer == peer {
+                        return;
+                    }
+                    last = Some(&hit.peer);
+                    if !partners.contains(&hit.peer) {
                         partners.insert(hit.peer.clone());
                     }
                 });
@@ -146,43 +182,68 @@ impl OverlapTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::paths::ComparedPaths;
 
     fn id(n: u64) -> PeerId {
         PeerId::nth(n)
     }
 
-    fn scope(paths: &[&str]) -> Vec<String> {
-        paths.iter().map(|p| p.to_string()).collect()
+    /// A claim as another server's answer brings it: its scope's text alone.
+    fn claim(name: Option<&str>, paths: &[&str]) -> Announcement {
+        Announcement {
+            name: name.map(str::to_owned),
+            intent: "work".into(),
+            scope: paths.iter().map(|p| p.to_string()).collect(),
+            at: "2026-01-01T00:00:00Z".into(),
+            resolved: Vec::new(),
+            compared: Default::default(),
+        }
     }
 
     #[test]
     fn overlaps_begin_and_end_per_pair_of_peers() {
         let mut tracker = OverlapTracker::new("/repo".into());
         assert_eq!(
-            tracker.announce(&id(1), None, &scope(&["src"])),
+            tracker.announce(&id(1), &claim(None, &["src"])),
             Delta::default()
         );
-        let delta = tracker.announce(&id(2), None, &scope(&["src/lib.rs"]));
+        let delta = tracker.announce(&id(2), &claim(None, &["src/lib.rs"]));
         assert_eq!(delta.began, [id(1)]);
         // a second claim meeting the same peer begins nothing new
-        let delta = tracker.announce(&id(2), Some("more"), &scope(&["src/main.rs"]));
+        let delta = tracker.announce(&id(2), &claim(Some("more"), &["src/main.rs"]));
         assert_eq!(delta, Delta::default());
         // moving one claim away ends nothing while the other still meets
-        let delta = tracker.announce(&id(2), None, &scope(&["docs"]));
+        let delta = tracker.announce(&id(2), &claim(None, &["docs"]));
         assert_eq!(delta, Delta::default());
-        let delta = tracker.announce(&id(2), Some("more"), &scope(&[]));
+        let delta = tracker.announce(&id(2), &claim(Some("more"), &[]));
         assert_eq!(delta.ended, [id(1)]);
-        let delta = tracker.announce(&id(3), None, &scope(&["."]));
+        let delta = tracker.announce(&id(3), &claim(None, &["."]));
         assert_eq!(delta.began, [id(1), id(2)]);
         assert_eq!(tracker.remove_peer(&id(3)), [id(1), id(2)]);
         assert!(tracker.partners(&id(1)).is_empty());
     }
 
     #[test]
+    fn a_claim_of_this_board_is_indexed_on_the_paths_the_board_compared() {
+        let mut tracker = OverlapTracker::new("/repo".into());
+        tracker.announce(&id(1), &claim(None, &["src"]));
+        let paths: Arc<[ClaimPath]> = vec![normalize("./src/lib.rs", "/repo").unwrap()].into();
+        let mut compared = claim(None, &["./src/lib.rs"]);
+        compared.compared = ComparedPaths::new(paths.clone());
+        assert_eq!(tracker.announce(&id(2), &compared).began, [id(1)]);
+        let key = ClaimKey {
+            peer: id(2),
+            name: None,
+        };
+        assert!(Arc::ptr_eq(&tracker.claims[&key], &paths));
+        assert_eq!(tracker.withdraw(&id(2), None).ended, [id(1)]);
+    }
+
+    #[test]
     fn departed_peers_are_forgotten_as_the_board_forgets_them() {
         let mut tracker = OverlapTracker::new("/repo".into());
         for n in 1..=3 {
-            tracker.announce(&id(n), None, &scope(&["a"]));
+            tracker.announce(&id(n), &claim(None, &["a"]));
             tracker.departed(&id(n));
         }
         assert!(tracker.forgotten(|_| true).is_empty());
