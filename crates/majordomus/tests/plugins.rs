@@ -389,6 +389,10 @@ async fn plugin_hooks_let_the_client_go_on_when_majordomus_is_not_installed() {
     assert_eq!(ran, wired, "every hook of both plugins ran");
 }
 
+/// The longest budget a repository may give its hooks: a headless client's hook on a loaded
+/// machine may run past the default and fail open, which is not what these runs look at.
+const PATIENT_HOOKS: &str = "[hooks]\nbudget_ms = 2000\n";
+
 /// A headless Claude Code run with only the plugin installed, its model writing a file
 /// another live session claims: the plugin's hook stops the write before it lands.
 #[tokio::test(flavor = "multi_thread")]
@@ -405,6 +409,7 @@ async fn claude_code_plugin_hooks_fire_in_a_headless_run() {
         let (ok, printed) = workspace.client_cli(&checkout, args).await;
         assert!(ok, "claude {args:?} failed:\n{printed}");
     }
+    std::fs::write(checkout.join("majordomus.toml"), PATIENT_HOOKS).unwrap();
     let (_server, lease) = common::ServeProcess::start(&repo, &checkout).await;
     let holder = hold_util(&lease).await;
     let before = std::fs::read_to_string(checkout.join("src/util.rs")).ok();
@@ -452,6 +457,7 @@ async fn gemini_cli_extension_hooks_fire_in_a_headless_run() {
         )
         .await;
     assert!(ok, "gemini extensions install failed:\n{printed}");
+    std::fs::write(checkout.join("majordomus.toml"), PATIENT_HOOKS).unwrap();
     let (_server, lease) = common::ServeProcess::start(&repo, &checkout).await;
     let holder = hold_util(&lease).await;
     let before = std::fs::read_to_string(checkout.join("src/util.rs")).ok();
