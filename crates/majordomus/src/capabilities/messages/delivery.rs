@@ -109,13 +109,11 @@ async fn give(
             (delivery, changed)
         })
         .await?;
-    Ok(inbox_of(delivery).map(|inbox| Inbox {
-        hand: match giving {
-            Giving::Deliver => None,
-            Giving::Hand(token) => Some(token),
-        },
-        ..inbox
-    }))
+    let hand = match giving {
+        Giving::Deliver => None,
+        Giving::Hand(token) => Some(token),
+    };
+    Ok(inbox_of(delivery, hand))
 }
 
 /// The messages waiting for the caller, delivered through the tool `tool` it called; `None`
@@ -156,7 +154,7 @@ pub async fn confirm(ctx: &Context, token: u64) -> Result<usize, CapabilityError
         .await
 }
 
-fn inbox_of(delivery: Delivery) -> Option<Inbox> {
+fn inbox_of(delivery: Delivery, hand: Option<u64>) -> Option<Inbox> {
     if delivery.messages.is_empty() {
         return None;
     }
@@ -181,7 +179,7 @@ fn inbox_of(delivery: Delivery) -> Option<Inbox> {
         dropped,
         waiting: delivery.still_queued,
         text,
-        hand: None,
+        hand,
     })
 }
 
