@@ -1,6 +1,7 @@
 //! The pure domain of majordomus: claim paths and how they meet, the peer board and the
 //! lifetime of departed claims, the repository-wide overlap listing, what each worktree
 //! changed and where that meets claims, the merge conflicts predicted between worktrees,
+//! the peers and their episodes as one aggregate with the rules that span both,
 //! connection episodes and the words answers are made of, the limits on what a peer may put
 //! on a board, and how a peer's words are made safe for other agents and for terminals.
 //!
@@ -13,6 +14,7 @@ pub mod briefing;
 pub mod changes;
 pub mod checkouts;
 pub mod conflicts;
+pub mod coordination;
 pub mod episodes;
 pub mod ids;
 pub mod index;

@@ -2,7 +2,7 @@
 //!
 //! The driver is the built-in [`journal`] unless the repository's `majordomus.toml` names a
 //! [`command`] of its own. Either way it runs on one thread of its own, fed in the order the
-//! episode board changed (every event is queued under the board's lock), so the journal never
+//! episode board changed (every event is queued under the coordination's lock), so the journal never
 //! says "closed" before "opened" and the async runtime never waits on a disk or a program.
 //! What the driver reports goes back onto the board as the episode's `repository`; an attach
 //! or a detach waits (boundedly) for that report so its answer can carry it.
@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use majordomus_checkout::Checkout;
-use majordomus_domain::episodes::{ConnectionEpisode, EpisodeBoard};
+use majordomus_domain::coordination::Coordination;
+use majordomus_domain::episodes::ConnectionEpisode;
 use majordomus_domain::ids::rfc3339;
 use majordomus_domain::peers::{Announcement, ClientInfo};
 use majordomus_domain::sync::LockExt;
@@ -173,8 +174,8 @@ impl Recorder {
     /// over (one stopped for a while, say, that comes back to find another serving) records
     /// nothing more, not even its connections leaving: the journal is the new server's now,
     /// and it has resumed those episodes.
-    pub fn start(site: &Site, board: Arc<Mutex<EpisodeBoard>>, entitled: Entitled) -> Recorder {
-        let grace = board.lock_or_recover().grace().as_secs();
+    pub fn start(site: &Site, board: Arc<Mutex<Coordination>>, entitled: Entitled) -> Recorder {
+        let grace = board.lock_or_recover().episodes().grace().as_secs();
         let (driver, patience, description) = match &site.config.episodes.command {
             Some(program) => {
                 let command = CommandDriver::new(
@@ -409,7 +410,7 @@ struct Worker {
     checkout: Checkout,
     server: EventServer,
     grace: u64,
-    board: Arc<Mutex<EpisodeBoard>>,
+    board: Arc<Mutex<Coordination>>,
     providers: &'static Providers,
     tracks: HashMap<String, Track>,
     unrecorded: Arc<Unrecorded>,
@@ -487,6 +488,7 @@ impl Worker {
     fn set_repository(&self, external_id: &str, text: &str) {
         self.board
             .lock_or_recover()
+            .episodes_mut()
             .set_repository(external_id, text);
     }
 
@@ -529,7 +531,7 @@ impl Worker {
             kind = EventKind::Resumed;
             carried_over = true;
             let now = SystemTime::now();
-            if let Some(continued) = self.board.lock_or_recover().carry_over(
+            if let Some(continued) = self.board.lock_or_recover().episodes_mut().carry_over(
                 &episode.external_id,
                 &mark.opened_at,
                 mark.attachments,
@@ -720,18 +722,23 @@ mod tests {
     fn a_full_queue_turns_events_away_without_waiting_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
-        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let board = Arc::new(Mutex::new(Coordination::new(
+            "/repo",
+            Duration::from_secs(900),
+        )));
         let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         let now = SystemTime::now();
         let (p1, p2) = (PeerId::nth(1), PeerId::nth(2));
         let first = board
             .lock()
             .unwrap()
+            .episodes_mut()
             .attach(&p1, "first", "generic", now)
             .episode;
         let second = board
             .lock()
             .unwrap()
+            .episodes_mut()
             .attach(&p2, "second", "generic", now)
             .episode;
         runtime().block_on(async {
@@ -781,6 +788,7 @@ mod tests {
             let said = board
                 .lock()
                 .unwrap()
+                .episodes()
                 .episode("second", now)
                 .unwrap()
                 .repository;
@@ -796,13 +804,20 @@ mod tests {
     fn the_journal_records_a_whole_episode_and_reports_onto_the_board() {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
-        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let board = Arc::new(Mutex::new(Coordination::new(
+            "/repo",
+            Duration::from_secs(900),
+        )));
         let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         assert!(recorder.description().contains("episodes.jsonl"));
         let now = SystemTime::now();
         let p1 = PeerId::nth(1);
         runtime().block_on(async {
-            let outcome = board.lock().unwrap().attach(&p1, "conv-42", "generic", now);
+            let outcome = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .attach(&p1, "conv-42", "generic", now);
             let pending = recorder.attached(&outcome.episode, client("claude-code"), false, now);
             let report = recorder.report(pending).await.unwrap();
             assert_eq!(
@@ -810,7 +825,12 @@ mod tests {
                 "opened in the journal as #1; `majordomus episodes log` lists it"
             );
             assert!(!report.carried_over);
-            let on_board = board.lock().unwrap().episode("conv-42", now).unwrap();
+            let on_board = board
+                .lock()
+                .unwrap()
+                .episodes()
+                .episode("conv-42", now)
+                .unwrap();
             assert_eq!(on_board.repository, report.text);
 
             let announcement = Announcement {
@@ -822,9 +842,19 @@ mod tests {
                 compared: Default::default(),
             };
             recorder.announced(&on_board, announcement.clone(), now);
-            let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();
+            let lost = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .connection_lost(&p1, now)
+                .unwrap();
             recorder.detached(&lost, now);
-            let closed = board.lock().unwrap().close("conv-42", now).unwrap();
+            let closed = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .close("conv-42", now)
+                .unwrap();
             let text = recorder
                 .report(recorder.closed(&closed, CloseReason::Expired, now))
                 .await
@@ -862,7 +892,10 @@ mod tests {
     fn a_recorder_whose_server_lost_the_lease_writes_nothing_more() {
         let dir = tempfile::tempdir().unwrap();
         let site = site(dir.path(), Config::default());
-        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let board = Arc::new(Mutex::new(Coordination::new(
+            "/repo",
+            Duration::from_secs(900),
+        )));
         let holds = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let entitled = {
             let holds = holds.clone();
@@ -872,14 +905,28 @@ mod tests {
         let now = SystemTime::now();
         let p1 = PeerId::nth(1);
         runtime().block_on(async {
-            let outcome = board.lock().unwrap().attach(&p1, "conv-9", "generic", now);
+            let outcome = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .attach(&p1, "conv-9", "generic", now);
             let pending = recorder.attached(&outcome.episode, client("codex"), false, now);
             recorder.report(pending).await.unwrap();
 
             holds.store(false, std::sync::atomic::Ordering::SeqCst);
-            let lost = board.lock().unwrap().connection_lost(&p1, now).unwrap();
+            let lost = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .connection_lost(&p1, now)
+                .unwrap();
             recorder.detached(&lost, now);
-            let closed = board.lock().unwrap().close("conv-9", now).unwrap();
+            let closed = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .close("conv-9", now)
+                .unwrap();
             let text = recorder
                 .report(recorder.closed(&closed, CloseReason::Expired, now))
                 .await
@@ -916,14 +963,19 @@ mod tests {
         opened.attachments = 2;
         earlier.append(&opened).unwrap();
 
-        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let board = Arc::new(Mutex::new(Coordination::new(
+            "/repo",
+            Duration::from_secs(900),
+        )));
         let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         let now = SystemTime::now();
         runtime().block_on(async {
-            let outcome = board
-                .lock()
-                .unwrap()
-                .attach(&PeerId::nth(1), "conv-7", "generic", now);
+            let outcome = board.lock().unwrap().episodes_mut().attach(
+                &PeerId::nth(1),
+                "conv-7",
+                "generic",
+                now,
+            );
             assert!(!outcome.resumed);
             let pending = recorder.attached(&outcome.episode, client("codex"), false, now);
             let report = recorder.report(pending).await.unwrap();
@@ -937,7 +989,12 @@ mod tests {
             );
             assert!(report.text.contains("opened as #1"), "{}", report.text);
         });
-        let episode = board.lock().unwrap().episode("conv-7", now).unwrap();
+        let episode = board
+            .lock()
+            .unwrap()
+            .episodes()
+            .episode("conv-7", now)
+            .unwrap();
         assert_eq!(episode.opened_at, "2026-01-02T03:04:05Z");
         assert_eq!(episode.attachments, 3);
         let records = journal::read_journal(&path).unwrap().unwrap().records;
@@ -957,21 +1014,31 @@ mod tests {
             "read e; case \"$e\" in *'\"event\":\"opened\"'*) echo 'tracker: opened T-1' >&2;; *) echo \"tracker: $MAJORDOMUS_EPISODE_EVENT\" >&2;; esac".into(),
         ]);
         let site = site(dir.path(), config);
-        let board = Arc::new(Mutex::new(EpisodeBoard::new(Duration::from_secs(900))));
+        let board = Arc::new(Mutex::new(Coordination::new(
+            "/repo",
+            Duration::from_secs(900),
+        )));
         let recorder = Recorder::start(&site, board.clone(), Box::new(|| true));
         assert!(recorder.description().starts_with("the command `sh -c"));
         let now = SystemTime::now();
         runtime().block_on(async {
-            let outcome = board
-                .lock()
-                .unwrap()
-                .attach(&PeerId::nth(1), "c", "generic", now);
+            let outcome =
+                board
+                    .lock()
+                    .unwrap()
+                    .episodes_mut()
+                    .attach(&PeerId::nth(1), "c", "generic", now);
             let pending = recorder.attached(&outcome.episode, client("x"), false, now);
             assert_eq!(
                 recorder.report(pending).await.unwrap().text,
                 "tracker: opened T-1"
             );
-            let closed = board.lock().unwrap().close("c", now).unwrap();
+            let closed = board
+                .lock()
+                .unwrap()
+                .episodes_mut()
+                .close("c", now)
+                .unwrap();
             let text = recorder
                 .report(recorder.closed(&closed, CloseReason::Detach, now))
                 .await

@@ -22,7 +22,8 @@ impl ServerState {
         holder: Option<WaitHolder>,
     ) -> Option<Waiting> {
         let now = SystemTime::now();
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        let board = coordination.peers_mut();
         let signal = Signal {
             reason,
             message: message.map(str::to_owned),
@@ -33,7 +34,7 @@ impl ServerState {
             self.events.waiting(peer, Some(&marked.waiting));
         }
         let client = board.peer(peer, now).map(|view| view.client.name);
-        drop(board);
+        drop(coordination);
         if marked.changed {
             // Other machines list the mark as they list claims: the board is published again.
             self.federation.board_changed();
@@ -46,10 +47,11 @@ impl ServerState {
 
     /// `peer` moved on: it waits for nobody from now on.
     pub(crate) fn moved_on(&self, peer: &PeerId) {
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        let board = coordination.peers_mut();
         if board.moved_on(peer) {
             self.events.waiting(peer, None);
-            drop(board);
+            drop(coordination);
             self.federation.board_changed();
         }
     }

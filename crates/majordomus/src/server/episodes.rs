@@ -1,9 +1,10 @@
 //! The episode board of a serving process and its driver, glued together: every change of
-//! the board is queued to the recorder while the board is still locked, so the driver hears
-//! of them in the order they happened.
+//! the board is queued to the recorder while the coordination is still locked, so the
+//! driver hears of them in the order they happened.
 
 use std::time::{Duration, SystemTime};
 
+use majordomus_domain::coordination::Coordination;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::peers::{Announced, ClientInfo, PeerId};
 
@@ -14,55 +15,57 @@ use crate::episodes::providers::GENERIC;
 impl ServerState {
     /// How long a detached episode waits for its client.
     pub fn reattach_grace(&self) -> Duration {
-        self.episode_board().grace()
+        self.coordination().episodes().grace()
     }
 
     /// Gives `caller` the episode `external_id` (already checked), opening or resuming it, and
     /// answers once the driver has reported on it (or its patience ran out).
     pub(crate) async fn attach_episode(&self, caller: &PeerId, external_id: &str) -> Attached {
         let now = SystemTime::now();
-        let client = self
-            .board()
-            .peer(caller, now)
-            .map(|peer| peer.client)
-            .unwrap_or_else(ClientInfo::uninitialized);
         let (outcome, pending, grace) = {
-            let mut board = self.episode_board();
-            let refresh = board.held_by(caller).as_deref() == Some(external_id);
-            let outcome = board.attach(caller, external_id, GENERIC, now);
+            let mut coordination = self.coordination();
+            let client = coordination
+                .peers()
+                .peer(caller, now)
+                .map(|peer| peer.client)
+                .unwrap_or_else(ClientInfo::uninitialized);
             // The work of the episode comes back with it: the claims its departed peer held,
             // on this board or on the previous server's, which handed them over. The
             // hand-over records the episode each peer holds, so it hears of every attach.
-            if !refresh {
-                let mut peers = self.board();
-                for former in peers.adopt_episode(caller, external_id) {
-                    self.events.retired(&former, caller);
-                }
-                drop(peers);
-                self.claims_changed();
+            let taken = coordination.take_episode(caller, external_id, GENERIC, now);
+            for former in &taken.retired {
+                self.events.retired(former, caller);
             }
+            let outcome = taken.outcome;
             if let Some(previous) = &outcome.released_previous {
                 self.recorder.detached(previous, now);
             }
             // Attaching what one already holds only refreshes it: nothing to record.
-            let pending = (!refresh).then(|| {
+            let pending = (!taken.refreshed).then(|| {
                 self.recorder
                     .attached(&outcome.episode, client, outcome.resumed, now)
             });
-            (outcome, pending, board.grace())
+            let grace = coordination.episodes().grace();
+            drop(coordination);
+            if !taken.refreshed {
+                self.claims_changed();
+            }
+            (outcome, pending, grace)
         };
         let mut carried_over = false;
         if let Some(pending) = pending {
             match self.recorder.report(pending).await {
                 Ok(report) => carried_over = report.carried_over,
                 Err(unreported) => {
-                    self.episode_board()
+                    self.coordination()
+                        .episodes_mut()
                         .set_repository(external_id, &unreported.to_string());
                 }
             }
         }
         let episode = self
-            .episode_board()
+            .coordination()
+            .episodes()
             .episode(external_id, SystemTime::now())
             .unwrap_or(outcome.episode);
         Attached {
@@ -74,7 +77,7 @@ impl ServerState {
 
     /// The external id of the episode `peer` holds.
     pub(crate) fn held_episode(&self, peer: &PeerId) -> Option<String> {
-        self.episode_board().held_by(peer)
+        self.coordination().episodes().held_by(peer)
     }
 
     /// Closes the episode deliberately (`detach`); `None` when there is no such episode. The
@@ -83,8 +86,8 @@ impl ServerState {
     pub(crate) async fn close_episode(&self, external_id: &str) -> Option<ConnectionEpisode> {
         let now = SystemTime::now();
         let (mut closed, pending) = {
-            let mut board = self.episode_board();
-            let closed = board.close(external_id, now)?;
+            let mut coordination = self.coordination();
+            let closed = coordination.episodes_mut().close(external_id, now)?;
             let pending = self.recorder.closed(&closed, CloseReason::Detach, now);
             (closed, pending)
         };
@@ -97,20 +100,17 @@ impl ServerState {
 
     /// Every episode of this server, with the caller's picked out.
     pub(crate) fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList {
-        self.episode_board().list(caller, SystemTime::now())
-    }
-
-    /// A message arrived on `peer`'s connection: its episode is alive.
-    pub(crate) fn touch_episode(&self, peer: &PeerId, now: SystemTime) {
-        self.episode_board().touch(peer, now);
+        self.coordination()
+            .episodes()
+            .list(caller, SystemTime::now())
     }
 
     /// `peer`'s connection is gone: its episode is detached, not closed, and waits for its
     /// client. Safe to call from a `Drop`: the driver is only queued.
     pub(crate) fn episode_connection_lost(&self, peer: &PeerId) {
         let now = SystemTime::now();
-        let mut board = self.episode_board();
-        if let Some(episode) = board.connection_lost(peer, now) {
+        let mut coordination = self.coordination();
+        if let Some(episode) = coordination.episodes_mut().connection_lost(peer, now) {
             self.recorder.detached(&episode, now);
         }
     }
@@ -123,15 +123,20 @@ impl ServerState {
         }
     }
 
-    /// `caller` announced a claim: the episode it holds records it.
-    /// The claim is copied only for an episode to record: most callers hold none.
-    pub(crate) fn note_claims(&self, caller: &PeerId, announced: &Announced) {
+    /// `caller` announced a claim: the episode it holds records it, queued while the
+    /// announce still holds the coordination. The claim is copied only for an episode to
+    /// record: most callers hold none.
+    pub(crate) fn note_claims(
+        &self,
+        coordination: &Coordination,
+        caller: &PeerId,
+        announced: &Announced,
+        now: SystemTime,
+    ) {
         let Some(announcement) = &announced.peer.announcement else {
             return;
         };
-        let now = SystemTime::now();
-        let board = self.episode_board();
-        if let Some(episode) = board.held_by(caller).and_then(|id| board.episode(&id, now)) {
+        if let Some(episode) = coordination.held_episode(caller, now) {
             self.recorder.announced(&episode, announcement.clone(), now);
         }
     }
@@ -142,8 +147,8 @@ impl ServerState {
     pub(crate) fn reap_episodes(&self) {
         let now = SystemTime::now();
         self.expire_claims(now);
-        let mut board = self.episode_board();
-        for episode in board.reap(now) {
+        let mut coordination = self.coordination();
+        for episode in coordination.episodes_mut().reap(now) {
             tracing::info!(external_id = %episode.external_id, "episode expired");
             drop(self.recorder.closed(&episode, CloseReason::Expired, now));
         }
@@ -154,8 +159,8 @@ impl ServerState {
     pub(crate) async fn close_all_episodes(&self) {
         let now = SystemTime::now();
         let count = {
-            let mut board = self.episode_board();
-            let all = board.close_all(now);
+            let mut coordination = self.coordination();
+            let all = coordination.episodes_mut().close_all(now);
             for episode in &all {
                 drop(self.recorder.closed(episode, CloseReason::Shutdown, now));
             }

@@ -13,32 +13,16 @@ impl ServerState {
     /// leave `sender` on this board. Answers how many it held.
     pub(crate) fn hand_over(&self, sender: &PeerId, names: &[String], to: &str) -> usize {
         let now = SystemTime::now();
-        let episodes = self.episode_board();
-        let mut board = self.board();
-        let held = board
-            .peer(sender, now)
-            .map(|peer| peer.claims)
-            .unwrap_or_default();
-        let mut moved = Vec::new();
-        for claim in held {
-            let Some(name) = claim.name.as_deref() else {
-                continue;
-            };
-            if names.iter().any(|n| n == name) && board.withdraw(sender, name) {
-                self.events.handed_over(sender, &claim, to);
-                moved.push(claim);
-            }
+        let mut coordination = self.coordination();
+        let handed = coordination.hand_off(sender, names, now);
+        for claim in &handed.moved {
+            self.events.handed_over(sender, claim, to);
         }
-        drop(board);
-        let count = moved.len();
-        if let Some(episode) = episodes
-            .held_by(sender)
-            .and_then(|id| episodes.episode(&id, now))
-            && !moved.is_empty()
-        {
-            self.recorder.released(&episode, moved, now);
+        let count = handed.moved.len();
+        if let Some(episode) = handed.episode {
+            self.recorder.released(&episode, handed.moved, now);
         }
-        drop(episodes);
+        drop(coordination);
         if count > 0 {
             self.claims_changed();
         }

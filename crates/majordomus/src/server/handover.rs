@@ -130,7 +130,8 @@ pub(crate) fn restore(state: &ServerState) {
     records.sort_by_key(|record| record.left_at_ms.unwrap_or(unix_ms(ended)));
     let mut restored = 0;
     {
-        let mut board = state.board();
+        let mut coordination = state.coordination();
+        let board = coordination.peers_mut();
         let mut workers = state.workers();
         for record in records {
             let handed = HandedOver {
@@ -152,7 +153,7 @@ pub(crate) fn restore(state: &ServerState) {
                 }
             };
             restored += 1;
-            state.events.restored(&board, &peer);
+            state.events.restored(board, &peer);
             state.events.expired(&released);
             if let Some(worker) = record
                 .worker
@@ -267,10 +268,11 @@ fn touch_if_live(state: &ServerState) {
 }
 
 /// The board's peers holding claims, as records, each with the worker behind it and, for
-/// an attached one, the episode it holds. The boards are locked in their usual order.
+/// an attached one, the episode it holds.
 fn snapshot(state: &ServerState) -> Vec<Record> {
-    let episodes = state.episode_board();
-    let board = state.board();
+    let coordination = state.coordination();
+    let board = coordination.peers();
+    let episodes = coordination.episodes();
     let workers = state.workers();
     let worker_of: HashMap<&PeerId, (&String, bool)> = workers
         .by_identity

@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
-use majordomus_domain::board::{PeerBoard, ReleasedClaims};
 use majordomus_domain::checkouts::ServerStanding;
-use majordomus_domain::episodes::EpisodeBoard;
+use majordomus_domain::coordination::{Coordination, Release};
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
@@ -70,8 +69,9 @@ struct WorkerSlot {
 /// Everything one serving process holds in memory.
 pub struct ServerState {
     pub site: Arc<Site>,
-    board: Mutex<PeerBoard>,
-    pub(crate) episodes: Arc<Mutex<EpisodeBoard>>,
+    /// The peers and the episodes they hold, under one lock: the rules that span both are
+    /// the aggregate's, and its driver reports onto the episodes from its own thread.
+    coordination: Arc<Mutex<Coordination>>,
     pub(crate) recorder: Recorder,
     /// The connections that named the worker behind them, and when the bridged ones were
     /// last heard from.
@@ -117,7 +117,7 @@ impl ServerState {
     pub fn new(site: Arc<Site>, lease: LeaseHandle, stops: StopRequests) -> Arc<Self> {
         let root = site.checkout.root.display().to_string();
         let grace = site.config.timings.reattach_grace();
-        let episodes = Arc::new(Mutex::new(EpisodeBoard::new(grace)));
+        let coordination = Arc::new(Mutex::new(Coordination::new(root, grace)));
         let shutdown = CancellationToken::new();
         let federation = Federation::new(&site.config.federation, shutdown.child_token());
         Arc::new_cyclic(|this: &Weak<ServerState>| {
@@ -126,10 +126,9 @@ impl ServerState {
                 this.upgrade()
                     .is_some_and(|state| state.recheck_lease_blocking())
             });
-            let recorder = Recorder::start(&site, episodes.clone(), entitled);
+            let recorder = Recorder::start(&site, coordination.clone(), entitled);
             ServerState {
-                board: Mutex::new(PeerBoard::new(root)),
-                episodes,
+                coordination,
                 recorder,
                 lease_view: lease.lease().redacted(),
                 token: lease.lease().token.clone(),
@@ -158,12 +157,10 @@ impl ServerState {
         })
     }
 
-    pub(crate) fn board(&self) -> MutexGuard<'_, PeerBoard> {
-        self.board.lock_or_recover()
-    }
-
-    pub(crate) fn episode_board(&self) -> MutexGuard<'_, EpisodeBoard> {
-        self.episodes.lock_or_recover()
+    /// The peers and their episodes. Nothing else is locked while it is held but the
+    /// workers and the event bus, always after it.
+    pub(crate) fn coordination(&self) -> MutexGuard<'_, Coordination> {
+        self.coordination.lock_or_recover()
     }
 
     /// The lease this process holds, as answers show it: without the token.
@@ -255,42 +252,41 @@ impl ServerState {
     }
 
     pub fn attached_peers(&self) -> usize {
-        self.board().attached_count()
+        self.coordination().peers().attached_count()
     }
 
     pub fn board_peers(&self, now: SystemTime) -> Vec<Peer> {
-        self.expire_claims(now);
-        self.board().peers(now)
+        let mut coordination = self.coordination();
+        self.expire_claims_under(&mut coordination, now);
+        coordination.peers().peers(now)
     }
 
     /// Releases the claims of peers that left longer than the claim grace ago, recording
-    /// each release under the episode the peer held. The episode board is locked first,
-    /// as everywhere both are, so the journal hears of it in the boards' order.
+    /// each release under the episode the peer held.
     pub(crate) fn expire_claims(&self, now: SystemTime) {
-        let episodes = self.episode_board();
-        let mut board = self.board();
-        let released = board.expire(now, self.site.config.timings.claim_grace());
+        self.expire_claims_under(&mut self.coordination(), now);
+    }
+
+    /// [`Self::expire_claims`] for a caller already holding the coordination, so that what
+    /// it does next meets no claim whose grace ran out.
+    fn expire_claims_under(&self, coordination: &mut Coordination, now: SystemTime) {
+        let released = coordination.expire(now, self.site.config.timings.claim_grace());
         if released.is_empty() {
             return;
         }
-        self.events.expired(&released);
-        drop(board);
-        self.record_released(&episodes, released, now);
+        self.events
+            .expired(released.iter().map(|release| &release.claims));
+        self.record_released(released, now);
         self.claims_changed();
     }
 
-    /// Records released claims in the journal of the episode their peer held, while that
-    /// episode is still kept (a closed one's record already ended it).
-    fn record_released(
-        &self,
-        episodes: &majordomus_domain::episodes::EpisodeBoard,
-        released: Vec<ReleasedClaims>,
-        now: SystemTime,
-    ) {
-        for release in released {
-            tracing::info!(peer = %release.peer, claims = release.claims.len(), "claims released");
-            if let Some(episode) = release.episode.and_then(|id| episodes.episode(&id, now)) {
-                self.recorder.released(&episode, release.claims, now);
+    /// Queues released claims for the journal of the episode their peer held, under the
+    /// coordination's lock, so the journal hears of them in the board's order.
+    fn record_released(&self, released: Vec<Release>, now: SystemTime) {
+        for Release { claims, episode } in released {
+            tracing::info!(peer = %claims.peer, claims = claims.claims.len(), "claims released");
+            if let Some(episode) = episode {
+                self.recorder.released(&episode, claims.claims, now);
             }
         }
     }
@@ -308,9 +304,10 @@ impl ServerState {
         client: ClientInfo,
         worker: Option<Worker<'_>>,
     ) -> PeerId {
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        let board = coordination.peers_mut();
         let id = board.attach(transport, client, SystemTime::now());
-        self.events.attached(&board, &id);
+        self.events.attached(board, &id);
         if let Some(worker) = worker {
             let mut workers = self.workers();
             let slot = WorkerSlot {
@@ -330,7 +327,7 @@ impl ServerState {
                 workers.heard.insert(id.clone(), Instant::now());
             }
         }
-        drop(board);
+        drop(coordination);
         tracing::info!(peer = %id, ?transport, "peer attached");
         self.board_changed();
         id
@@ -360,8 +357,10 @@ impl ServerState {
     /// Every message of a connection refreshes its peer and its episode.
     pub(crate) fn touch(&self, peer: &PeerId) {
         let now = SystemTime::now();
-        self.board().touch(peer, now);
-        self.touch_episode(peer, now);
+        let mut coordination = self.coordination();
+        coordination.peers_mut().touch(peer, now);
+        coordination.episodes_mut().touch(peer, now);
+        drop(coordination);
         if let Some(heard) = self.workers().heard.get_mut(peer) {
             *heard = Instant::now();
         }
@@ -375,16 +374,14 @@ impl ServerState {
         self.workers().heard.remove(peer);
         let now = SystemTime::now();
         {
-            let episodes = self.episode_board();
-            let held = episodes.held_by(peer);
-            let mut board = self.board();
-            board.withdraw(peer, crate::port::EDITS_CLAIM);
-            let released = board.detach(peer, held, now);
-            self.events.left(&board, peer);
-            drop(board);
-            self.record_released(&episodes, released, now);
+            let mut coordination = self.coordination();
+            let departure = coordination.depart(peer, crate::port::EDITS_CLAIM, now);
+            self.events.left(coordination.peers(), peer);
+            self.record_released(departure.released, now);
+            if let Some(episode) = departure.detached {
+                self.recorder.detached(&episode, now);
+            }
         }
-        self.episode_connection_lost(peer);
         tracing::info!(peer = %peer, "peer left");
         self.board_changed();
     }
@@ -436,11 +433,11 @@ impl ServerState {
     /// Forgets the workers whose peer is no longer on the board, so the map follows the
     /// board rather than every bridge that ever connected.
     pub(crate) fn forget_departed_workers(&self) {
-        let board = self.board();
+        let coordination = self.coordination();
         let now = SystemTime::now();
         self.workers()
             .by_identity
-            .retain(|_, slot| board.peer(&slot.peer, now).is_some());
+            .retain(|_, slot| coordination.peers().peer(&slot.peer, now).is_some());
     }
 
     /// The peers on the board whose client reached this server through a bridge.
@@ -455,7 +452,8 @@ impl ServerState {
 
     /// The peers attached now.
     pub(crate) fn attached_peer_ids(&self) -> Vec<PeerId> {
-        self.board()
+        self.coordination()
+            .peers()
             .peers(SystemTime::now())
             .into_iter()
             .filter(|peer| peer.attached)
@@ -475,8 +473,9 @@ impl ServerState {
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
         use majordomus_domain::board::AnnounceError;
-        self.expire_claims(now);
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        self.expire_claims_under(&mut coordination, now);
+        let board = coordination.peers_mut();
         let announced = board
             .announce_resolved(caller, input, paths, now)
             .map_err(|error| match error {
@@ -490,8 +489,8 @@ impl ServerState {
         if board.moved_on(caller) {
             self.events.waiting(caller, None);
         }
-        drop(board);
-        self.note_claims(caller, &announced);
+        self.note_claims(&coordination, caller, &announced, now);
+        drop(coordination);
         self.claims_changed();
         Ok(announced)
     }

@@ -63,12 +63,13 @@ impl BoardPort for ServerState {
 
     fn board_version(&self, now: SystemTime) -> u64 {
         self.expire_claims(now);
-        self.board().version()
+        self.coordination().peers().version()
     }
 
     fn board_snapshot(&self, now: SystemTime) -> BoardSnapshot {
         self.expire_claims(now);
-        let board = self.board();
+        let coordination = self.coordination();
+        let board = coordination.peers();
         BoardSnapshot {
             version: board.version(),
             same_until: board.ages_same_until(now),

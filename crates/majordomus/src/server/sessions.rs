@@ -76,18 +76,19 @@ impl ServerState {
         let now = SystemTime::now();
         let joined = {
             let mut sessions = self.sessions();
-            let board = self.board();
+            let coordination = self.coordination();
+            let board = coordination.peers();
             let named_by_connection = {
                 let (session, _) = sessions.entry(session_id, Instant::now());
                 session.ancestors = ancestors.iter().take(ANCESTORS).copied().collect();
                 session
                     .peer
                     .as_ref()
-                    .filter(|peer| !session.made_for_hooks && is_attached(&board, peer, now))
+                    .filter(|peer| !session.made_for_hooks && is_attached(board, peer, now))
                     .is_some()
             };
             (!named_by_connection)
-                .then(|| sessions.connection_of_client(session_id, ancestors, &board, now))
+                .then(|| sessions.connection_of_client(session_id, ancestors, board, now))
                 .flatten()
         };
         if let Some(peer) = joined {
@@ -98,9 +99,10 @@ impl ServerState {
         let (peer, made, evicted) = {
             let mut sessions = self.sessions();
             let (session, evicted) = sessions.entry(session_id, Instant::now());
-            let mut board = self.board();
+            let mut coordination = self.coordination();
+            let board = coordination.peers_mut();
             match session.peer.clone() {
-                Some(peer) if is_attached(&board, &peer, now) => {
+                Some(peer) if is_attached(board, &peer, now) => {
                     board.touch(&peer, now);
                     (peer, false, evicted)
                 }
@@ -111,9 +113,9 @@ impl ServerState {
                         title: Some(HOOK_PEER_TITLE.to_owned()),
                     };
                     let peer = board.attach(Transport::Http, introduction, now);
-                    self.events.attached(&board, &peer);
+                    self.events.attached(board, &peer);
                     if let Some(former) = former {
-                        self.carry_claims(&mut board, &former, &peer);
+                        self.carry_claims(board, &former, &peer);
                     }
                     session.peer = Some(peer.clone());
                     session.made_for_hooks = true;
@@ -129,7 +131,7 @@ impl ServerState {
             self.board_changed();
             self.attach_episode(&peer, session_id).await;
         } else {
-            self.touch_episode(&peer, now);
+            self.coordination().episodes_mut().touch(&peer, now);
         }
         peer
     }
@@ -146,11 +148,12 @@ impl ServerState {
         let now = SystemTime::now();
         let waiting = {
             let mut sessions = self.sessions();
-            let board = self.board();
+            let coordination = self.coordination();
+            let board = coordination.peers();
             if sessions.clients.len() >= HOOK_SESSIONS {
                 sessions
                     .clients
-                    .retain(|peer, _| is_attached(&board, peer, now));
+                    .retain(|peer, _| is_attached(board, peer, now));
             }
             if sessions.clients.len() >= HOOK_SESSIONS {
                 return;
@@ -176,7 +179,7 @@ impl ServerState {
                         || session
                             .peer
                             .as_ref()
-                            .is_none_or(|known| !is_attached(&board, known, now))
+                            .is_none_or(|known| !is_attached(board, known, now))
                 })
                 .max_by_key(|(_, session)| session.heard)
                 .map(|(id, _)| id.clone())
@@ -195,10 +198,11 @@ impl ServerState {
         let ended: Vec<PeerId> = {
             let mut sessions = self.sessions();
             {
-                let board = self.board();
+                let coordination = self.coordination();
+                let board = coordination.peers();
                 sessions
                     .clients
-                    .retain(|peer, _| is_attached(&board, peer, now));
+                    .retain(|peer, _| is_attached(board, peer, now));
             }
             let ended: Vec<PeerId> = sessions
                 .clients
@@ -230,11 +234,11 @@ impl ServerState {
             return true;
         };
         if session.made_for_hooks {
-            if is_attached(&self.board(), &peer, SystemTime::now()) {
+            if is_attached(self.coordination().peers(), &peer, SystemTime::now()) {
                 tracing::info!(%peer, "a session ended; its peer leaves the board");
                 self.connection_lost(&peer);
             }
-        } else if self.board().withdraw(&peer, EDITS_CLAIM) {
+        } else if self.coordination().peers_mut().withdraw(&peer, EDITS_CLAIM) {
             self.board_changed();
         }
         true
@@ -264,9 +268,10 @@ impl ServerState {
             let former = session.peer.replace(peer.clone());
             let made_for_hooks = std::mem::replace(&mut session.made_for_hooks, false);
             if let Some(former) = former.filter(|former| former != peer) {
-                let mut board = self.board();
-                if made_for_hooks || !is_attached(&board, &former, now) {
-                    self.carry_claims(&mut board, &former, peer);
+                let mut coordination = self.coordination();
+                let board = coordination.peers_mut();
+                if made_for_hooks || !is_attached(board, &former, now) {
+                    self.carry_claims(board, &former, peer);
                 }
             }
             evicted
@@ -290,7 +295,8 @@ impl ServerState {
     ) -> Result<Vec<String>, CapabilityError> {
         let now = SystemTime::now();
         let root = self.site.checkout.root.to_string_lossy().into_owned();
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        let board = coordination.peers_mut();
         let earlier: Vec<ClaimPath> = board
             .peer(peer, now)
             .and_then(|known| {
@@ -323,7 +329,7 @@ impl ServerState {
         board.announce(peer, input, now).map_err(|error| {
             CapabilityError::refused(format!("the edit was not recorded: {error}"))
         })?;
-        drop(board);
+        drop(coordination);
         self.sessions().edited.insert(peer.clone(), Instant::now());
         Ok(scope)
     }
@@ -341,10 +347,11 @@ impl ServerState {
         let now = SystemTime::now();
         let settled: Vec<PeerId> = {
             let mut sessions = self.sessions();
-            let board = self.board();
+            let coordination = self.coordination();
+            let board = coordination.peers();
             sessions
                 .edited
-                .retain(|peer, _| is_attached(&board, peer, now));
+                .retain(|peer, _| is_attached(board, peer, now));
             sessions
                 .edited
                 .iter()
@@ -380,7 +387,8 @@ impl ServerState {
             .filter_map(|changed| normalize(&changed.path, &root).ok())
             .map(|path| path.components().to_vec())
             .collect();
-        let mut board = self.board();
+        let mut coordination = self.coordination();
+        let board = coordination.peers_mut();
         let mut narrowed = false;
         for peer in &settled {
             let Some(edits) = board.peer(peer, now).and_then(|known| {
@@ -417,7 +425,7 @@ impl ServerState {
                 tracing::debug!(%error, "an edits claim could not be narrowed");
             }
         }
-        drop(board);
+        drop(coordination);
         if narrowed {
             tracing::info!("files no longer changed left the edits claims");
             self.board_changed();
@@ -449,13 +457,14 @@ impl ServerState {
     pub(crate) fn connected_peers(&self) -> usize {
         let now = SystemTime::now();
         let sessions = self.sessions();
-        let board = self.board();
+        let coordination = self.coordination();
+        let board = coordination.peers();
         let hooks_only = sessions
             .sessions
             .values()
             .filter(|session| session.made_for_hooks)
             .filter_map(|session| session.peer.as_ref())
-            .filter(|peer| is_attached(&board, peer, now))
+            .filter(|peer| is_attached(board, peer, now))
             .count();
         board.attached_count().saturating_sub(hooks_only)
     }
@@ -468,13 +477,14 @@ impl ServerState {
         let now = SystemTime::now();
         let quiet: Vec<PeerId> = {
             let sessions = self.sessions();
-            let board = self.board();
+            let coordination = self.coordination();
+            let board = coordination.peers();
             sessions
                 .sessions
                 .values()
                 .filter(|session| session.made_for_hooks && session.heard.elapsed() >= idle)
                 .filter_map(|session| session.peer.clone())
-                .filter(|peer| is_attached(&board, peer, now))
+                .filter(|peer| is_attached(board, peer, now))
                 .collect()
         };
         for peer in &quiet {

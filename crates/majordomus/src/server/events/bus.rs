@@ -250,7 +250,7 @@ impl EventBus {
 
     /// Departed peers' claims outlived their grace and were released: the peers left the
     /// board. The caller holds the board's lock.
-    pub(crate) fn expired(&self, released: &[ReleasedClaims]) {
+    pub(crate) fn expired<'a>(&self, released: impl IntoIterator<Item = &'a ReleasedClaims>) {
         let mut inner = self.inner();
         for release in released {
             self.remove(
