@@ -21,6 +21,9 @@ use tokio::sync::watch;
 use crate::api::CapabilityError;
 use crate::port::BoardPort;
 
+#[cfg(test)]
+pub mod testing;
+
 /// The checkout this process is about, and how to reach other checkouts' servers.
 pub struct Site {
     pub checkout: Checkout,

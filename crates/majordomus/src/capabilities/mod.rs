@@ -10,6 +10,10 @@ mod mailbox;
 pub mod messages;
 pub mod peers;
 pub mod server;
+#[cfg(test)]
+mod table_tests;
+#[cfg(test)]
+pub mod testing;
 
 use std::sync::OnceLock;
 

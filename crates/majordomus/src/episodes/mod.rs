@@ -683,25 +683,9 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::testing::site_in_repository;
     use majordomus_checkout::config::Config;
-    use majordomus_checkout::git::Checkout;
     use majordomus_domain::peers::PeerId;
-
-    fn site(dir: &std::path::Path, config: Config) -> Site {
-        // The journal's records read the branch from HEAD at each event.
-        std::fs::create_dir_all(dir.join(".git")).unwrap();
-        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        let checkout = Checkout {
-            root: dir.to_path_buf(),
-            git_dir: Some(dir.join(".git")),
-            common_dir: Some(dir.join(".git")),
-            branch: Some("main".into()),
-            primary: true,
-            id: "checkout-id".into(),
-            git_id: Some("git-id".into()),
-        };
-        Site::new(checkout, config)
-    }
 
     fn client(name: &str) -> ClientInfo {
         ClientInfo {
@@ -721,7 +705,7 @@ mod tests {
     #[test]
     fn a_full_queue_turns_events_away_without_waiting_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
-        let site = site(dir.path(), Config::default());
+        let site = site_in_repository(dir.path(), Config::default());
         let board = Arc::new(Mutex::new(Coordination::new(
             "/repo",
             Duration::from_secs(900),
@@ -803,7 +787,7 @@ mod tests {
     #[test]
     fn the_journal_records_a_whole_episode_and_reports_onto_the_board() {
         let dir = tempfile::tempdir().unwrap();
-        let site = site(dir.path(), Config::default());
+        let site = site_in_repository(dir.path(), Config::default());
         let board = Arc::new(Mutex::new(Coordination::new(
             "/repo",
             Duration::from_secs(900),
@@ -879,7 +863,7 @@ mod tests {
         assert_eq!(opened.client.name, "claude-code");
         assert_eq!(opened.client.version, "1.2.3");
         assert_eq!(opened.branch.as_deref(), Some("main"));
-        assert_eq!(opened.checkout_id, "checkout-id");
+        assert_eq!(opened.checkout_id, site.checkout.id);
         assert_eq!(opened.peer.as_deref(), Some("p1"));
         let closed = &records[3].event;
         assert_eq!(closed.reason, Some(CloseReason::Expired));
@@ -891,7 +875,7 @@ mod tests {
     #[test]
     fn a_recorder_whose_server_lost_the_lease_writes_nothing_more() {
         let dir = tempfile::tempdir().unwrap();
-        let site = site(dir.path(), Config::default());
+        let site = site_in_repository(dir.path(), Config::default());
         let board = Arc::new(Mutex::new(Coordination::new(
             "/repo",
             Duration::from_secs(900),
@@ -950,7 +934,7 @@ mod tests {
     #[test]
     fn an_episode_a_dead_server_left_open_is_resumed_not_reopened() {
         let dir = tempfile::tempdir().unwrap();
-        let site = site(dir.path(), Config::default());
+        let site = site_in_repository(dir.path(), Config::default());
         let path = journal_path(&site.checkout);
         // a previous server (a pid that cannot be running) opened it and never closed it
         let mut earlier = Journal::open(path.clone());
@@ -1013,7 +997,7 @@ mod tests {
             "-c".into(),
             "read e; case \"$e\" in *'\"event\":\"opened\"'*) echo 'tracker: opened T-1' >&2;; *) echo \"tracker: $MAJORDOMUS_EPISODE_EVENT\" >&2;; esac".into(),
         ]);
-        let site = site(dir.path(), config);
+        let site = site_in_repository(dir.path(), config);
         let board = Arc::new(Mutex::new(Coordination::new(
             "/repo",
             Duration::from_secs(900),
