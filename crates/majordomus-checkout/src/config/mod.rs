@@ -364,25 +364,25 @@ mod bounds {
     use super::DAY_SECS;
 
     /// A sibling's probe: every listing waits up to it for a silent sibling.
-    pub const PROBE_TIMEOUT_MS: RangeInclusive<u64> = 1..=10_000;
-    pub const IDLE_TIMEOUT_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
-    pub const REATTACH_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
-    pub const CLAIM_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    pub(super) const PROBE_TIMEOUT_MS: RangeInclusive<u64> = 1..=10_000;
+    pub(super) const IDLE_TIMEOUT_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
+    pub(super) const REATTACH_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    pub(super) const CLAIM_GRACE_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
     /// A take-over waits up to a minute for a silent server whose process runs.
-    pub const BUSY_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
-    pub const STARTING_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
-    pub const STOP_TIMEOUT_MS: RangeInclusive<u64> = 100..=60_000;
+    pub(super) const BUSY_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
+    pub(super) const STARTING_GRACE_MS: RangeInclusive<u64> = 100..=60_000;
+    pub(super) const STOP_TIMEOUT_MS: RangeInclusive<u64> = 100..=60_000;
     /// Ten minutes at most for a request's head: connection places are capped, and a waiting
     /// connection is displaced when they are full, so a long deadline costs no service.
-    pub const HEADER_TIMEOUT_MS: RangeInclusive<u64> = 1..=600_000;
+    pub(super) const HEADER_TIMEOUT_MS: RangeInclusive<u64> = 1..=600_000;
     /// A bridge pings three times within its silence, and a ping must have time to travel.
-    pub const BRIDGE_SILENCE_MS: RangeInclusive<u64> = 300..=60_000;
-    pub const SESSION_PARK_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
+    pub(super) const BRIDGE_SILENCE_MS: RangeInclusive<u64> = 300..=60_000;
+    pub(super) const SESSION_PARK_SECS: RangeInclusive<u64> = 0..=DAY_SECS;
     /// A live session costs about 100 KB: 5,000 of them about 500 MB.
-    pub const MCP_SESSIONS: RangeInclusive<u64> = 1..=5_000;
+    pub(super) const MCP_SESSIONS: RangeInclusive<u64> = 1..=5_000;
     /// One run of the episode command holds the recorder, and the events behind it wait.
-    pub const EPISODE_TIMEOUT_MS: RangeInclusive<u64> = 10..=30_000;
-    pub const SESSION_IDLE_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
+    pub(super) const EPISODE_TIMEOUT_MS: RangeInclusive<u64> = 10..=30_000;
+    pub(super) const SESSION_IDLE_SECS: RangeInclusive<u64> = 1..=DAY_SECS;
 }
 
 impl Config {

@@ -6,18 +6,18 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Clock ticks since boot (field 22 of `/proc/<pid>/stat`).
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(super) fn start_time(pid: u32) -> Option<u64> {
     read_stat(pid).map(|stat| stat.start_time)
 }
 
 /// Field 4 of `/proc/<pid>/stat`.
-pub fn parent_of(pid: u32) -> Option<u32> {
+pub(super) fn parent_of(pid: u32) -> Option<u32> {
     read_stat(pid).map(|stat| stat.parent)
 }
 
 /// Whether `pid` (a valid positive pid) runs, not a zombie, and started at `start` when that
 /// is given.
-pub fn alive(pid: u32, start: Option<u64>) -> bool {
+pub(super) fn alive(pid: u32, start: Option<u64>) -> bool {
     let Ok(raw) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -36,11 +36,11 @@ pub fn alive(pid: u32, start: Option<u64>) -> bool {
 
 /// A pidfd: asking whether its process runs is one `poll`.
 #[derive(Debug)]
-pub struct Watch(OwnedFd);
+pub(super) struct Watch(OwnedFd);
 
 impl Watch {
     /// A pidfd for `pid`, when the kernel gives one.
-    pub fn open(pid: u32) -> Option<Watch> {
+    pub(super) fn open(pid: u32) -> Option<Watch> {
         let raw = libc::pid_t::try_from(pid).ok().filter(|&raw| raw > 0)?;
         // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
@@ -50,7 +50,7 @@ impl Watch {
     }
 
     /// Whether the process still runs; `None` when the poll itself failed.
-    pub fn running(&self) -> Option<bool> {
+    pub(super) fn running(&self) -> Option<bool> {
         let mut ready = libc::pollfd {
             fd: self.0.as_raw_fd(),
             events: libc::POLLIN,

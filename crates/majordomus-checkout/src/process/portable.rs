@@ -30,28 +30,28 @@ fn see(pid: u32) -> Option<Seen> {
     })
 }
 
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(super) fn start_time(pid: u32) -> Option<u64> {
     see(pid).map(|seen| seen.start_time)
 }
 
-pub fn parent_of(pid: u32) -> Option<u32> {
+pub(super) fn parent_of(pid: u32) -> Option<u32> {
     see(pid)?.parent
 }
 
-pub fn alive(pid: u32, start: Option<u64>) -> bool {
+pub(super) fn alive(pid: u32, start: Option<u64>) -> bool {
     see(pid).is_some_and(|seen| !seen.zombie && start.is_none_or(|start| start == seen.start_time))
 }
 
 /// Nothing can be held portably: every question is asked afresh.
 #[derive(Debug)]
-pub enum Watch {}
+pub(super) enum Watch {}
 
 impl Watch {
-    pub fn open(_pid: u32) -> Option<Watch> {
+    pub(super) fn open(_pid: u32) -> Option<Watch> {
         None
     }
 
-    pub fn running(&self) -> Option<bool> {
+    pub(super) fn running(&self) -> Option<bool> {
         match *self {}
     }
 }

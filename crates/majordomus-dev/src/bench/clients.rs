@@ -19,7 +19,7 @@ use majordomus::registry::{Capability, HttpMethod};
 
 /// How one call ended, as the caller saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// The capability answered.
     Answer,
     /// It refused (an MCP `isError` result, an HTTP 4xx/5xx with the error body): a
@@ -31,7 +31,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The word the report uses.
-    pub fn word(&self) -> &'static str {
+    pub(super) fn word(&self) -> &'static str {
         match self {
             Outcome::Answer => "answer",
             Outcome::Refusal(_) => "refusal",
@@ -39,7 +39,7 @@ impl Outcome {
         }
     }
 
-    pub fn detail(&self) -> Option<&str> {
+    pub(super) fn detail(&self) -> Option<&str> {
         match self {
             Outcome::Answer => None,
             Outcome::Refusal(text) | Outcome::Failure(text) => Some(text),
@@ -48,10 +48,10 @@ impl Outcome {
 }
 
 /// A connected rmcp client.
-pub type McpService = RunningService<RoleClient, ClientConfig>;
+pub(super) type McpService = RunningService<RoleClient, ClientConfig>;
 
 /// Something a capability can be called through.
-pub enum Caller {
+pub(super) enum Caller {
     /// `Capability::answer` with a server context of this process, as an MCP session of it
     /// would call it (the caller set).
     InProcess(Context),
@@ -67,7 +67,7 @@ pub enum Caller {
 
 impl Caller {
     /// Calls the capability with `input` once and says how it ended.
-    pub async fn call(&self, capability: &Capability, input: &Value) -> Outcome {
+    pub(super) async fn call(&self, capability: &Capability, input: &Value) -> Outcome {
         match self {
             Caller::InProcess(ctx) => match capability.answer(ctx, input.clone()).await {
                 Ok(_) => Outcome::Answer,
@@ -110,7 +110,7 @@ impl Caller {
     /// Calls the floor once over this caller's transport: the floor server's one tool, or
     /// its REST route, with what the rows send besides the input (the token, the same
     /// client and connection).
-    pub async fn call_floor(&self) -> Outcome {
+    pub(super) async fn call_floor(&self) -> Outcome {
         match self {
             Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
             Caller::Mcp(service) => call_tool(service, super::floor::TOOL, JsonObject::new()).await,
@@ -126,7 +126,7 @@ impl Caller {
 
     /// Calls an MCP tool once and answers its structured content: what a caller needs when
     /// the answer decides its next call (a lease granted or still queued).
-    pub async fn tool_answer(&self, tool: &str, arguments: Value) -> Result<Value, Outcome> {
+    pub(super) async fn tool_answer(&self, tool: &str, arguments: Value) -> Result<Value, Outcome> {
         let Caller::Mcp(service) = self else {
             return Err(Outcome::Failure(format!(
                 "{tool} is called over MCP only here"
@@ -152,7 +152,7 @@ impl Caller {
     }
 
     /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
-    pub async fn close(self) {
+    pub(super) async fn close(self) {
         if let Caller::Mcp(service) = self {
             let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;
         }
@@ -221,7 +221,7 @@ fn query_pairs(input: &Value) -> Vec<(String, String)> {
 }
 
 /// What the bench's clients say about themselves in `initialize`.
-pub fn client_config(name: &str) -> ClientConfig {
+pub(super) fn client_config(name: &str) -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new(name, env!("CARGO_PKG_VERSION")),
@@ -229,7 +229,7 @@ pub fn client_config(name: &str) -> ClientConfig {
 }
 
 /// A plain HTTP client that never goes through a proxy and keeps connections alive.
-pub fn http_client() -> reqwest::Client {
+pub(super) fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
         .pool_idle_timeout(Duration::from_secs(120))
@@ -239,7 +239,7 @@ pub fn http_client() -> reqwest::Client {
 
 /// Spawns `<exe> mcp --repo DIR` and initialises an rmcp session with it over its stdio.
 /// Returns the session and the child's pid; the child's stderr goes to `log`.
-pub async fn spawn_mcp(
+pub(super) async fn spawn_mcp(
     exe: &Path,
     dir: &Path,
     name: &str,
@@ -260,7 +260,7 @@ pub async fn spawn_mcp(
 /// Starts `command` as an MCP server over its stdio and initialises an rmcp session with it,
 /// as the client `name`; `what` names the server in errors. Returns the session and the
 /// child's pid; the child's stderr goes to `log`.
-pub async fn serve_child(
+pub(super) async fn serve_child(
     mut command: tokio::process::Command,
     what: &str,
     name: &str,
@@ -284,7 +284,7 @@ pub async fn serve_child(
 
 /// How a Streamable HTTP session's client reuses connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpPooling {
+pub(super) enum HttpPooling {
     /// rmcp's own default client, as the bridge uses it: idle connections are not kept, so
     /// every request opens a new TCP connection (rmcp does this to dodge delayed-ACK stalls).
     RmcpDefault,
@@ -293,7 +293,7 @@ pub enum HttpPooling {
 }
 
 /// Opens a Streamable HTTP session at `<url>/mcp` with the token.
-pub async fn connect_http(
+pub(super) async fn connect_http(
     http: &reqwest::Client,
     pooling: HttpPooling,
     url: &str,

@@ -278,7 +278,7 @@ async fn claim(
 
 /// `hooks.guard` in-process from the primary's server, the board and the repository's
 /// reading warm.
-pub async fn in_process(
+pub(super) async fn in_process(
     scenario: &Scenario,
     scratch: &Scratch,
     options: &Options,
@@ -456,7 +456,7 @@ const PROCESS_FLOOR: &str = "`majordomus --version` spawned to its exit";
 
 /// `majordomus hook <client> PreToolUse` spawned to its exit, with both checkouts served;
 /// each run preceded by a timed run of the floor.
-pub async fn hook_process(
+pub(super) async fn hook_process(
     scenario: &Scenario,
     scratch: &Scratch,
     options: &Options,

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use super::setup::{SETUP_BOUND, Scratch};
 
 /// A running `nats-server -js`, killed by its pid when dropped.
-pub struct BenchNats {
+pub(super) struct BenchNats {
     child: std::process::Child,
     port: u16,
     binary: PathBuf,
 }
 
 impl BenchNats {
-    pub async fn start(scratch: &Scratch, label: &str) -> Result<BenchNats, String> {
+    pub(super) async fn start(scratch: &Scratch, label: &str) -> Result<BenchNats, String> {
         let binary = binary().ok_or(
             "nats-server is not installed (Debian's package `nats-server`; \
              scripts/install-test-deps.sh installs it)",
@@ -52,12 +52,12 @@ impl BenchNats {
         Ok(server)
     }
 
-    pub fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
     /// What `nats-server --version` says, for the notes.
-    pub fn version(&self) -> String {
+    pub(super) fn version(&self) -> String {
         std::process::Command::new(&self.binary)
             .arg("--version")
             .output()

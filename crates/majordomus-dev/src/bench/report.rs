@@ -282,7 +282,7 @@ pub struct Report {
 
 /// Decides `target_met` for every row that has a target and something to compare, and
 /// each row's ratio to its transport's floor.
-pub fn judge(rows: &mut [Row]) {
+pub(super) fn judge(rows: &mut [Row]) {
     let floors: BTreeMap<BenchTransport, f64> = rows
         .iter()
         .filter(|row| row.capability == FLOOR && row.summary.iterations > 0)

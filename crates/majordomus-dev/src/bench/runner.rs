@@ -22,7 +22,7 @@ use majordomus::registry::Capability;
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
 
-pub async fn run(options: &Options) -> Result<Report, String> {
+pub(super) async fn run(options: &Options) -> Result<Report, String> {
     let registry = majordomus::capabilities::registry();
     let rows = select(planned_rows(registry), options.filter.as_deref());
     let scenarios: Vec<Scenario> = if options.scenarios {

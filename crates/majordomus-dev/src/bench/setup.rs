@@ -22,11 +22,11 @@ use majordomus::server::stops::StopRequests;
 use majordomus::survey;
 
 /// How long any one wait of the setup may take before the benchmark gives up with a message.
-pub const SETUP_BOUND: Duration = Duration::from_secs(30);
+pub(super) const SETUP_BOUND: Duration = Duration::from_secs(30);
 
 /// Removes every `GIT_*` variable, so an enclosing git (a hook, say) cannot redirect the
 /// repositories the benchmark makes.
-pub fn clean_env(command: &mut std::process::Command) {
+pub(super) fn clean_env(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
             command.env_remove(&key);
@@ -35,7 +35,7 @@ pub fn clean_env(command: &mut std::process::Command) {
 }
 
 /// Runs git in `dir` with a fixed identity and no signing.
-pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let mut command = std::process::Command::new("git");
     command
         .arg("-C")
@@ -61,7 +61,7 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 
 /// The benchmark's temporary directory: repositories, logs and the executable the spawned
 /// processes run. Removed when dropped.
-pub struct Scratch {
+pub(super) struct Scratch {
     dir: TempDir,
     base: PathBuf,
     exe: PathBuf,
@@ -71,7 +71,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// A scratch directory holding a copy of `original`, the `majordomus` executable.
-    pub fn new(original: &Path) -> Result<Scratch, String> {
+    pub(super) fn new(original: &Path) -> Result<Scratch, String> {
         let dir = tempfile::Builder::new()
             .prefix("majordomus-bench-")
             .tempdir()
@@ -98,17 +98,17 @@ impl Scratch {
         })
     }
 
-    pub fn base(&self) -> &Path {
+    pub(super) fn base(&self) -> &Path {
         &self.base
     }
 
     /// The executable spawned processes run.
-    pub fn exe(&self) -> &Path {
+    pub(super) fn exe(&self) -> &Path {
         &self.exe
     }
 
     /// A fresh log file for one process's stderr.
-    pub fn log(&self, label: &str) -> File {
+    pub(super) fn log(&self, label: &str) -> File {
         let n = self
             .counter
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -118,25 +118,25 @@ impl Scratch {
     }
 
     /// Whether any process was started (and so left a log worth reading).
-    pub fn has_logs(&self) -> bool {
+    pub(super) fn has_logs(&self) -> bool {
         self.counter.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 
     /// Keeps the scratch directory (and its logs) instead of removing it.
-    pub fn keep(self) -> PathBuf {
+    pub(super) fn keep(self) -> PathBuf {
         self.dir.keep()
     }
 }
 
 /// A repository with one commit on `main` at `<scratch>/<label>/repo`; its linked worktrees
 /// beside it.
-pub struct TempRepository {
+pub(super) struct TempRepository {
     base: PathBuf,
     root: PathBuf,
 }
 
 impl TempRepository {
-    pub fn new(scratch: &Scratch, label: &str) -> Result<TempRepository, String> {
+    pub(super) fn new(scratch: &Scratch, label: &str) -> Result<TempRepository, String> {
         let base = scratch.base().join(label);
         let root = base.join("repo");
         std::fs::create_dir_all(root.join("src")).map_err(|error| error.to_string())?;
@@ -153,12 +153,12 @@ impl TempRepository {
         Ok(TempRepository { base, root })
     }
 
-    pub fn root(&self) -> &Path {
+    pub(super) fn root(&self) -> &Path {
         &self.root
     }
 
     /// `git worktree add ../<name> -b <name>`; the new checkout's root.
-    pub fn add_worktree(&self, name: &str) -> Result<PathBuf, String> {
+    pub(super) fn add_worktree(&self, name: &str) -> Result<PathBuf, String> {
         let path = self.base.join(name);
         let target = path.to_str().ok_or("the scratch path is not UTF-8")?;
         git(
@@ -171,14 +171,14 @@ impl TempRepository {
 
 /// A `majordomus serve` the benchmark started: asked to stop (SIGTERM) by its own pid, and
 /// killed on drop if it still runs.
-pub struct ServeProcess {
+pub(super) struct ServeProcess {
     child: tokio::process::Child,
     pub pid: u32,
     pub dir: PathBuf,
 }
 
 impl ServeProcess {
-    pub fn spawn(scratch: &Scratch, dir: &Path) -> Result<ServeProcess, String> {
+    pub(super) fn spawn(scratch: &Scratch, dir: &Path) -> Result<ServeProcess, String> {
         let mut command = tokio::process::Command::new(scratch.exe());
         // `--idle` is a safety net only: should the benchmark itself be killed, its servers
         // still end on their own.
@@ -205,7 +205,10 @@ impl ServeProcess {
     }
 
     /// Spawns it and waits until its lease is ready and names it.
-    pub async fn start(scratch: &Scratch, dir: &Path) -> Result<(ServeProcess, Lease), String> {
+    pub(super) async fn start(
+        scratch: &Scratch,
+        dir: &Path,
+    ) -> Result<(ServeProcess, Lease), String> {
         let serve = ServeProcess::spawn(scratch, dir)?;
         let lease = wait_ready(dir).await?;
         if lease.pid != serve.pid {
@@ -219,7 +222,7 @@ impl ServeProcess {
     }
 
     /// The ordered stop: SIGTERM, then a bounded wait, then SIGKILL.
-    pub async fn stop(mut self) {
+    pub(super) async fn stop(mut self) {
         signal(self.pid, libc::SIGTERM);
         if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
             .await
@@ -231,7 +234,7 @@ impl ServeProcess {
 }
 
 /// Sends `signal` to `pid`. Only ever called with pids this benchmark started.
-pub fn signal(pid: u32, signal: libc::c_int) {
+pub(super) fn signal(pid: u32, signal: libc::c_int) {
     if pid == 0 {
         return;
     }
@@ -242,7 +245,7 @@ pub fn signal(pid: u32, signal: libc::c_int) {
 }
 
 /// Whether `pid` runs and is not a zombie.
-pub fn alive(pid: u32) -> bool {
+pub(super) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rsplit_once(')')
@@ -253,7 +256,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// Waits (bounded) until a process has ended; kills it (by its pid) if it has not.
-pub async fn wait_gone(pid: u32, bound: Duration) {
+pub(super) async fn wait_gone(pid: u32, bound: Duration) {
     let started = Instant::now();
     while alive(pid) {
         if started.elapsed() > bound {
@@ -265,7 +268,7 @@ pub async fn wait_gone(pid: u32, bound: Duration) {
 }
 
 /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
-pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+pub(super) fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|line| {
         let rest = line.strip_prefix(field)?.strip_prefix(':')?;
@@ -275,7 +278,7 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// The CPU time a process has used so far, user and system together (`utime` + `stime` of
 /// `/proc/<pid>/stat`).
-pub fn cpu_time(pid: u32) -> Option<Duration> {
+pub(super) fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields from the third on follow the command name's closing parenthesis (the name may
     // hold spaces); utime and stime are the 14th and 15th.
@@ -288,7 +291,7 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
 }
 
 /// Waits until the checkout's lease names a server that answers as ready, and returns it.
-pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
+pub(super) async fn wait_ready(dir: &Path) -> Result<Lease, String> {
     let site = majordomus::context::Site::open(dir)?;
     let started = Instant::now();
     loop {
@@ -316,7 +319,7 @@ pub async fn wait_ready(dir: &Path) -> Result<Lease, String> {
 }
 
 /// Waits until a checkout has no lease any more (its server has stopped in order).
-pub async fn wait_no_lease(dir: &Path) -> Result<(), String> {
+pub(super) async fn wait_no_lease(dir: &Path) -> Result<(), String> {
     let site = majordomus::context::Site::open(dir)?;
     let path = lease_path(&site.checkout);
     let started = Instant::now();
@@ -335,14 +338,14 @@ pub async fn wait_no_lease(dir: &Path) -> Result<(), String> {
 
 /// A server elected and started inside the bench process, stopped as `majordomus serve stop`
 /// stops one: episodes close as `shutdown`, the lease goes, the listener stops.
-pub struct Serving {
+pub(super) struct Serving {
     pub state: Arc<ServerState>,
     stops: StopRequests,
     task: JoinHandle<()>,
 }
 
 impl Serving {
-    pub async fn start(site: Arc<Site>) -> Result<Serving, String> {
+    pub(super) async fn start(site: Arc<Site>) -> Result<Serving, String> {
         let dir = site.checkout.root.clone();
         let lease = match elect(&site)
             .await
@@ -372,7 +375,7 @@ impl Serving {
     }
 
     /// The ordered stop, awaited.
-    pub async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.stops.ask();
         let _ = self.task.await;
     }
@@ -380,19 +383,22 @@ impl Serving {
 
 /// A server running inside the bench process, with one peer attached to call as: the context
 /// the handler sees when an MCP session of this process calls it.
-pub struct InProcessServer {
+pub(super) struct InProcessServer {
     serving: Serving,
     caller: PeerId,
 }
 
 impl InProcessServer {
-    pub async fn start(dir: &Path) -> Result<InProcessServer, String> {
+    pub(super) async fn start(dir: &Path) -> Result<InProcessServer, String> {
         InProcessServer::serve(Site::open(dir)?).await
     }
 
     /// A server of `dir` that reads the person's files at `user_files` rather than the
     /// person's own: what the bench allowed its repositories to suggest.
-    pub async fn start_as(dir: &Path, user_files: UserFiles) -> Result<InProcessServer, String> {
+    pub(super) async fn start_as(
+        dir: &Path,
+        user_files: UserFiles,
+    ) -> Result<InProcessServer, String> {
         InProcessServer::serve(Site::open_with(dir, |_| user_files)?).await
     }
 
@@ -410,11 +416,11 @@ impl InProcessServer {
         Ok(InProcessServer { serving, caller })
     }
 
-    pub fn state(&self) -> &Arc<majordomus::server::ServerState> {
+    pub(super) fn state(&self) -> &Arc<majordomus::server::ServerState> {
         &self.serving.state
     }
 
-    pub fn context(&self) -> Context {
+    pub(super) fn context(&self) -> Context {
         Context {
             site: self.serving.state.site.clone(),
             server: Some(self.serving.state.clone()),
@@ -422,7 +428,7 @@ impl InProcessServer {
         }
     }
 
-    pub async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.serving.stop().await;
     }
 }

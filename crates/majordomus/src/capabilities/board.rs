@@ -55,7 +55,7 @@ pub(crate) enum Unasked {
 impl<'a> Board<'a> {
     /// `checkout`'s board as `ctx` reaches it: in memory when it is the checkout this
     /// process serves (a server never asks itself), through its lease otherwise.
-    pub async fn of(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
+    pub(super) async fn of(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
         match ctx.server.as_deref() {
             Some(port) if checkout.id == ctx.site.checkout.id => Board::Local { port, checkout },
             _ => Board::Remote(Box::new(survey::survey(&ctx.site, checkout).await)),
@@ -65,7 +65,7 @@ impl<'a> Board<'a> {
     /// `checkout`'s board for a listing: as [`Board::of`], but a sibling's board that this
     /// serving process follows, confirmed by its server within the bound, is read from
     /// memory rather than asked.
-    pub async fn listed(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
+    pub(super) async fn listed(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
         let view = match ctx.server.as_deref() {
             Some(port) if checkout.id != ctx.site.checkout.id => port.sibling_board(&checkout.id),
             _ => None,
@@ -84,11 +84,11 @@ impl<'a> Board<'a> {
     }
 
     /// The board of the checkout the call reached.
-    pub async fn here(ctx: &'a Context) -> Board<'a> {
+    pub(super) async fn here(ctx: &'a Context) -> Board<'a> {
         Board::of(ctx, ctx.site.checkout.clone()).await
     }
 
-    pub fn checkout(&self) -> &Checkout {
+    pub(super) fn checkout(&self) -> &Checkout {
         match self {
             Board::Local { checkout, .. } => checkout,
             Board::Remote(found) | Board::Viewed { found, .. } => &found.checkout,
@@ -96,7 +96,7 @@ impl<'a> Board<'a> {
     }
 
     /// How long ago the board's server last confirmed it, for a board read from memory.
-    pub fn age(&self) -> Option<Duration> {
+    pub(super) fn age(&self) -> Option<Duration> {
         match self {
             Board::Viewed { view, .. } => Some(view.age),
             _ => None,
@@ -105,12 +105,12 @@ impl<'a> Board<'a> {
 
     /// Whether the board is in this process's memory: its worktree's changes are then read
     /// here, since no other server reports them.
-    pub fn is_local(&self) -> bool {
+    pub(super) fn is_local(&self) -> bool {
         matches!(self, Board::Local { .. })
     }
 
     /// Where the board's server stands.
-    pub fn standing(&self) -> ServerStanding {
+    pub(super) fn standing(&self) -> ServerStanding {
         match self {
             Board::Local { port, .. } => port.own_standing(),
             Board::Remote(found) | Board::Viewed { found, .. } => found.standing.standing,
@@ -118,7 +118,7 @@ impl<'a> Board<'a> {
     }
 
     /// Why the board's server stands so, for every standing but `absent` and `ready`.
-    pub fn standing_reason(&self) -> Option<String> {
+    pub(super) fn standing_reason(&self) -> Option<String> {
         match self {
             Board::Local { port, .. } => port.own_standing_reason(),
             Board::Remote(found) | Board::Viewed { found, .. } => found.standing.reason.clone(),
@@ -126,7 +126,7 @@ impl<'a> Board<'a> {
     }
 
     /// The address the board's server answers on, when known.
-    pub fn url(&self) -> Option<String> {
+    pub(super) fn url(&self) -> Option<String> {
         match self {
             Board::Local { port, .. } => port.url(),
             Board::Remote(found) | Board::Viewed { found, .. } => found.url().map(str::to_string),
@@ -134,7 +134,7 @@ impl<'a> Board<'a> {
     }
 
     /// The lease that names the board's server, without its token.
-    pub fn lease(&self) -> Option<LeaseView> {
+    pub(super) fn lease(&self) -> Option<LeaseView> {
         match self {
             Board::Local { port, .. } => Some(port.lease_view()),
             Board::Remote(found) | Board::Viewed { found, .. } => {

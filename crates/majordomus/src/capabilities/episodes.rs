@@ -296,7 +296,7 @@ impl Operation for EpisodesDetach {
 
 impl<'a> Board<'a> {
     /// The episodes the board's server holds in memory; `mine` is the caller's.
-    pub async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
+    pub(super) async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
         match self {
             Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller.as_ref())),
             Board::Remote(found) | Board::Viewed { found, .. } => {

@@ -255,7 +255,7 @@ pub(crate) fn display(path: &std::path::Path) -> String {
 impl<'a> Board<'a> {
     /// How many peers are attached to the board, when its server could be asked, and where
     /// its server stands with the federation.
-    pub async fn status(&self, site: &Site) -> (Option<usize>, Option<FederationStatus>) {
+    pub(super) async fn status(&self, site: &Site) -> (Option<usize>, Option<FederationStatus>) {
         match self {
             Board::Local { port, .. } => (
                 Some(port.attached_peers()),

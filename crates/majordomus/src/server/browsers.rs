@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use majordomus_domain::sync::LockExt;
 
 /// How long a ticket may wait for its first use.
-pub const TICKET_LIFETIME: Duration = Duration::from_secs(60);
+pub(super) const TICKET_LIFETIME: Duration = Duration::from_secs(60);
 /// How many unused tickets a server keeps; minting one more forgets the oldest.
-pub const MAX_TICKETS: usize = 16;
+pub(super) const MAX_TICKETS: usize = 16;
 /// How many browsers hold a cookie at once; one more forgets the earliest.
-pub const MAX_BROWSERS: usize = 16;
+pub(super) const MAX_BROWSERS: usize = 16;
 
 /// The tickets and browser cookies of one server.
 #[derive(Default)]
-pub struct Access {
+pub(crate) struct Access {
     inner: Mutex<AccessInner>,
 }
 

@@ -24,12 +24,12 @@ use http_body_util::BodyExt as _;
 
 /// The longest an answer's head and first events are held back: well past what a call of
 /// the board takes, well under what a person or an agent would notice.
-pub const GATHER_WINDOW: Duration = Duration::from_millis(50);
+pub(super) const GATHER_WINDOW: Duration = Duration::from_millis(50);
 
 /// `response` with the events its stream yields within `window`, up to and including the
 /// first that carries a message, sent as one piece ahead of the rest. Anything but an event
 /// stream passes through untouched.
-pub async fn first_events_together(response: Response, window: Duration) -> Response {
+pub(super) async fn first_events_together(response: Response, window: Duration) -> Response {
     if !is_event_stream(&response) {
         return response;
     }

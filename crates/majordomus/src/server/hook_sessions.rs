@@ -13,10 +13,10 @@ use majordomus_domain::board::PeerBoard;
 use majordomus_domain::peers::PeerId;
 
 /// How many client sessions a server remembers.
-pub const HOOK_SESSIONS: usize = 256;
+pub(super) const HOOK_SESSIONS: usize = 256;
 
 /// How many facts a session is remembered to have been told.
-pub const TOLD_FACTS: usize = 256;
+pub(super) const TOLD_FACTS: usize = 256;
 
 /// Every client session this server knows, by the client's id of it.
 #[derive(Default)]

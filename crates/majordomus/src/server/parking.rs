@@ -76,7 +76,7 @@ struct Records {
 /// The sessions of one server's `/mcp`, live and parked. A record exists only for a session
 /// rmcp opened (their number is capped by `[limits] mcp_sessions`, parked ones included),
 /// never for an id a request merely names.
-pub struct Parking {
+pub(crate) struct Parking {
     /// How long a session stays idle before it is parked; zero never parks.
     after: Duration,
     /// How long a parked session waits for its client before it ends.
@@ -87,7 +87,7 @@ pub struct Parking {
 }
 
 /// A request or stream of a session, open until dropped.
-pub struct Activity {
+pub(crate) struct Activity {
     parking: Arc<Parking>,
     session: String,
 }
@@ -103,7 +103,7 @@ impl Drop for Activity {
 }
 
 impl Parking {
-    pub fn new(after: Duration, idle_timeout: Duration) -> Parking {
+    pub(crate) fn new(after: Duration, idle_timeout: Duration) -> Parking {
         Parking {
             after,
             idle_timeout,
@@ -114,7 +114,7 @@ impl Parking {
 
     /// How often the sweep looks for sessions to park or end: a fraction of the wait, so a
     /// session is parked soon after it qualifies; of the idle timeout when nothing is parked.
-    pub fn sweep_interval(&self) -> Duration {
+    pub(crate) fn sweep_interval(&self) -> Duration {
         let wait = if self.after.is_zero() {
             self.idle_timeout
         } else {
@@ -126,7 +126,7 @@ impl Parking {
     /// A request naming `session` begins: the session is not parked while it runs. When the
     /// session is being closed for parking, this waits for the close, so the request then
     /// finds it parked and rmcp brings it back.
-    pub async fn begin(self: &Arc<Self>, session: &str) -> Option<Activity> {
+    pub(crate) async fn begin(self: &Arc<Self>, session: &str) -> Option<Activity> {
         loop {
             let closed = self.parked.notified();
             {
@@ -147,7 +147,7 @@ impl Parking {
 
     /// The session's client said it is initialized: `peer` is the session's, held by
     /// `connection`.
-    pub fn register(&self, session: &str, peer: &PeerId, connection: u64) {
+    pub(crate) fn register(&self, session: &str, peer: &PeerId, connection: u64) {
         let mut records = self.records.lock_or_recover();
         let record = records
             .by_session
@@ -161,7 +161,7 @@ impl Parking {
     }
 
     /// The session subscribed to a resource: it stays live.
-    pub fn pin(&self, session: &str) {
+    pub(crate) fn pin(&self, session: &str) {
         if let Some(record) = self.records.lock_or_recover().by_session.get_mut(session) {
             record.pinned = true;
         }
@@ -170,7 +170,7 @@ impl Parking {
     /// Whether `peer` stays when `connection` closes: its session is being parked or is
     /// parked, or was already brought back by another connection (the closed one may be
     /// dropped only after the new one took over).
-    pub fn keeps(&self, peer: &PeerId, connection: u64) -> bool {
+    pub(crate) fn keeps(&self, peer: &PeerId, connection: u64) -> bool {
         let records = self.records.lock_or_recover();
         records
             .by_peer
@@ -180,7 +180,7 @@ impl Parking {
     }
 
     /// `peer`'s connection ended for good: its record goes.
-    pub fn forget(&self, peer: &PeerId) {
+    pub(crate) fn forget(&self, peer: &PeerId) {
         let mut records = self.records.lock_or_recover();
         if let Some(session) = records.by_peer.remove(peer) {
             records.by_session.remove(&session);
@@ -188,7 +188,7 @@ impl Parking {
     }
 
     /// rmcp brought `session` back: `connection` takes the parked peer again.
-    pub fn unpark(&self, session: &str, connection: u64) -> Option<PeerId> {
+    pub(crate) fn unpark(&self, session: &str, connection: u64) -> Option<PeerId> {
         let mut records = self.records.lock_or_recover();
         let record = records.by_session.get_mut(session)?;
         if record.stage != Stage::Parked {
@@ -201,7 +201,7 @@ impl Parking {
     }
 
     /// The client ended a parked session (DELETE): its peer, which now leaves.
-    pub fn end_parked(&self, session: &str) -> Option<PeerId> {
+    pub(crate) fn end_parked(&self, session: &str) -> Option<PeerId> {
         let mut records = self.records.lock_or_recover();
         if records.by_session.get(session)?.stage != Stage::Parked {
             return None;
@@ -213,7 +213,7 @@ impl Parking {
     }
 
     /// How many sessions past their handshake run, and how many are parked.
-    pub fn counts(&self) -> (usize, usize) {
+    pub(crate) fn counts(&self) -> (usize, usize) {
         let records = self.records.lock_or_recover();
         let parked = records
             .by_session
@@ -224,13 +224,13 @@ impl Parking {
     }
 
     /// How many sessions are parked: they count against the session limit.
-    pub fn parked_count(&self) -> usize {
+    pub(crate) fn parked_count(&self) -> usize {
         self.counts().1
     }
 
     /// Marks every session idle for the parking wait as closing, and says which: the caller
     /// closes them in rmcp and then calls [`Parking::closed`].
-    pub fn choose(&self, now: Instant) -> Vec<String> {
+    pub(crate) fn choose(&self, now: Instant) -> Vec<String> {
         if self.after.is_zero() {
             return Vec::new();
         }
@@ -253,7 +253,7 @@ impl Parking {
     }
 
     /// The chosen sessions are closed in rmcp: they are parked now.
-    pub fn closed(&self, sessions: &[String]) {
+    pub(crate) fn closed(&self, sessions: &[String]) {
         let mut records = self.records.lock_or_recover();
         for session in sessions {
             if let Some(record) = records.by_session.get_mut(session) {
@@ -268,7 +268,7 @@ impl Parking {
     /// returns their peers, which leave. A live session whose client never said it was
     /// initialized has no peer to end it when rmcp drops it at the same timeout: its record
     /// goes too, so a client that opens sessions and walks away leaves nothing behind.
-    pub fn expire(&self, now: Instant) -> Vec<PeerId> {
+    pub(crate) fn expire(&self, now: Instant) -> Vec<PeerId> {
         let mut records = self.records.lock_or_recover();
         let expired: Vec<String> = records
             .by_session

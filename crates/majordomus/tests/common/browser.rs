@@ -16,7 +16,7 @@ use super::{BOUND, TempRepo, eventually, eventually_within, http};
 static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// A headless Chromium the test started, driven over the DevTools protocol.
-pub struct Browser {
+pub(crate) struct Browser {
     _turn: tokio::sync::SemaphorePermit<'static>,
     child: tokio::process::Child,
     _profile: tempfile::TempDir,
@@ -35,7 +35,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMIUM_START: Duration = Duration::from_secs(60);
 
 impl Browser {
-    pub async fn launch(repo: &TempRepo) -> Browser {
+    pub(crate) async fn launch(repo: &TempRepo) -> Browser {
         assert!(
             Path::new(CHROMIUM).exists(),
             "{CHROMIUM} is missing: run scripts/install-test-deps.sh (Debian's `chromium`)"
@@ -118,7 +118,7 @@ impl Browser {
     }
 
     /// Sends a command and waits for its answer, noting the events that come meanwhile.
-    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Value {
         use tokio_tungstenite::tungstenite::Message;
         self.next_id += 1;
         let id = self.next_id;
@@ -149,7 +149,7 @@ impl Browser {
     }
 
     /// Evaluates an expression in the page and answers its value.
-    pub async fn eval(&mut self, expression: &str) -> Value {
+    pub(crate) async fn eval(&mut self, expression: &str) -> Value {
         let result = self
             .call(
                 "Runtime.evaluate",
@@ -164,7 +164,7 @@ impl Browser {
     }
 
     /// The page's text of `selector`, once `ready` holds of it, waiting at most `bound`.
-    pub async fn text_when(
+    pub(crate) async fn text_when(
         &mut self,
         selector: &str,
         bound: Duration,
@@ -190,7 +190,7 @@ impl Browser {
     }
 
     /// A PNG of the whole page at `width` CSS pixels, written to `path`.
-    pub async fn screenshot(&mut self, width: u32, path: &Path) {
+    pub(crate) async fn screenshot(&mut self, width: u32, path: &Path) {
         use base64::Engine as _;
         self.call(
             "Emulation.setDeviceMetricsOverride",
@@ -219,7 +219,7 @@ impl Browser {
         std::fs::write(path, png).unwrap();
     }
 
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         let _ = tokio::time::timeout(
             Duration::from_secs(2),
             self.call("Browser.close", json!({})),

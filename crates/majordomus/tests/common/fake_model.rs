@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 /// What the fake answers a request that is not the client's main loop, or that comes after
 /// the script ends.
-pub const HARMLESS: &str = "ok";
+pub(crate) const HARMLESS: &str = "ok";
 
 /// How many requests one fake records; a client in a loop meets an error beyond, and the test
 /// sees its script unplayed rather than the memory of the test process filling up.
@@ -32,7 +32,7 @@ const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// One answer of the scripted model.
 #[derive(Clone, Debug)]
-pub enum Turn {
+pub(crate) enum Turn {
     /// Call the offered tool named `tool`, or whose name ends in `_<tool>` (clients put their
     /// server's name before an MCP tool's), with these arguments. A tool the client declares
     /// as free-form text (Codex's `apply_patch`) is given `arguments` as that text.
@@ -49,7 +49,7 @@ type Decision = dyn Fn(&[Recorded]) -> Turn + Send + Sync;
 
 /// How a [`Turn::Later`] is decided; run on a blocking thread.
 #[derive(Clone)]
-pub struct Decide(pub Arc<Decision>);
+pub(crate) struct Decide(pub Arc<Decision>);
 
 impl std::fmt::Debug for Decide {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,25 +58,25 @@ impl std::fmt::Debug for Decide {
 }
 
 impl Turn {
-    pub fn call(tool: &str, arguments: Value) -> Turn {
+    pub(crate) fn call(tool: &str, arguments: Value) -> Turn {
         Turn::Call {
             tool: tool.to_owned(),
             arguments,
         }
     }
 
-    pub fn answer(text: &str) -> Turn {
+    pub(crate) fn answer(text: &str) -> Turn {
         Turn::Answer(text.to_owned())
     }
 
-    pub fn later(decide: impl Fn(&[Recorded]) -> Turn + Send + Sync + 'static) -> Turn {
+    pub(crate) fn later(decide: impl Fn(&[Recorded]) -> Turn + Send + Sync + 'static) -> Turn {
         Turn::Later(Decide(Arc::new(decide)))
     }
 }
 
 /// One request the fake received.
 #[derive(Clone, Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     /// The path with its query.
     pub path: String,
@@ -86,7 +86,7 @@ pub struct Recorded {
 
 /// A tool call the fake made, as the client will name it in the result it sends back.
 #[derive(Clone, Debug)]
-pub struct MadeCall {
+pub(crate) struct MadeCall {
     /// The tool's name as the client offered it.
     pub name: String,
     /// The id the fake gave the call.
@@ -95,7 +95,7 @@ pub struct MadeCall {
 
 /// What a test looks at each time the client asks for a scripted turn, before the fake
 /// answers: run on a blocking thread while the client waits for its model.
-pub type Witness = Arc<dyn Fn() -> Value + Send + Sync>;
+pub(crate) type Witness = Arc<dyn Fn() -> Value + Send + Sync>;
 
 #[derive(Default)]
 struct Script {
@@ -111,7 +111,7 @@ struct Script {
 }
 
 /// A running fake model API; stops when dropped.
-pub struct FakeModel {
+pub(crate) struct FakeModel {
     url: String,
     script: Arc<Mutex<Script>>,
     server: tokio::task::JoinHandle<()>,
@@ -125,7 +125,7 @@ impl Drop for FakeModel {
 
 impl FakeModel {
     /// Starts a fake on `127.0.0.1:0` that will play `turns` in order.
-    pub async fn start(turns: Vec<Turn>) -> FakeModel {
+    pub(crate) async fn start(turns: Vec<Turn>) -> FakeModel {
         FakeModel::serve(Script {
             turns: turns.into(),
             ..Script::default()
@@ -135,7 +135,7 @@ impl FakeModel {
 
     /// Like [`FakeModel::start`], and runs `witness` each time a scripted turn is asked for,
     /// before answering; [`FakeModel::witnessed`] gives what it saw.
-    pub async fn start_witnessed(turns: Vec<Turn>, witness: Witness) -> FakeModel {
+    pub(crate) async fn start_witnessed(turns: Vec<Turn>, witness: Witness) -> FakeModel {
         FakeModel::serve(Script {
             turns: turns.into(),
             witness: Some(witness),
@@ -165,34 +165,34 @@ impl FakeModel {
     }
 
     /// `http://127.0.0.1:<port>`, without a trailing slash.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// What the witness saw, one entry per scripted turn asked for, in order.
-    pub fn witnessed(&self) -> Vec<Value> {
+    pub(crate) fn witnessed(&self) -> Vec<Value> {
         self.script.lock().unwrap().witnessed.clone()
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.script.lock().unwrap().requests.clone()
     }
 
     /// The tool calls made so far, in order.
-    pub fn calls(&self) -> Vec<MadeCall> {
+    pub(crate) fn calls(&self) -> Vec<MadeCall> {
         self.script.lock().unwrap().calls.clone()
     }
 
     /// How many scripted turns have not been played.
-    pub fn unplayed(&self) -> usize {
+    pub(crate) fn unplayed(&self) -> usize {
         self.script.lock().unwrap().turns.len()
     }
 
     /// The result the client sent back for the first call the fake made to `tool` (named as
     /// in [`Turn::Call`]), as text: from the first recorded request that carries it. `None`
     /// while none does.
-    pub fn tool_result(&self, tool: &str) -> Option<String> {
+    pub(crate) fn tool_result(&self, tool: &str) -> Option<String> {
         let script = self.script.lock().unwrap();
         let suffix = format!("_{tool}");
         let call = script
@@ -207,7 +207,7 @@ impl FakeModel {
 
     /// The results the client sent back for every call the fake made to `tool`, in the
     /// order of the calls; a call whose result no request carried yet is left out.
-    pub fn tool_results(&self, tool: &str) -> Vec<String> {
+    pub(crate) fn tool_results(&self, tool: &str) -> Vec<String> {
         let script = self.script.lock().unwrap();
         let suffix = format!("_{tool}");
         script
@@ -225,7 +225,7 @@ impl FakeModel {
 
     /// One line per request (method, path, the main loop's last message kinds), for failure
     /// messages.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let script = self.script.lock().unwrap();
         let mut lines: Vec<String> = script
             .requests

@@ -18,7 +18,7 @@ struct Files {
 }
 
 /// A running server; it stops when dropped.
-pub struct FileServer {
+pub(crate) struct FileServer {
     url: String,
     files: Arc<Mutex<Files>>,
     server: tokio::task::JoinHandle<()>,
@@ -32,7 +32,7 @@ impl Drop for FileServer {
 
 impl FileServer {
     /// Starts a server on `127.0.0.1:0` with no files.
-    pub async fn start() -> FileServer {
+    pub(crate) async fn start() -> FileServer {
         let files = Arc::new(Mutex::new(Files::default()));
         let app = axum::Router::new()
             .fallback(serve)
@@ -48,12 +48,12 @@ impl FileServer {
     }
 
     /// `http://127.0.0.1:<port>`, without a trailing slash.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// Serves `body` at `path` (which starts with `/`) from now on.
-    pub fn put(&self, path: &str, body: impl Into<Bytes>) {
+    pub(crate) fn put(&self, path: &str, body: impl Into<Bytes>) {
         assert!(path.starts_with('/'), "a URL path: {path}");
         self.files
             .lock()
@@ -63,7 +63,7 @@ impl FileServer {
     }
 
     /// How many times `path` was fetched.
-    pub fn fetched(&self, path: &str) -> usize {
+    pub(crate) fn fetched(&self, path: &str) -> usize {
         self.files
             .lock()
             .unwrap()

@@ -11,11 +11,11 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
-pub mod browser;
-pub mod fake_model;
-pub mod file_server;
-pub mod packages;
-pub mod real_client;
+pub(crate) mod browser;
+pub(crate) mod fake_model;
+pub(crate) mod file_server;
+pub(crate) mod packages;
+pub(crate) mod real_client;
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -40,7 +40,7 @@ use tempfile::TempDir;
 
 /// How long any one wait may take before the test fails instead of hanging. A bound, not an
 /// expectation: every wait normally ends in milliseconds.
-pub const BOUND: Duration = Duration::from_secs(10);
+pub(crate) const BOUND: Duration = Duration::from_secs(10);
 
 const POLL: Duration = Duration::from_millis(25);
 
@@ -49,7 +49,7 @@ const POLL: Duration = Duration::from_millis(25);
 
 /// Polls `attempt` until it answers `Ok`, for at most [`BOUND`]; the last `Err` says what was
 /// seen instead, in the panic message.
-pub async fn eventually<T, F, Fut>(what: &str, attempt: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, attempt: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
@@ -59,7 +59,7 @@ where
 
 /// [`eventually`], for at most `bound`: for the waits on a program's own start, which a busy
 /// small machine can stretch past [`BOUND`].
-pub async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, mut attempt: F) -> T
+pub(crate) async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, mut attempt: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
@@ -88,7 +88,7 @@ where
 ///
 /// Each link has a `.used` marker touched by every test process that runs it; links whose
 /// marker is older than an hour are removed, so old builds do not pile up on disk.
-pub fn bin() -> &'static Path {
+pub(crate) fn bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let built = Path::new(env!("CARGO_BIN_EXE_majordomus"));
@@ -153,7 +153,7 @@ fn remove_unused_binaries(dir: &Path) {
 
 /// Removes every `GIT_*` variable, so an enclosing git (a hook, say) cannot redirect the
 /// repositories the tests make.
-pub fn clear_git_env(command: &mut std::process::Command) {
+pub(crate) fn clear_git_env(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
             command.env_remove(&key);
@@ -165,7 +165,7 @@ pub fn clear_git_env(command: &mut std::process::Command) {
 /// otherwise. Its stdout and stderr are the caller's to direct, to a pipe or to a file from
 /// [`TempRepo::log_file`]: left inherited, the child's log lines would be printed among the
 /// test results, while in a log file they are shown only when the test fails.
-pub fn majordomus_command<I, S>(args: I) -> tokio::process::Command
+pub(crate) fn majordomus_command<I, S>(args: I) -> tokio::process::Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -182,7 +182,7 @@ where
 
 /// A `majordomus mcp` serving `repo` on pipes, as most clients start it, its log in a file
 /// named after `label`: the child, what writes to its stdin, and its stdout read by lines.
-pub fn mcp_on_pipes(
+pub(crate) fn mcp_on_pipes(
     repo: &TempRepo,
     label: &str,
 ) -> (
@@ -205,7 +205,7 @@ pub fn mcp_on_pipes(
 }
 
 /// Runs git in `dir` with a fixed identity and no signing; panics with git's stderr on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let mut command = std::process::Command::new("git");
     command
         .arg("-C")
@@ -231,7 +231,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// A repository with one commit on `main` in `<temp>/repo`; linked worktrees go beside it in
 /// `<temp>/<name>`, the processes' stderr logs in `<temp>/logs`. Dropped: ends whatever
 /// majordomus processes still run on it, prints the logs if the test is failing, removes it.
-pub struct TempRepo {
+pub(crate) struct TempRepo {
     dir: TempDir,
     base: PathBuf,
     root: PathBuf,
@@ -240,7 +240,7 @@ pub struct TempRepo {
 }
 
 impl TempRepo {
-    pub fn new() -> TempRepo {
+    pub(crate) fn new() -> TempRepo {
         let dir = tempfile::Builder::new()
             .prefix("majordomus-e2e-")
             .tempdir()
@@ -272,24 +272,24 @@ impl TempRepo {
     }
 
     /// The canonical root of the primary checkout.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The temporary directory everything of this repository lives in.
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         &self.base
     }
 
     /// The person's configuration directory for the processes of this test
     /// (`XDG_CONFIG_HOME`): `majordomus/config.toml` below it is their own file.
-    pub fn user_config_home(&self) -> PathBuf {
+    pub(crate) fn user_config_home(&self) -> PathBuf {
         self.base.join("user/config")
     }
 
     /// Gives `command` the person's directories of this test, their configuration and their
     /// state (what they allowed), so that nothing of the person running the tests is read.
-    pub fn user_env(&self, command: &mut std::process::Command) {
+    pub(crate) fn user_env(&self, command: &mut std::process::Command) {
         command
             .env("XDG_CONFIG_HOME", self.user_config_home())
             .env("XDG_STATE_HOME", self.base.join("user/state"));
@@ -297,7 +297,7 @@ impl TempRepo {
 
     /// `majordomus allow <suggestion>` in `checkout`, as the person of this test: what the
     /// repository's `majordomus.toml` suggests is allowed. Answers what it printed.
-    pub async fn allow(&self, checkout: &Path, suggestion: &str) -> String {
+    pub(crate) async fn allow(&self, checkout: &Path, suggestion: &str) -> String {
         let output = run_cli(
             self,
             ["allow", suggestion, "--repo", checkout.to_str().unwrap()],
@@ -313,7 +313,7 @@ impl TempRepo {
     }
 
     /// `git worktree add ../<name> -b <name>`; returns the new checkout's canonical root.
-    pub fn add_worktree(&self, name: &str) -> PathBuf {
+    pub(crate) fn add_worktree(&self, name: &str) -> PathBuf {
         let path = self.base.join(name);
         git(
             &self.root,
@@ -330,7 +330,7 @@ impl TempRepo {
     }
 
     /// A fresh log file for one process's stderr.
-    pub fn log_file(&self, label: &str) -> (PathBuf, File) {
+    pub(crate) fn log_file(&self, label: &str) -> (PathBuf, File) {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
         let path = self.logs.join(format!("{n:02}-{label}.log"));
         let file = File::create(&path).expect("a log file can be made");
@@ -357,7 +357,7 @@ impl TempRepo {
 
     /// The pids of the majordomus processes still running (not zombies) whose command line
     /// names this repository's temporary directory.
-    pub fn live_processes(&self) -> Vec<u32> {
+    pub(crate) fn live_processes(&self) -> Vec<u32> {
         let Ok(entries) = fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -370,7 +370,7 @@ impl TempRepo {
     }
 
     /// The pids of the `majordomus serve` processes serving (or trying to serve) `checkout`.
-    pub fn serve_processes(&self, checkout: &Path) -> Vec<u32> {
+    pub(crate) fn serve_processes(&self, checkout: &Path) -> Vec<u32> {
         self.live_processes()
             .into_iter()
             .filter(|&pid| {
@@ -426,7 +426,7 @@ fn cmdline(pid: u32) -> Vec<String> {
 }
 
 /// Whether `pid` runs and is not a zombie.
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rsplit_once(')')
@@ -437,7 +437,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// The state letter of a process (`R`, `S`, `T` for stopped, `Z`, …), while it exists.
-pub fn process_state(pid: u32) -> Option<char> {
+pub(crate) fn process_state(pid: u32) -> Option<char> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?
         .1
@@ -448,7 +448,7 @@ pub fn process_state(pid: u32) -> Option<char> {
 }
 
 /// Sends `signal` to `pid`. Only ever called with pids the tests started.
-pub fn signal(pid: u32, signal: libc::c_int) {
+pub(crate) fn signal(pid: u32, signal: libc::c_int) {
     // SAFETY: kill(2) has no memory effects; the pid is one of this test's processes.
     unsafe {
         libc::kill(pid as libc::pid_t, signal);
@@ -456,19 +456,19 @@ pub fn signal(pid: u32, signal: libc::c_int) {
 }
 
 /// The git dir of a checkout: `.git` of the primary, `.git/worktrees/<name>` of a linked one.
-pub fn git_dir(checkout: &Path) -> PathBuf {
+pub(crate) fn git_dir(checkout: &Path) -> PathBuf {
     PathBuf::from(git(checkout, &["rev-parse", "--absolute-git-dir"]).trim())
         .canonicalize()
         .expect("the git dir exists")
 }
 
 /// Where a checkout's lease lives.
-pub fn lease_path(checkout: &Path) -> PathBuf {
+pub(crate) fn lease_path(checkout: &Path) -> PathBuf {
     git_dir(checkout).join("majordomus").join("lease.json")
 }
 
 /// `git status --porcelain` of a checkout, untracked and ignored files included.
-pub fn porcelain(checkout: &Path) -> String {
+pub(crate) fn porcelain(checkout: &Path) -> String {
     git(
         checkout,
         &[
@@ -481,7 +481,7 @@ pub fn porcelain(checkout: &Path) -> String {
 }
 
 /// The mode bits of a file or directory.
-pub fn mode(path: &Path) -> u32 {
+pub(crate) fn mode(path: &Path) -> u32 {
     fs::metadata(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .permissions()
@@ -494,7 +494,7 @@ pub fn mode(path: &Path) -> u32 {
 
 /// A lease as the file says it.
 #[derive(Clone, Debug)]
-pub struct LeaseFile {
+pub(crate) struct LeaseFile {
     pub url: Option<String>,
     pub token: String,
     pub pid: u32,
@@ -503,13 +503,13 @@ pub struct LeaseFile {
 
 impl LeaseFile {
     /// The URL, which a ready lease has.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         self.url.as_deref().expect("the lease names a URL")
     }
 }
 
 /// Reads a checkout's lease; `None` when it is absent or not (yet) a whole document.
-pub fn read_lease(checkout: &Path) -> Option<LeaseFile> {
+pub(crate) fn read_lease(checkout: &Path) -> Option<LeaseFile> {
     let text = fs::read_to_string(lease_path(checkout)).ok()?;
     let raw: Value = serde_json::from_str(&text).ok()?;
     Some(LeaseFile {
@@ -521,7 +521,7 @@ pub fn read_lease(checkout: &Path) -> Option<LeaseFile> {
 }
 
 /// A plain HTTP client that never goes through a proxy.
-pub fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     static HTTP: OnceLock<reqwest::Client> = OnceLock::new();
     HTTP.get_or_init(|| {
         reqwest::Client::builder()
@@ -534,7 +534,7 @@ pub fn http() -> reqwest::Client {
 }
 
 /// Asks `GET /` of a URL: the identity probe, no token.
-pub async fn probe(url: &str) -> Result<Value, String> {
+pub(crate) async fn probe(url: &str) -> Result<Value, String> {
     let response = http()
         .get(format!("{url}/"))
         .send()
@@ -551,7 +551,7 @@ pub async fn probe(url: &str) -> Result<Value, String> {
 
 /// Waits until the checkout's lease names a URL whose server answers the probe as the
 /// leaseholder, and returns that lease.
-pub async fn wait_ready(checkout: &Path) -> LeaseFile {
+pub(crate) async fn wait_ready(checkout: &Path) -> LeaseFile {
     eventually(
         &format!("a ready server for {}", checkout.display()),
         || async {
@@ -568,7 +568,7 @@ pub async fn wait_ready(checkout: &Path) -> LeaseFile {
 }
 
 /// Waits until a process has ended (it need not be our child: its pid just disappears).
-pub async fn wait_gone(pid: u32) {
+pub(crate) async fn wait_gone(pid: u32) {
     eventually(&format!("process {pid} to end"), || async {
         if alive(pid) {
             Err("still running".to_string())
@@ -584,19 +584,19 @@ pub async fn wait_gone(pid: u32) {
 
 /// A `majordomus serve --repo DIR` the test started: killed (SIGKILL, after SIGCONT in case the
 /// test froze it) by its own pid on drop if it still runs, and waited for.
-pub struct ServeProcess {
+pub(crate) struct ServeProcess {
     child: std::process::Child,
     pub checkout: PathBuf,
     pub log: PathBuf,
 }
 
 impl ServeProcess {
-    pub fn spawn(repo: &TempRepo, checkout: &Path) -> ServeProcess {
+    pub(crate) fn spawn(repo: &TempRepo, checkout: &Path) -> ServeProcess {
         ServeProcess::spawn_with(repo, checkout, |_| {})
     }
 
     /// Spawns it after `configure` has had its say on the command (a `pre_exec`, say).
-    pub fn spawn_with(
+    pub(crate) fn spawn_with(
         repo: &TempRepo,
         checkout: &Path,
         configure: impl FnOnce(&mut std::process::Command),
@@ -625,7 +625,7 @@ impl ServeProcess {
     }
 
     /// Spawns it and waits until its lease is ready and names this process.
-    pub async fn start(repo: &TempRepo, checkout: &Path) -> (ServeProcess, LeaseFile) {
+    pub(crate) async fn start(repo: &TempRepo, checkout: &Path) -> (ServeProcess, LeaseFile) {
         let serve = ServeProcess::spawn(repo, checkout);
         let lease = wait_ready(checkout).await;
         assert_eq!(
@@ -637,18 +637,18 @@ impl ServeProcess {
         (serve, lease)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn signal(&mut self, signal: libc::c_int) {
+    pub(crate) fn signal(&mut self, signal: libc::c_int) {
         if matches!(self.child.try_wait(), Ok(None)) {
             self::signal(self.pid(), signal);
         }
     }
 
     /// `SIGSTOP`, and waits until the system reports it stopped.
-    pub async fn freeze(&mut self) {
+    pub(crate) async fn freeze(&mut self) {
         self.signal(libc::SIGSTOP);
         let pid = self.pid();
         eventually(&format!("process {pid} to stop"), || async {
@@ -661,18 +661,18 @@ impl ServeProcess {
     }
 
     /// `SIGCONT`.
-    pub fn thaw(&mut self) {
+    pub(crate) fn thaw(&mut self) {
         self.signal(libc::SIGCONT);
     }
 
     /// `kill -9`, and waits until it is reaped.
-    pub async fn kill9(&mut self) -> ExitStatus {
+    pub(crate) async fn kill9(&mut self) -> ExitStatus {
         self.signal(libc::SIGKILL);
         self.wait_exit().await
     }
 
     /// Waits (bounded) until it has exited, and reaps it.
-    pub async fn wait_exit(&mut self) -> ExitStatus {
+    pub(crate) async fn wait_exit(&mut self) -> ExitStatus {
         let pid = self.pid();
         let child = &mut self.child;
         let started = Instant::now();
@@ -688,7 +688,7 @@ impl ServeProcess {
     }
 
     /// What it wrote to stdout and stderr so far.
-    pub fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -705,7 +705,7 @@ impl Drop for ServeProcess {
 
 /// Runs a majordomus command to its end (bounded), with the person's directories of `repo`'s
 /// test, and returns its output.
-pub async fn run_cli<I, S>(repo: &TempRepo, args: I) -> std::process::Output
+pub(crate) async fn run_cli<I, S>(repo: &TempRepo, args: I) -> std::process::Output
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -733,7 +733,7 @@ where
 }
 
 /// `majordomus serve status --json` in a checkout.
-pub async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
+pub(crate) async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
     let output = run_cli(
         repo,
         [
@@ -762,11 +762,11 @@ pub async fn serve_status(repo: &TempRepo, checkout: &Path) -> Value {
 // MCP clients
 
 /// A connected rmcp client.
-pub type Service = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Service = RunningService<RoleClient, ClientConfig>;
 
 /// An rmcp client session, over stdio (with the pid of the `majordomus mcp` it spawned) or
 /// over HTTP.
-pub struct McpClient {
+pub(crate) struct McpClient {
     service: Option<Service>,
     /// The `majordomus mcp` process, for a stdio client.
     pub pid: Option<u32>,
@@ -780,7 +780,7 @@ impl std::ops::Deref for McpClient {
 }
 
 /// What a client says about itself in `initialize`.
-pub fn client_config(name: &str, version: &str) -> ClientConfig {
+pub(crate) fn client_config(name: &str, version: &str) -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new(name, version),
@@ -789,7 +789,12 @@ pub fn client_config(name: &str, version: &str) -> ClientConfig {
 
 impl McpClient {
     /// Spawns `majordomus mcp --repo DIR` and initializes a session as client `name version`.
-    pub async fn stdio(repo: &TempRepo, checkout: &Path, name: &str, version: &str) -> McpClient {
+    pub(crate) async fn stdio(
+        repo: &TempRepo,
+        checkout: &Path,
+        name: &str,
+        version: &str,
+    ) -> McpClient {
         let mut command = majordomus_command(["mcp", "--repo"]);
         command.arg(checkout);
         McpClient::stdio_command(repo, command, name, version).await
@@ -797,7 +802,7 @@ impl McpClient {
 
     /// Spawns `command` (a `majordomus mcp` the test prepared, its environment say) and
     /// initializes a session as client `name version`.
-    pub async fn stdio_command(
+    pub(crate) async fn stdio_command(
         repo: &TempRepo,
         command: tokio::process::Command,
         name: &str,
@@ -823,7 +828,7 @@ impl McpClient {
     }
 
     /// Opens a Streamable HTTP session at the lease's `/mcp` with its token.
-    pub async fn http(lease: &LeaseFile, name: &str, version: &str) -> McpClient {
+    pub(crate) async fn http(lease: &LeaseFile, name: &str, version: &str) -> McpClient {
         let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", lease.url()))
             .auth_header(lease.token.clone());
         let transport = StreamableHttpClientTransport::with_client(http(), config);
@@ -842,12 +847,12 @@ impl McpClient {
 
     /// Calls a tool: its `structuredContent` when it answers, the text of an `isError` result
     /// when it refuses. A protocol error fails the test.
-    pub async fn call(&self, tool: &str, arguments: Value) -> Result<Value, String> {
+    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Result<Value, String> {
         call(self, tool, arguments).await
     }
 
     /// Calls a tool that must answer; panics with its refusal otherwise.
-    pub async fn answer(&self, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn answer(&self, tool: &str, arguments: Value) -> Value {
         self.call(tool, arguments.clone())
             .await
             .unwrap_or_else(|refusal| panic!("{tool} {arguments} was refused: {refusal}"))
@@ -855,7 +860,7 @@ impl McpClient {
 
     /// Ends the session: for stdio, closes the process's stdin and waits (bounded, by rmcp)
     /// until it exits; for HTTP, deletes the session.
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         if let Some(service) = self.service.take() {
             let _ = tokio::time::timeout(BOUND, service.cancel()).await;
         }
@@ -866,7 +871,7 @@ impl McpClient {
 }
 
 /// `tools/call`: `Ok(structuredContent)`, or `Err(text)` of an `isError` result.
-pub async fn call(client: &Service, tool: &str, arguments: Value) -> Result<Value, String> {
+pub(crate) async fn call(client: &Service, tool: &str, arguments: Value) -> Result<Value, String> {
     let arguments: JsonObject = match arguments {
         Value::Object(object) => object,
         Value::Null => JsonObject::new(),
@@ -941,7 +946,7 @@ async fn output_validators(
 // Reading answers
 
 /// The element of a JSON array whose `key` equals `value`.
-pub fn find<'a>(array: &'a Value, key: &str, value: &str) -> &'a Value {
+pub(crate) fn find<'a>(array: &'a Value, key: &str, value: &str) -> &'a Value {
     array
         .as_array()
         .unwrap_or_else(|| panic!("not an array: {array}"))
@@ -951,7 +956,7 @@ pub fn find<'a>(array: &'a Value, key: &str, value: &str) -> &'a Value {
 }
 
 /// The keys of a JSON object, sorted.
-pub fn keys(object: &Value) -> Vec<String> {
+pub(crate) fn keys(object: &Value) -> Vec<String> {
     let mut keys: Vec<String> = object
         .as_object()
         .unwrap_or_else(|| panic!("not an object: {object}"))
@@ -963,7 +968,7 @@ pub fn keys(object: &Value) -> Vec<String> {
 }
 
 /// A path as answers write it.
-pub fn display(path: &Path) -> String {
+pub(crate) fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
@@ -972,7 +977,7 @@ pub fn display(path: &Path) -> String {
 
 /// A response read off a raw connection.
 #[derive(Debug)]
-pub struct RawResponse {
+pub(crate) struct RawResponse {
     pub status: u16,
     /// Header names lowercased.
     pub headers: Vec<(String, String)>,
@@ -980,7 +985,7 @@ pub struct RawResponse {
 }
 
 impl RawResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key == name)
@@ -992,7 +997,7 @@ impl RawResponse {
 /// connection to `url`'s host, and reads the response while still writing: a server may
 /// answer (413, say) before the body is through and close the connection, which an
 /// ordinary client reports as a failed write instead of the answer.
-pub async fn raw_request(url: &str, head: &str, body: Vec<u8>) -> RawResponse {
+pub(crate) async fn raw_request(url: &str, head: &str, body: Vec<u8>) -> RawResponse {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let authority = url.trim_start_matches("http://").trim_end_matches('/');
     let stream = tokio::net::TcpStream::connect(authority)

@@ -13,11 +13,11 @@ use super::real_client::clients_dir;
 
 /// How long `scripts/npm-pack.sh` may take to pack the tested executable: a debug build of
 /// some 300 MB that npm gzips, about 25 s of one core, twice that on a loaded machine.
-pub const PACK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const PACK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// A directory holding an `npm` that runs the installed Node's own npm (its wheel's `npm`
 /// script expects another layout).
-pub fn npm_tools(base: &Path) -> PathBuf {
+pub(crate) fn npm_tools(base: &Path) -> PathBuf {
     let clients = clients_dir();
     let node = clients.join("bin/node");
     let npm_cli = std::fs::canonicalize(&node)
@@ -51,25 +51,25 @@ pub fn npm_tools(base: &Path) -> PathBuf {
 
 /// A loopback stand-in for the npm registry: each published package is listed with the one
 /// version its tarball holds, and the tarball is served beside it.
-pub struct NpmRegistry {
+pub(crate) struct NpmRegistry {
     host: FileServer,
 }
 
 impl NpmRegistry {
-    pub async fn start() -> NpmRegistry {
+    pub(crate) async fn start() -> NpmRegistry {
         NpmRegistry {
             host: FileServer::start().await,
         }
     }
 
     /// The registry's URL, as npm's `registry` setting takes it.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}/", self.host.url())
     }
 
     /// Lists the package whose `package.json` is `manifest`, at its version, served from
     /// `tarball`.
-    pub fn publish(&self, manifest: &Value, tarball: Vec<u8>) {
+    pub(crate) fn publish(&self, manifest: &Value, tarball: Vec<u8>) {
         let name = manifest["name"].as_str().expect("a package has a name");
         let version = manifest["version"]
             .as_str()
@@ -94,7 +94,7 @@ impl NpmRegistry {
     }
 
     /// How many times the tarball of `name` at `version` was downloaded.
-    pub fn downloads(&self, name: &str, version: &str) -> usize {
+    pub(crate) fn downloads(&self, name: &str, version: &str) -> usize {
         self.host
             .fetched(&format!("/{name}/-/{name}-{version}.tgz"))
     }
@@ -103,7 +103,7 @@ impl NpmRegistry {
 /// Ends, when dropped, every process running the executable at its path: the server a
 /// packaged copy's `majordomus mcp` started for a checkout runs that copy, not the tested
 /// binary the repository's own clean-up looks for.
-pub struct EndProcessesOf(pub PathBuf);
+pub(crate) struct EndProcessesOf(pub PathBuf);
 
 impl Drop for EndProcessesOf {
     fn drop(&mut self) {

@@ -20,7 +20,7 @@ use super::{TempRepo, bin, clear_git_env};
 
 /// How long one headless run may take before the test fails: a bound, not an expectation
 /// (each run takes a few seconds).
-pub const RUN_DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const RUN_DEADLINE: Duration = Duration::from_secs(60);
 
 /// How long what a finished client started (its MCP servers, its hooks) may take to end on
 /// its own before it is killed.
@@ -37,7 +37,7 @@ const GEMINI_MODEL: &str = "gemini-2.5-flash";
 
 /// A coding client the tests drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     ClaudeCode,
     Codex,
     GeminiCli,
@@ -45,7 +45,7 @@ pub enum Client {
 
 impl Client {
     /// The word `majordomus install` and the hooks name it by.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Client::ClaudeCode => "claude-code",
             Client::Codex => "codex",
@@ -54,7 +54,7 @@ impl Client {
     }
 
     /// The name the client gives itself in MCP's `clientInfo`.
-    pub fn mcp_name(self) -> &'static str {
+    pub(crate) fn mcp_name(self) -> &'static str {
         match self {
             Client::ClaudeCode => "claude-code",
             Client::Codex => "codex-mcp-client",
@@ -65,7 +65,7 @@ impl Client {
     /// The scripted turn that writes `content` to `relative` in `checkout` with the
     /// client's own edit tool: Claude Code's `Write`, Codex's `apply_patch`, Gemini CLI's
     /// `write_file` (absolute paths where the tool wants them).
-    pub fn write_file(self, checkout: &Path, relative: &str, content: &str) -> Turn {
+    pub(crate) fn write_file(self, checkout: &Path, relative: &str, content: &str) -> Turn {
         let absolute = checkout.join(relative).to_string_lossy().into_owned();
         match self {
             Client::ClaudeCode => {
@@ -98,7 +98,7 @@ impl Client {
 /// The directory the clients are installed in (`bin/` holds `node`, `claude`, `codex` and
 /// `gemini`). Panics, saying how to install them, when they are missing: a test that needs
 /// them fails rather than passing without them.
-pub fn clients_dir() -> PathBuf {
+pub(crate) fn clients_dir() -> PathBuf {
     let dir = std::env::var_os(CLIENTS_VAR).map_or_else(
         || {
             Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -123,7 +123,7 @@ pub fn clients_dir() -> PathBuf {
 }
 
 /// What a finished run left.
-pub struct ClientRun {
+pub(crate) struct ClientRun {
     pub status: ExitStatus,
     pub elapsed: Duration,
     /// The log file holding what the client printed.
@@ -132,14 +132,14 @@ pub struct ClientRun {
 
 impl ClientRun {
     /// What the client printed, stdout then stderr.
-    pub fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
 /// One person's machine for a client: a scratch home and PATH in the test's temporary
 /// directory, pointed at one fake model.
-pub struct Workspace<'a> {
+pub(crate) struct Workspace<'a> {
     repo: &'a TempRepo,
     client: Client,
     home: PathBuf,
@@ -150,7 +150,7 @@ pub struct Workspace<'a> {
 
 impl<'a> Workspace<'a> {
     /// A scratch home for `client`, `majordomus` and the installed clients on its PATH.
-    pub fn new(repo: &'a TempRepo, client: Client) -> Workspace<'a> {
+    pub(crate) fn new(repo: &'a TempRepo, client: Client) -> Workspace<'a> {
         let clients = clients_dir();
         let home = repo.base().join(format!("home-{}", client.word()));
         let tools = repo.base().join("tools");
@@ -178,7 +178,7 @@ impl<'a> Workspace<'a> {
     /// headless run, as a person allows a command they trust: without it `claude -p` refuses
     /// a command that is not read-only by itself, and the guard's passing would prove nothing.
     /// A rule is one word: the list is given to Claude Code joined by commas.
-    pub fn allowing(mut self, rule: &str) -> Workspace<'a> {
+    pub(crate) fn allowing(mut self, rule: &str) -> Workspace<'a> {
         assert!(
             !rule.contains([' ', ',']),
             "a rule without spaces or commas: {rule}"
@@ -208,14 +208,14 @@ impl<'a> Workspace<'a> {
     }
 
     /// The scratch home the client runs with.
-    pub fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         &self.home
     }
 
     /// The client's own command line (`claude plugin install …`, `gemini mcp list`) in `dir`,
     /// with this workspace's environment, to its end within [`RUN_DEADLINE`]: whether it
     /// succeeded, and what it printed (stdout then stderr).
-    pub async fn client_cli(&self, dir: &Path, args: &[&str]) -> (bool, String) {
+    pub(crate) async fn client_cli(&self, dir: &Path, args: &[&str]) -> (bool, String) {
         let program = clients_dir().join("bin").join(self.client.program());
         let mut command = self.command(&program, dir);
         command.args(args).kill_on_drop(true);
@@ -233,7 +233,7 @@ impl<'a> Workspace<'a> {
 
     /// `majordomus install <client>` in `checkout`, as the person would run it; panics with
     /// its output when it fails.
-    pub async fn install(&self, checkout: &Path) {
+    pub(crate) async fn install(&self, checkout: &Path) {
         let mut command = self.command(Path::new("majordomus"), checkout);
         command.args(["install", self.client.word()]);
         let output = tokio::time::timeout(super::BOUND, command.output())
@@ -376,7 +376,7 @@ impl<'a> Workspace<'a> {
     /// Runs the client headless in `checkout` with `prompt`, against `fake`, to its end
     /// (at most [`RUN_DEADLINE`], else the test fails); whatever the run left in its
     /// process group is ended after it.
-    pub async fn run(&self, checkout: &Path, fake: &FakeModel, prompt: &str) -> ClientRun {
+    pub(crate) async fn run(&self, checkout: &Path, fake: &FakeModel, prompt: &str) -> ClientRun {
         self.prepare(checkout, fake).await;
         let program = clients_dir().join("bin").join(self.client.program());
         let mut command = self.command(&program, checkout);

@@ -4,7 +4,7 @@
 use super::*;
 
 /// How many worktrees the change and conflict scenarios give changes to.
-pub const CHANGED_WORKTREES: usize = 8;
+pub(super) const CHANGED_WORKTREES: usize = 8;
 
 /// A repository with [`CHANGED_WORKTREES`] linked worktrees, each with a committed change to
 /// a file of its own and uncommitted work in another; the first two change the same lines of

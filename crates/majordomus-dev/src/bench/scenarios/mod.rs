@@ -35,25 +35,25 @@ use hooks::hook;
 use load::{Hammer, memory, throughput};
 
 /// How many linked worktrees the gather reads, and how many of them have a live server.
-pub const GATHER_WORKTREES: usize = 118;
-pub const GATHER_LIVE: usize = 7;
+pub(super) const GATHER_WORKTREES: usize = 118;
+pub(super) const GATHER_LIVE: usize = 7;
 /// How many peers the crowded board holds, and how many paths each claims.
-pub const BOARD_PEERS: usize = 1000;
-pub const BOARD_PATHS: usize = 10;
+pub(super) const BOARD_PEERS: usize = 1000;
+pub(super) const BOARD_PATHS: usize = 10;
 /// How many event streams the announce-to-subscribers scenario holds open.
-pub const EVENT_SUBSCRIBERS: usize = 50;
+pub(super) const EVENT_SUBSCRIBERS: usize = 50;
 /// How many idle Streamable HTTP sessions the memory scenario holds open.
-pub const MEMORY_SESSIONS: usize = 2_000;
+pub(super) const MEMORY_SESSIONS: usize = 2_000;
 /// How many sessions the memory scenario opens at once.
 const MEMORY_OPENING: usize = 16;
 /// How long the memory scenario's sessions stay idle before they are parked: short, so the
 /// scenario measures idle sessions without waiting out the default.
 const MEMORY_PARK_SECS: u64 = 1;
 /// How many other machines' boards the `everywhere` listing joins, and peers on each.
-pub const FEDERATION_MACHINES: usize = 10;
-pub const FEDERATION_PEERS: usize = 10;
+pub(super) const FEDERATION_MACHINES: usize = 10;
+pub(super) const FEDERATION_PEERS: usize = 10;
 
-pub async fn run(
+pub(super) async fn run(
     scenario: &Scenario,
     scratch: &Scratch,
     options: &Options,

@@ -25,7 +25,7 @@ use super::changes::read_changes;
 /// What this board's own listing is made of besides the board: whatever differs makes
 /// the listing a different one.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListingInputs {
+pub(super) struct ListingInputs {
     /// The branch checked out, read on every call: it may be switched under the server.
     pub branch: Option<String>,
     pub standing: ServerStanding,
@@ -35,7 +35,7 @@ pub struct ListingInputs {
 }
 
 /// This board's own listing, encoded as the surfaces write it, with what it was made of.
-pub struct CachedListing {
+pub(super) struct CachedListing {
     /// The board's version it lists.
     pub version: u64,
     /// When it was made; an earlier instant (a clock stepped back) is not served it.
@@ -52,7 +52,7 @@ pub struct CachedListing {
 impl CachedListing {
     /// Whether it is the listing a call at `now` would make of the board at `version`
     /// with `inputs`: it lists exactly what a new one would.
-    pub fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
+    pub(super) fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
         self.version == version
             && self.made_at <= now
             && self.same_until.is_none_or(|until| now < until)
@@ -64,14 +64,14 @@ impl CachedListing {
 /// made and read by the capability that lists it. Building a crowded board's listing
 /// costs milliseconds; a board is read far more often than it changes.
 #[derive(Default)]
-pub struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
+pub(super) struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
 
 impl ListingCache {
-    pub fn latest(&self) -> Option<Arc<CachedListing>> {
+    pub(super) fn latest(&self) -> Option<Arc<CachedListing>> {
         self.0.lock_or_recover().clone()
     }
 
-    pub fn keep(&self, listing: Arc<CachedListing>) {
+    pub(super) fn keep(&self, listing: Arc<CachedListing>) {
         *self.0.lock_or_recover() = Some(listing);
     }
 }

@@ -21,7 +21,7 @@ use crate::federation::view::HeldBoard;
 /// machine, and `complete` false when the federation says the remote boards may be short or
 /// a remote board left peers out. Its overlaps are found afterwards across all of them
 /// (`peers::find_overlaps`), by the caller that wants them.
-pub fn merge_everywhere(
+pub(super) fn merge_everywhere(
     mut listing: PeerList,
     this_machine: Option<&str>,
     remote: &[HeldBoard],
@@ -84,7 +84,7 @@ pub fn merge_everywhere(
 /// remote claim, its checkout naming the remote machine. The work is one index of the new
 /// claim's paths and one lookup per remote path: never a comparison of every path with
 /// every other.
-pub fn remote_overlaps(
+pub(super) fn remote_overlaps(
     announced: &Announced,
     worktree: &str,
     remote: &[HeldBoard],

@@ -220,7 +220,7 @@ impl<'a> Board<'a> {
     /// changes as a remote server reported them (from memory, with their age, for a followed
     /// one). A remote board that does not answer has no peers; it is unread only when its
     /// standing says it should have answered.
-    pub async fn peers(&self, site: &Site) -> BoardPeers {
+    pub(crate) async fn peers(&self, site: &Site) -> BoardPeers {
         match self {
             Board::Local { port, .. } => {
                 let bridged = port.bridged_peers();
@@ -289,7 +289,7 @@ impl<'a> Board<'a> {
     /// server is asked for its own such listing (it gathers the siblings itself, so it gets
     /// the time of a gather and a little more), and without one the listing is answered
     /// with the reason.
-    pub async fn everywhere(&self, site: &Site, listing: PeerList) -> PeerList {
+    pub(crate) async fn everywhere(&self, site: &Site, listing: PeerList) -> PeerList {
         match self {
             Board::Local { port, .. } => {
                 let federation = port.federation();

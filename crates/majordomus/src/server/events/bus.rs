@@ -22,15 +22,15 @@ use super::siblings::Siblings;
 use super::wire::{Change, ClaimSample, Envelope, Event, sample};
 
 /// How many events the backlog keeps for streams that resume with `Last-Event-ID`.
-pub const BACKLOG_EVENTS: usize = 1024;
+pub(super) const BACKLOG_EVENTS: usize = 1024;
 /// How many bytes of events the backlog keeps at most, whatever their number.
-pub const BACKLOG_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const BACKLOG_BYTES: usize = 4 * 1024 * 1024;
 /// How many events wait for one stream before it is dropped as too slow.
-pub const SUBSCRIBER_BUFFER: usize = 256;
+pub(super) const SUBSCRIBER_BUFFER: usize = 256;
 /// How many event streams a server serves at once.
-pub const MAX_SUBSCRIBERS: usize = 128;
+pub(super) const MAX_SUBSCRIBERS: usize = 128;
 /// How many overlap notices wait for one MCP session before newer ones are dropped.
-pub const PEER_NOTICES: usize = 16;
+pub(super) const PEER_NOTICES: usize = 16;
 /// How often an idle stream gets a comment, so proxies and clients see it is alive.
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The shortest span between `alive` events a stream may ask for (`alive_ms`).
@@ -40,7 +40,7 @@ pub(super) const RETRY_MS: u64 = 1000;
 
 /// A notice to one MCP session's client: a new overlap with another peer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct OverlapNotice {
+pub(crate) struct OverlapNotice {
     /// One line for a person.
     pub message: String,
     /// The peer whose announcement made the overlap.

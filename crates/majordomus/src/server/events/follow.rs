@@ -45,7 +45,7 @@ const LOOK_AGAIN: Duration = Duration::from_secs(2);
 
 /// How many siblings one server follows (or is trying to) at once; the listing still reads
 /// every board.
-pub const MAX_FOLLOWED: usize = 64;
+pub(super) const MAX_FOLLOWED: usize = 64;
 
 /// How often a followed board is read again though no event said it changed: what changes
 /// without an event — the seconds since a peer was last seen or left, the worktree's changes

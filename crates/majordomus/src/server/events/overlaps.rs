@@ -23,7 +23,7 @@ struct ClaimKey {
 }
 
 /// The claims of a board, indexed by path.
-pub struct OverlapTracker {
+pub(super) struct OverlapTracker {
     checkout_root: String,
     index: PathIndex<ClaimKey>,
     claims: HashMap<ClaimKey, Arc<[ClaimPath]>>,
@@ -35,13 +35,13 @@ pub struct OverlapTracker {
 
 /// The peers an announcement began and stopped meeting.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Delta {
+pub(super) struct Delta {
     pub began: Vec<PeerId>,
     pub ended: Vec<PeerId>,
 }
 
 impl OverlapTracker {
-    pub fn new(checkout_root: String) -> Self {
+    pub(super) fn new(checkout_root: String) -> Self {
         OverlapTracker {
             checkout_root,
             index: PathIndex::new(),
@@ -52,13 +52,13 @@ impl OverlapTracker {
     }
 
     /// `peer` announced `claim` (as the board recorded it).
-    pub fn announce(&mut self, peer: &PeerId, claim: &Announcement) -> Delta {
+    pub(super) fn announce(&mut self, peer: &PeerId, claim: &Announcement) -> Delta {
         let paths = self.paths_of(claim);
         self.replace(peer, claim.name.clone(), paths)
     }
 
     /// `peer`'s claim `name` left it, handed to another session.
-    pub fn withdraw(&mut self, peer: &PeerId, name: Option<&str>) -> Delta {
+    pub(super) fn withdraw(&mut self, peer: &PeerId, name: Option<&str>) -> Delta {
         self.replace(peer, name.map(str::to_owned), Vec::new().into())
     }
 
@@ -93,7 +93,7 @@ impl OverlapTracker {
     }
 
     /// `peer` is gone from the board with its claims; answers the peers it met.
-    pub fn remove_peer(&mut self, peer: &PeerId) -> Vec<PeerId> {
+    pub(super) fn remove_peer(&mut self, peer: &PeerId) -> Vec<PeerId> {
         let partners = self.partners(peer);
         for name in self.names.remove(peer).unwrap_or_default() {
             self.unindex(&ClaimKey {
@@ -106,13 +106,13 @@ impl OverlapTracker {
     }
 
     /// `peer` left holding claims: it stays, until the board forgets it.
-    pub fn departed(&mut self, peer: &PeerId) {
+    pub(super) fn departed(&mut self, peer: &PeerId) {
         self.departed.push_back(peer.clone());
     }
 
     /// The departed peers the board no longer holds (`on_board` says which it does). The
     /// board forgets the earliest beyond [`DEPARTED_CAP`], so only those few are asked about.
-    pub fn forgotten(&mut self, on_board: impl Fn(&PeerId) -> bool) -> Vec<PeerId> {
+    pub(super) fn forgotten(&mut self, on_board: impl Fn(&PeerId) -> bool) -> Vec<PeerId> {
         let mut gone = Vec::new();
         while self.departed.len() > DEPARTED_CAP
             || self.departed.front().is_some_and(|peer| !on_board(peer))

@@ -9,7 +9,7 @@ use majordomus_domain::peers::{
 use serde::Serialize;
 
 /// The largest event, in bytes of JSON; a sibling's event over it is not re-emitted.
-pub const MAX_EVENT_BYTES: usize = 64 * 1024;
+pub(super) const MAX_EVENT_BYTES: usize = 64 * 1024;
 
 /// One change of a board, as its event's JSON says it (with `kind` the variant's name).
 #[derive(Debug, Serialize)]
@@ -123,7 +123,7 @@ pub(super) struct Envelope<'a> {
 
 /// One event as the backlog keeps it and the streams send it.
 #[derive(Debug)]
-pub struct Event {
+pub(super) struct Event {
     /// Increasing over the server's life; see [`EventBus::new`] for where it starts.
     pub id: u64,
     /// Whether it is a change of this checkout's board (not a sibling's).
