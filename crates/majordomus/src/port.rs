@@ -16,13 +16,12 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 use majordomus_checkout::lease::{Lease, LeaseView};
 use majordomus_checkout::standing::Standing;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{
-    AnnounceInput, Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting,
-};
+use majordomus_domain::peers::{Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting};
 
 use crate::api::CapabilityError;
 use crate::federation::Federation;
@@ -125,7 +124,7 @@ pub trait BoardPort: Send + Sync {
     fn announce_resolved(
         &self,
         caller: &PeerId,
-        input: AnnounceInput,
+        announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError>;

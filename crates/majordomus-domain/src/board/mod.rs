@@ -37,7 +37,9 @@ mod meeting;
 mod refusals;
 mod waiting;
 
-pub use refusals::{AnnounceError, InvalidAnnouncement, NotAttached, check_announcement};
+pub use refusals::{
+    AnnounceError, CheckedAnnouncement, InvalidAnnouncement, NotAttached, check_announcement,
+};
 pub use waiting::{Marked, Signal};
 
 /// How many departed peers (gone, but holding claims) a board keeps; beyond it the ones
@@ -510,30 +512,30 @@ impl PeerBoard {
         now: SystemTime,
     ) -> Result<Announced, AnnounceError> {
         let number = self.attached_number(id)?;
-        check_announcement(&input)?;
+        let input = CheckedAnnouncement::check(input)?;
         let paths = input
+            .input()
             .scope
             .iter()
             .map(|raw| normalize(raw, &self.checkout_root))
             .collect::<Result<Vec<_>, _>>()
             .map_err(InvalidAnnouncement::from)?;
-        self.record(number, input, paths, now)
+        self.record(number, input.into_input(), paths, now)
     }
 
     /// [`PeerBoard::announce`] with the scope's paths already resolved by the caller, one
     /// per scope path in order: the app asks the file system where each path leads (a
     /// symbolic link followed, a glob-looking name that exists), which the pure board
-    /// cannot.
+    /// cannot. The announcement was checked where it came in.
     pub fn announce_resolved(
         &mut self,
         id: &PeerId,
-        input: AnnounceInput,
+        announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, AnnounceError> {
         let number = self.attached_number(id)?;
-        check_announcement(&input)?;
-        self.record(number, input, paths, now)
+        self.record(number, announcement.into_input(), paths, now)
     }
 
     fn record(
@@ -1140,7 +1142,7 @@ mod tests {
         let alias = ClaimPath::resolved(&split, vec!["src".into(), "real".into()]).unwrap();
         old.announce_resolved(
             &ids[2],
-            input("links", &["alias"], None),
+            CheckedAnnouncement::check(input("links", &["alias"], None)).unwrap(),
             vec![alias],
             at(11),
         )
@@ -1303,7 +1305,12 @@ mod tests {
         let answer = board
             .announce_resolved(
                 &ids[1],
-                input("x", &["alias/a.rs", "app/[slug]/page.tsx"], None),
+                CheckedAnnouncement::check(input(
+                    "x",
+                    &["alias/a.rs", "app/[slug]/page.tsx"],
+                    None,
+                ))
+                .unwrap(),
                 paths,
                 at(3),
             )

@@ -66,11 +66,11 @@ pub enum NotAttached {
 
 /// The checks of an announcement that need no board: the number of paths first, then each
 /// text and path, its length before its characters. Normalising each path and the
-/// named-claim limit are the board's, in [`PeerBoard::announce`](super::PeerBoard::announce),
-/// which runs these too.
+/// named-claim limit are the board's, when it records the claim.
 ///
-/// The app calls it before anything else, so an announcement that could never be accepted
-/// is refused as bad input on every surface, whether or not the caller could announce.
+/// The app runs them before anything else, making a [`CheckedAnnouncement`], so an
+/// announcement that could never be accepted is refused as bad input on every surface,
+/// whether or not the caller could announce.
 pub fn check_announcement(input: &AnnounceInput) -> Result<(), InvalidAnnouncement> {
     if input.scope.len() > limits::SCOPE_PATHS {
         return Err(InvalidAnnouncement::ScopeTooLong {
@@ -85,4 +85,26 @@ pub fn check_announcement(input: &AnnounceInput) -> Result<(), InvalidAnnounceme
         check_written(path)?;
     }
     Ok(())
+}
+
+/// An announcement that passed [`check_announcement`]: what a board records with paths the
+/// caller resolved takes nothing else, so the checks run once, at the edge that received
+/// the input, and never again inside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedAnnouncement(AnnounceInput);
+
+impl CheckedAnnouncement {
+    /// `input`, once it passed [`check_announcement`].
+    pub fn check(input: AnnounceInput) -> Result<Self, InvalidAnnouncement> {
+        check_announcement(&input)?;
+        Ok(CheckedAnnouncement(input))
+    }
+
+    pub fn input(&self) -> &AnnounceInput {
+        &self.0
+    }
+
+    pub fn into_input(self) -> AnnounceInput {
+        self.0
+    }
 }

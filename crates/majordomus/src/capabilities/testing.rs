@@ -13,6 +13,7 @@ use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_checkout::config::Config;
 use majordomus_checkout::lease::{LEASE_SCHEMA, LeaseView};
 use majordomus_checkout::process::ExecutableStamp;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::board::{AnnounceError, Signal};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::coordination::Coordination;
@@ -193,7 +194,7 @@ impl BoardPort for MemoryPort {
     fn announce_resolved(
         &self,
         caller: &PeerId,
-        input: AnnounceInput,
+        announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
@@ -201,7 +202,7 @@ impl BoardPort for MemoryPort {
         self.expire(&mut boards, now);
         let announced = boards
             .peers_mut()
-            .announce_resolved(caller, input, paths, now)
+            .announce_resolved(caller, announcement, paths, now)
             .map_err(|error| match error {
                 AnnounceError::InvalidInput(error) => {
                     CapabilityError::invalid_input(error.to_string())

@@ -25,10 +25,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::coordination::{Coordination, Release};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport};
+use majordomus_domain::peers::{Announced, ClientInfo, Peer, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -468,7 +469,7 @@ impl ServerState {
     pub fn announce_resolved(
         &self,
         caller: &PeerId,
-        input: AnnounceInput,
+        announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
@@ -477,7 +478,7 @@ impl ServerState {
         self.expire_claims_under(&mut coordination, now);
         let board = coordination.peers_mut();
         let announced = board
-            .announce_resolved(caller, input, paths, now)
+            .announce_resolved(caller, announcement, paths, now)
             .map_err(|error| match error {
                 AnnounceError::InvalidInput(error) => {
                     CapabilityError::invalid_input(error.to_string())

@@ -7,12 +7,11 @@ use std::time::SystemTime;
 use futures::future::BoxFuture;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::LeaseView;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{
-    AnnounceInput, Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting,
-};
+use majordomus_domain::peers::{Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting};
 
 use majordomus_checkout::ancestry::ProcessStamp;
 
@@ -84,11 +83,11 @@ impl BoardPort for ServerState {
     fn announce_resolved(
         &self,
         caller: &PeerId,
-        input: AnnounceInput,
+        announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
-        ServerState::announce_resolved(self, caller, input, paths, now)
+        ServerState::announce_resolved(self, caller, announcement, paths, now)
     }
 
     fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList {

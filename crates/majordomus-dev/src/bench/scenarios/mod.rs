@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::ProgressBar;
 use majordomus_checkout::allowances::{Allowances, Suggestion};
 use majordomus_checkout::config::UserFiles;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 use serde_json::{Value, json};
 
@@ -466,8 +467,9 @@ fn announce_as_written(
         .map(|raw| majordomus_domain::paths::normalize(raw, &root))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| error.to_string())?;
+    let announcement = CheckedAnnouncement::check(input).map_err(|error| error.to_string())?;
     state
-        .announce_resolved(caller, input, paths, SystemTime::now())
+        .announce_resolved(caller, announcement, paths, SystemTime::now())
         .map(drop)
         .map_err(|error| error.message)
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use majordomus_checkout::resolve::resolve_scope;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::leases::millis;
 use majordomus_domain::messages::{
     Accepted, Delivery, HandedClaim, HandoffState, Home, Mailbox, Party, ReceiptState,
@@ -312,12 +313,13 @@ async fn take_over_on(
     for claim in &accepted.claims {
         let paths = resolve_scope(&site.checkout.root, &claim.scope)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        let input = AnnounceInput {
+        let announcement = CheckedAnnouncement::check(AnnounceInput {
             intent: claim.intent.clone(),
             scope: claim.scope.clone(),
             claim: Some(claim.name.clone()),
-        };
-        port.announce_resolved(&recipient, input, paths, SystemTime::now())?;
+        })
+        .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
+        port.announce_resolved(&recipient, announcement, paths, SystemTime::now())?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use majordomus_checkout::resolve::resolve_scope;
-use majordomus_domain::board::check_announcement;
+use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
@@ -143,13 +143,14 @@ impl Operation for PeersAnnounce {
             .unwrap_or(Self::DECLARATION.id);
         // Input that could never be accepted is bad input on every surface, before the
         // question whether this caller can announce at all.
-        check_announcement(&input)
+        let announcement = CheckedAnnouncement::check(input)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
             return Err(needs_a_session(tool));
         };
-        let paths = resolve(&ctx.site, &input.scope).await?;
-        let mut announced = server.announce_resolved(caller, input, paths, SystemTime::now())?;
+        let paths = resolve(&ctx.site, &announcement.input().scope).await?;
+        let mut announced =
+            server.announce_resolved(caller, announcement, paths, SystemTime::now())?;
         // The claim just made is the peer's latest, and carries the paths the board holds for
         // it, without repeats: the siblings' claims and changes are met on those.
         let Some(mine) = announced
