@@ -216,25 +216,72 @@ async fn publish_reading(site: Arc<Site>, read: impl Future<Output = RepositoryR
         .send_replace(Some(Arc::new(reading)));
 }
 
-/// One call's context: where it runs, the serving process it reached (if this process
-/// serves), and the peer that made it (set only for calls that arrive through an MCP
-/// connection). The serving process is seen through the board port only, so a capability
+/// One call's context: where it runs, and how far the caller reaches into the serving
+/// process. The serving process is seen through the board port only, so a capability
 /// never depends on the server that runs it.
 #[derive(Clone)]
 pub struct Context {
     pub site: Arc<Site>,
-    pub server: Option<Arc<dyn BoardPort>>,
-    pub caller: Option<PeerId>,
+    reach: Reach,
+}
+
+/// How far a call reaches: a peer exists only on a serving process, so the three cases are
+/// all there are.
+#[derive(Clone)]
+enum Reach {
+    /// A process that does not serve: every checkout, its own included, is read through its
+    /// lease, as a sibling would be.
+    Observer,
+    /// The serving process, asked without an MCP session (plain HTTP, hooks).
+    Served(Arc<dyn BoardPort>),
+    /// An MCP session's peer on the serving process.
+    Session(Arc<dyn BoardPort>, PeerId),
 }
 
 impl Context {
-    /// A context for a process that does not serve: every checkout, its own included, is read
-    /// through its lease, as a sibling would be.
     pub fn observer(site: Arc<Site>) -> Self {
         Context {
             site,
-            server: None,
-            caller: None,
+            reach: Reach::Observer,
+        }
+    }
+
+    /// A call to the serving process `server`, made by `caller` when it came through an MCP
+    /// session that has a peer.
+    pub fn served(site: Arc<Site>, server: Arc<dyn BoardPort>, caller: Option<PeerId>) -> Self {
+        let reach = match caller {
+            Some(caller) => Reach::Session(server, caller),
+            None => Reach::Served(server),
+        };
+        Context { site, reach }
+    }
+
+    /// The serving process, when this process serves.
+    pub fn server(&self) -> Option<&Arc<dyn BoardPort>> {
+        match &self.reach {
+            Reach::Observer => None,
+            Reach::Served(server) | Reach::Session(server, _) => Some(server),
+        }
+    }
+
+    /// [`Self::server`] as the port a capability asks.
+    pub fn port(&self) -> Option<&dyn BoardPort> {
+        self.server().map(|server| server.as_ref())
+    }
+
+    /// The peer that made the call, for a call through an MCP session.
+    pub fn caller(&self) -> Option<&PeerId> {
+        match &self.reach {
+            Reach::Session(_, caller) => Some(caller),
+            Reach::Observer | Reach::Served(_) => None,
+        }
+    }
+
+    /// The serving process and the calling peer, for a call that needs both.
+    pub fn session(&self) -> Option<(&Arc<dyn BoardPort>, &PeerId)> {
+        match &self.reach {
+            Reach::Session(server, caller) => Some((server, caller)),
+            Reach::Observer | Reach::Served(_) => None,
         }
     }
 }

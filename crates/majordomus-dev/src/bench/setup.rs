@@ -421,11 +421,11 @@ impl InProcessServer {
     }
 
     pub(super) fn context(&self) -> Context {
-        Context {
-            site: self.serving.state.site.clone(),
-            server: Some(self.serving.state.clone()),
-            caller: Some(self.caller.clone()),
-        }
+        Context::served(
+            self.serving.state.site.clone(),
+            self.serving.state.clone(),
+            Some(self.caller.clone()),
+        )
     }
 
     pub(super) async fn stop(self) {

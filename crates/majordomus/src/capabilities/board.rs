@@ -56,7 +56,7 @@ impl<'a> Board<'a> {
     /// `checkout`'s board as `ctx` reaches it: in memory when it is the checkout this
     /// process serves (a server never asks itself), through its lease otherwise.
     pub(super) async fn of(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
-        match ctx.server.as_deref() {
+        match ctx.port() {
             Some(port) if checkout.id == ctx.site.checkout.id => Board::Local { port, checkout },
             _ => Board::Remote(Box::new(survey::survey(&ctx.site, checkout).await)),
         }
@@ -66,7 +66,7 @@ impl<'a> Board<'a> {
     /// serving process follows, confirmed by its server within the bound, is read from
     /// memory rather than asked.
     pub(super) async fn listed(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
-        let view = match ctx.server.as_deref() {
+        let view = match ctx.port() {
             Some(port) if checkout.id != ctx.site.checkout.id => port.sibling_board(&checkout.id),
             _ => None,
         };
@@ -170,7 +170,7 @@ pub(crate) async fn forwarded<O: Operation>(
     wait: Duration,
     kept: &str,
 ) -> Result<Option<O::Output>, CapabilityError> {
-    if ctx.server.is_some() || ctx.site.config.federation.url.is_none() {
+    if ctx.server().is_some() || ctx.site.config.federation.url.is_none() {
         return Ok(None);
     }
     let survey = survey::survey(&ctx.site, ctx.site.checkout.clone()).await;

@@ -207,7 +207,7 @@ impl Operation for EpisodesAttach {
     async fn run(ctx: &Context, input: AttachInput) -> Result<Attached, CapabilityError> {
         validate_external_id(&input.external_id)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
+        let Some((server, caller)) = ctx.session() else {
             return Err(needs_a_session(tool_of(&Self::DECLARATION)));
         };
         Ok(server.attach_episode(caller, &input.external_id).await)
@@ -261,10 +261,10 @@ impl Operation for EpisodesDetach {
             validate_external_id(external_id)
                 .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         }
-        let Some(server) = &ctx.server else {
+        let Some(server) = ctx.server() else {
             return Err(needs_a_session(tool));
         };
-        let external_id = match (input.external_id, &ctx.caller) {
+        let external_id = match (input.external_id, ctx.caller()) {
             (Some(external_id), _) => external_id,
             (None, Some(caller)) => server.held_episode(caller).ok_or_else(|| {
                 CapabilityError::not_found(
@@ -298,7 +298,7 @@ impl<'a> Board<'a> {
     /// The episodes the board's server holds in memory; `mine` is the caller's.
     pub(super) async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
         match self {
-            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller.as_ref())),
+            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller())),
             Board::Remote(found) | Board::Viewed { found, .. } => {
                 let site = &ctx.site;
                 ask::<EpisodesList>(found, site, &EpisodeListInput {}, site.probe_timeout()).await

@@ -47,7 +47,7 @@ static LAST_READ: Mutex<Option<(Stamp, Arc<Mailbox>)>> = Mutex::new(None);
 impl Place {
     /// The mailbox of the caller's repository.
     pub(super) fn of(ctx: &Context) -> Result<Place, CapabilityError> {
-        Place::serving(&ctx.site, ctx.server.as_deref())
+        Place::serving(&ctx.site, ctx.port())
     }
 
     /// The mailbox of `site`'s repository, as its serving process (`port`, when this process

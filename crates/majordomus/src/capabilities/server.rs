@@ -213,11 +213,11 @@ impl Operation for ServerStatus {
         Ok(ServerStatusOutput {
             checkout_id: site.checkout.id.clone(),
             git: site.checkout.git_id.clone().map(|id| GitView { id }),
-            this_process: ctx.server.as_ref().map(|server| server.lease_view()),
+            this_process: ctx.server().map(|server| server.lease_view()),
             standing,
             servers: views,
             federation,
-            mcp_sessions: ctx.server.as_ref().map(|server| {
+            mcp_sessions: ctx.server().map(|server| {
                 let (live, parked) = server.http_sessions();
                 HttpSessions { live, parked }
             }),

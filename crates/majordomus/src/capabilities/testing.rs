@@ -438,16 +438,11 @@ impl World {
         let server: Arc<dyn BoardPort> = self.port.clone();
         match caller {
             Caller::Observer => Context::observer(self.site.clone()),
-            Caller::Sessionless => Context {
-                site: self.site.clone(),
-                server: Some(server),
-                caller: None,
-            },
-            Caller::Peer => Context {
-                site: self.site.clone(),
-                server: Some(server),
-                caller: Some(self.port.attach("table-client")),
-            },
+            Caller::Sessionless => Context::served(self.site.clone(), server, None),
+            Caller::Peer => {
+                let caller = self.port.attach("table-client");
+                Context::served(self.site.clone(), server, Some(caller))
+            }
         }
     }
 }

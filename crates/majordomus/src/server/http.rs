@@ -580,11 +580,7 @@ async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
     let capability: &Capability = crate::capabilities::registry()
         .by_id(id)
         .expect("routes are built from the registry");
-    let ctx = Context {
-        site: state.site.clone(),
-        server: Some(state.clone()),
-        caller: None,
-    };
+    let ctx = Context::served(state.site.clone(), state.clone(), None);
     // An answer the capability encoded already is the body as it is; a value is encoded
     // here, as `axum::Json` would. A typed answer goes through the value on purpose: its keys
     // come out in order, so every surface, and a kept listing, writes the same bytes.

@@ -126,11 +126,11 @@ impl McpSession {
     }
 
     fn context(&self) -> Context {
-        Context {
-            site: self.state.site.clone(),
-            server: Some(self.state.clone()),
-            caller: self.peer.get().cloned(),
-        }
+        Context::served(
+            self.state.site.clone(),
+            self.state.clone(),
+            self.peer.get().cloned(),
+        )
     }
 }
 

@@ -364,11 +364,7 @@ async fn board(
         };
         announce_as_written(&state, &caller, wide)?;
     }
-    let ctx = Context {
-        site: site.clone(),
-        server: Some(state.clone()),
-        caller: Some(caller),
-    };
+    let ctx = Context::served(site.clone(), state.clone(), Some(caller));
     let (id, input) = match case {
         BoardCase::Announce => {
             let mut scope: Vec<String> = (0..BOARD_PATHS - 1)

@@ -251,8 +251,7 @@ pub async fn news(
     moment: NewsMoment,
 ) -> Result<Vec<String>, CapabilityError> {
     let server = ctx
-        .server
-        .as_ref()
+        .server()
         .ok_or_else(|| CapabilityError::internal("news needs the serving process"))?;
     let list = listing(ctx).await?;
     let me = Me { peer };

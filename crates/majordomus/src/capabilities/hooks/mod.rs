@@ -207,7 +207,7 @@ fn check_session_id(session_id: &str) -> Result<(), CapabilityError> {
 /// This checkout's serving process: the hooks' sessions live in its memory, so a hook is
 /// answered only there.
 fn serving(ctx: &Context) -> Result<&dyn BoardPort, CapabilityError> {
-    ctx.server.as_deref().ok_or_else(|| {
+    ctx.port().ok_or_else(|| {
         CapabilityError::refused(
             "hooks are answered by the checkout's running server; start one with `majordomus \
              serve ensure`, or let a client's `majordomus mcp` start it",

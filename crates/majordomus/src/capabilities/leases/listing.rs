@@ -79,7 +79,7 @@ pub async fn held_by_others(
 ) -> Result<Vec<HeldElsewhere>, CapabilityError> {
     let place = Place::of(ctx)?;
     let table = place.read().await?;
-    let liveness = Liveness::new(ctx.server.as_deref().map(attached_here), &place);
+    let liveness = Liveness::new(ctx.port().map(attached_here), &place);
     let key = session_key(this_server(), peer);
     let at = SystemTime::now();
     let now = millis(at);

@@ -213,7 +213,7 @@ impl Operation for LeasesAcquire {
         let place = Place::of(ctx)?;
         let holder = holder_of(ctx, input.pid, &place)?;
         let deadline = Instant::now() + wait;
-        let port = ctx.server.as_deref();
+        let port = ctx.port();
         let (name, mut standing, handed_port) =
             ask(&place, &resource, holder.clone(), ttl, port).await?;
         let mut last_sweep = Instant::now();
@@ -357,7 +357,7 @@ impl Operation for LeasesRelease {
             .await?
             .map_err(refusal)?;
         TABLE_CHANGED.notify_waiters();
-        tell(ctx.server.as_deref(), vec![now]);
+        tell(ctx.port(), vec![now]);
         Ok(Released {
             name: released,
             next: handed.map(|handed| handed.to.label),
@@ -501,7 +501,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>, place: &Place) -> Result<Holder, C
             .map(|machine| format!(" on {machine}"))
             .unwrap_or_default()
     );
-    if let (Some(port), Some(caller), None) = (&ctx.server, &ctx.caller, pid) {
+    if let (Some((port, caller)), None) = (ctx.session(), pid) {
         let client = port
             .board_peers(SystemTime::now())
             .into_iter()

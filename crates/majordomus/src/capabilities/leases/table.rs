@@ -33,7 +33,7 @@ pub(super) enum Place {
 impl Place {
     /// The table of the caller's repository.
     pub(super) fn of(ctx: &Context) -> Result<Place, CapabilityError> {
-        Place::serving(&ctx.site, ctx.server.as_deref())
+        Place::serving(&ctx.site, ctx.port())
     }
 
     /// The table of `site`'s repository, as its serving process (`port`, when this process

@@ -134,7 +134,7 @@ pub const HAND_TOKEN_MAX: u64 = (1 << 53) - 1;
 /// The messages waiting for `peer` of this server, handed to its client's hook `through`:
 /// delivered once the hook confirms with the answer's `hand` ([`confirm`]).
 pub async fn hand_to_hook(ctx: &Context, peer: &PeerId, through: String) -> Option<Inbox> {
-    let party = party_here(&ctx.site, ctx.server.as_deref()?, peer)?;
+    let party = party_here(&ctx.site, ctx.port()?, peer)?;
     let place = Place::of(ctx).ok()?;
     let token = rand::random::<u64>() & HAND_TOKEN_MAX;
     give(&place, party, through, Giving::Hand(token))
@@ -257,7 +257,7 @@ pub(super) fn claims_of(
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let (Some(port), Some(caller)) = (ctx.server.as_deref(), ctx.caller.as_ref()) else {
+    let Some((port, caller)) = ctx.session() else {
         return Err(CapabilityError::refused(format!(
             "{} holds no claims to hand over: a handoff is made from a session, through \
              `majordomus mcp`",
@@ -293,7 +293,7 @@ fn peer_here(site: &Site, port: &dyn BoardPort, party: &Party) -> Option<PeerId>
 /// announced for it under its name, and let go by the sender when the sender is on this
 /// board too (else by the sender's server, within a second).
 pub(super) async fn take_over(ctx: &Context, accepted: &Accepted) -> Result<(), CapabilityError> {
-    let Some(port) = ctx.server.as_deref() else {
+    let Some(port) = ctx.port() else {
         return Ok(());
     };
     take_over_on(&ctx.site, port, accepted).await

@@ -47,7 +47,7 @@ pub(super) fn party_here(site: &Site, port: &dyn BoardPort, peer: &PeerId) -> Op
 
 /// The calling session, when the call came through one.
 pub(super) fn me(ctx: &Context) -> Option<Party> {
-    party_here(&ctx.site, ctx.server.as_deref()?, ctx.caller.as_ref()?)
+    party_here(&ctx.site, ctx.port()?, ctx.caller()?)
 }
 
 /// `peer` as a message names it: qualified by its checkout's id, as its own server names it

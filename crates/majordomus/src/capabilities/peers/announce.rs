@@ -145,7 +145,7 @@ impl Operation for PeersAnnounce {
         // question whether this caller can announce at all.
         let announcement = CheckedAnnouncement::check(input)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        let (Some(server), Some(caller)) = (&ctx.server, &ctx.caller) else {
+        let Some((server, caller)) = ctx.session() else {
             return Err(needs_a_session(tool));
         };
         let paths = resolve(&ctx.site, &announcement.input().scope).await?;

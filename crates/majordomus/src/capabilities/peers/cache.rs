@@ -115,7 +115,7 @@ pub(super) async fn this_board_encoded(
             made
         }
     };
-    for_caller(&listing, ctx.caller.as_ref())
+    for_caller(&listing, ctx.caller())
 }
 
 /// Makes this board's listing at `now`, encoded as a JSON value is (the keys in order), so

@@ -89,7 +89,7 @@ impl Operation for PeersList {
         ctx: &Context,
         input: PeerListInput,
     ) -> Result<Reply<PeerList>, CapabilityError> {
-        match (input.checkouts, ctx.server.as_deref()) {
+        match (input.checkouts, ctx.port()) {
             (Checkouts::This, Some(port)) => {
                 this_board_encoded(ctx, port).await.map(Reply::Encoded)
             }
@@ -156,7 +156,7 @@ async fn gather(
     // once. A server waits for it at most half the probe timeout; a process that does not
     // serve (a person's `majordomus peers`) has no later call to profit from it, and waits
     // for it to finish.
-    let wait = match ctx.server {
+    let wait = match ctx.server() {
         Some(_) => site.probe_timeout() / 2,
         None => Duration::MAX,
     };
@@ -174,7 +174,7 @@ async fn gather(
         }
     }
     let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
-    Ok(listing_of(ctx.caller.clone(), boards, conflicts))
+    Ok(listing_of(ctx.caller().cloned(), boards, conflicts))
 }
 
 /// Reads one checkout's board ([`Board`]), and what the worktree changed: from the answer
