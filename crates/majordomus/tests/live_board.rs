@@ -405,22 +405,30 @@ async fn subscriber_that_never_reads(lease: &LeaseFile) -> tokio::net::TcpStream
 
 /// How many of the connections from `clients` the server at `server` still holds open, as
 /// the kernel's table of TCP sockets says: one the server has closed is no longer
-/// established on its side (it waits, orphaned, to send what the client never read).
+/// established on its side (it waits, orphaned, to send what the client never read). The
+/// table is read in chunks while other tests open and close sockets, so one reading may
+/// list a socket twice or skip it: each connection counts once, seen in any of three.
 fn held_open(server: std::net::SocketAddr, clients: &[std::net::SocketAddr]) -> usize {
-    let table = std::fs::read_to_string("/proc/net/tcp").expect("the kernel's TCP table");
     let port = |address: &std::net::SocketAddr| format!(":{:04X}", address.port());
-    table
-        .lines()
-        .skip(1)
-        .map(|line| line.split_whitespace().collect::<Vec<_>>())
-        .filter(|fields| fields.len() > 3 && fields[3] == "01")
-        .filter(|fields| fields[1].ends_with(&port(&server)))
-        .filter(|fields| {
-            clients
-                .iter()
-                .any(|client| fields[2].ends_with(&port(client)))
-        })
-        .count()
+    let mut open = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("the kernel's TCP table");
+        open.extend(
+            table
+                .lines()
+                .skip(1)
+                .map(|line| line.split_whitespace().collect::<Vec<_>>())
+                .filter(|fields| fields.len() > 3 && fields[3] == "01")
+                .filter(|fields| fields[1].ends_with(&port(&server)))
+                .filter(|fields| {
+                    clients
+                        .iter()
+                        .any(|client| fields[2].ends_with(&port(client)))
+                })
+                .map(|fields| fields[2].to_owned()),
+        );
+    }
+    open.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
