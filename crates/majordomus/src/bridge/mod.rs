@@ -278,10 +278,13 @@ impl Bridge {
                         bridged: false,
                     }),
                 );
+                let client_process = self
+                    .client_process
+                    .filter(|&stamp| session.hold_client_process(stamp));
                 if let Some(id) = self.client_session() {
                     session.adopt_client_session(&id).await;
                 }
-                if let Some(stamp) = self.client_process {
+                if let Some(stamp) = client_process {
                     session.adopt_client_process(stamp).await;
                 }
                 return Ok(Connection {

@@ -95,10 +95,19 @@ impl McpSession {
     }
 
     /// The connection runs for the client process `stamp` (a `majordomus mcp` process's
-    /// parent): the client's hooks join its peer, and its end ends the peer.
+    /// parent): the client's hooks join its peer, and its end ends the peer. Called right
+    /// after [`Self::join`], before anything that waits.
+    pub fn hold_client_process(&self, stamp: ProcessStamp) -> bool {
+        self.peer
+            .get()
+            .is_some_and(|peer| self.state.hold_client_process(peer, stamp))
+    }
+
+    /// The session whose hooks already ran under the client process this connection holds
+    /// becomes its session.
     pub async fn adopt_client_process(&self, stamp: ProcessStamp) {
         if let Some(peer) = self.peer.get() {
-            self.state.join_client_process(peer, stamp).await;
+            self.state.adopt_waiting_session(peer, stamp).await;
         }
     }
 
@@ -444,12 +453,14 @@ impl ServerHandler for McpSession {
             }
             None => self.join(&request.client_info, worker),
         };
+        let client_process =
+            client_process_of(&sent).filter(|&stamp| self.hold_client_process(stamp));
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
         if let Some(session) = client_session_of(&sent) {
             self.adopt_client_session(&session).await;
         }
-        if let Some(stamp) = client_process_of(&sent) {
+        if let Some(stamp) = client_process {
             self.adopt_client_process(stamp).await;
         }
         Ok(result)

@@ -137,32 +137,51 @@ impl ServerState {
     }
 
     /// The MCP connection of `peer` runs for the client process `stamp`: the client's hooks
-    /// join it from now on, and the session whose hooks already ran under that process
-    /// (the latest heard from, while no connection of its own named it) is its session now.
-    /// The process is held: when it ends, so does the peer.
-    pub(crate) async fn join_client_process(&self, peer: &PeerId, stamp: ProcessStamp) {
+    /// join it from now on, and the process is held: when it ends, so does the peer. Taken
+    /// as the connection joins the board, before anything it does next can wait, so that a
+    /// hook of its client arriving meanwhile finds it and is not told of it as another
+    /// session. Whether the process was taken (it is alive, and within the bound).
+    pub(crate) fn hold_client_process(&self, peer: &PeerId, stamp: ProcessStamp) -> bool {
         let held = ProcessHandle::open(stamp.pid, Some(stamp.start));
         if !held.alive() {
-            return;
+            return false;
         }
         let now = SystemTime::now();
-        let waiting = {
-            let mut sessions = self.sessions();
-            let coordination = self.coordination();
-            let board = coordination.peers();
-            if sessions.clients.len() >= HOOK_SESSIONS {
-                sessions
-                    .clients
-                    .retain(|peer, _| is_attached(board, peer, now));
-            }
-            if sessions.clients.len() >= HOOK_SESSIONS {
-                return;
-            }
-            sessions.named += 1;
-            let order = sessions.named;
+        let mut sessions = self.sessions();
+        let coordination = self.coordination();
+        let board = coordination.peers();
+        if sessions.clients.len() >= HOOK_SESSIONS {
             sessions
                 .clients
-                .insert(peer.clone(), ClientProcess { stamp, held, order });
+                .retain(|peer, _| is_attached(board, peer, now));
+        }
+        if sessions.clients.len() >= HOOK_SESSIONS {
+            return false;
+        }
+        sessions.named += 1;
+        let order = sessions.named;
+        sessions
+            .clients
+            .insert(peer.clone(), ClientProcess { stamp, held, order });
+        true
+    }
+
+    /// The session whose hooks already ran under the client process `stamp` that `peer`'s
+    /// connection holds (the latest heard from, while no connection of its own named it) is
+    /// the connection's session now.
+    pub(crate) async fn adopt_waiting_session(&self, peer: &PeerId, stamp: ProcessStamp) {
+        let now = SystemTime::now();
+        let waiting = {
+            let sessions = self.sessions();
+            if sessions
+                .clients
+                .get(peer)
+                .is_none_or(|client| client.stamp != stamp)
+            {
+                return;
+            }
+            let coordination = self.coordination();
+            let board = coordination.peers();
             let speaks_already = sessions
                 .sessions
                 .values()
