@@ -278,15 +278,9 @@ impl Bridge {
                         bridged: false,
                     }),
                 );
-                let client_process = self
-                    .client_process
-                    .filter(|&stamp| session.hold_client_process(stamp));
-                if let Some(id) = self.client_session() {
-                    session.adopt_client_session(&id).await;
-                }
-                if let Some(stamp) = client_process {
-                    session.adopt_client_process(stamp).await;
-                }
+                session
+                    .name_client(self.client_session().as_deref(), self.client_process)
+                    .await;
                 return Ok(Connection {
                     upstream: Upstream::Local(session),
                     generation,

@@ -94,19 +94,20 @@ impl McpSession {
         self.state.adopt_session(peer, session_id).await;
     }
 
-    /// The connection runs for the client process `stamp` (a `majordomus mcp` process's
-    /// parent): the client's hooks join its peer, and its end ends the peer. Called right
-    /// after [`Self::join`], before anything that waits.
-    pub fn hold_client_process(&self, stamp: ProcessStamp) -> bool {
-        self.peer
-            .get()
-            .is_some_and(|peer| self.state.hold_client_process(peer, stamp))
-    }
-
-    /// The session whose hooks already ran under the client process this connection holds
-    /// becomes its session.
-    pub async fn adopt_client_process(&self, stamp: ProcessStamp) {
-        if let Some(peer) = self.peer.get() {
+    /// What the joined connection knows of its client: the session it carries, and the
+    /// client process it runs for (a `majordomus mcp` process's parent), whose hooks join
+    /// its peer and whose end ends the peer. The process is held first, before anything
+    /// that waits, so a hook of the client arriving meanwhile finds this connection; then
+    /// the session is adopted, then the session whose hooks already ran under the process.
+    pub async fn name_client(&self, session: Option<&str>, process: Option<ProcessStamp>) {
+        let Some(peer) = self.peer.get() else {
+            return;
+        };
+        let process = process.filter(|&stamp| self.state.hold_client_process(peer, stamp));
+        if let Some(session) = session {
+            self.adopt_client_session(session).await;
+        }
+        if let Some(stamp) = process {
             self.state.adopt_waiting_session(peer, stamp).await;
         }
     }
@@ -453,16 +454,13 @@ impl ServerHandler for McpSession {
             }
             None => self.join(&request.client_info, worker),
         };
-        let client_process =
-            client_process_of(&sent).filter(|&stamp| self.hold_client_process(stamp));
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
-        if let Some(session) = client_session_of(&sent) {
-            self.adopt_client_session(&session).await;
-        }
-        if let Some(stamp) = client_process {
-            self.adopt_client_process(stamp).await;
-        }
+        self.name_client(
+            client_session_of(&sent).as_deref(),
+            client_process_of(&sent),
+        )
+        .await;
         Ok(result)
     }
 
