@@ -58,6 +58,18 @@ pub struct CapabilityError {
     pub message: String,
 }
 
+/// A board's refusal of an announcement, as every surface says it: bad input, or a peer
+/// not on the board.
+impl From<majordomus_domain::board::AnnounceError> for CapabilityError {
+    fn from(error: majordomus_domain::board::AnnounceError) -> Self {
+        use majordomus_domain::board::AnnounceError;
+        match error {
+            AnnounceError::InvalidInput(error) => CapabilityError::invalid_input(error.to_string()),
+            AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
+        }
+    }
+}
+
 impl CapabilityError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         CapabilityError {

@@ -14,7 +14,7 @@ use majordomus_checkout::config::Config;
 use majordomus_checkout::lease::{LEASE_SCHEMA, LeaseView};
 use majordomus_checkout::process::ExecutableStamp;
 use majordomus_domain::board::CheckedAnnouncement;
-use majordomus_domain::board::{AnnounceError, Signal};
+use majordomus_domain::board::Signal;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::coordination::Coordination;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
@@ -203,12 +203,7 @@ impl BoardPort for MemoryPort {
         let announced = boards
             .peers_mut()
             .announce_resolved(caller, announcement, paths, now)
-            .map_err(|error| match error {
-                AnnounceError::InvalidInput(error) => {
-                    CapabilityError::invalid_input(error.to_string())
-                }
-                AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
-            })?;
+            .map_err(CapabilityError::from)?;
         boards.peers_mut().moved_on(caller);
         Ok(announced)
     }

@@ -473,18 +473,12 @@ impl ServerState {
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Announced, CapabilityError> {
-        use majordomus_domain::board::AnnounceError;
         let mut coordination = self.coordination();
         self.expire_claims_under(&mut coordination, now);
         let board = coordination.peers_mut();
         let announced = board
             .announce_resolved(caller, announcement, paths, now)
-            .map_err(|error| match error {
-                AnnounceError::InvalidInput(error) => {
-                    CapabilityError::invalid_input(error.to_string())
-                }
-                AnnounceError::NotFound(error) => CapabilityError::not_found(error.to_string()),
-            })?;
+            .map_err(CapabilityError::from)?;
         self.events.announced(&announced);
         // An announce is the session moving on: whatever it waited for, it waits no more.
         if board.moved_on(caller) {
