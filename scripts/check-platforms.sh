@@ -48,7 +48,7 @@ builtin_headers=$(clang -print-resource-dir)/include
 CC_x86_64_apple_darwin=clang \
 CFLAGS_x86_64_apple_darwin="-ffreestanding -nostdinc -isystem $builtin_headers -I$stubs" \
   cargo clippy --quiet --workspace --all-targets --target "$darwin" -- -D warnings
-cargo clippy --quiet -p majordomus -p majordomus-checkout -p majordomus-domain \
-  --lib --bins --target "$windows" -- -D warnings
-cargo clippy --quiet -p majordomus -p majordomus-checkout -p majordomus-domain \
-  --lib --profile test --target "$windows" -- -D warnings
+cargo clippy --quiet -p majordomus -p majordomus-server -p majordomus-capabilities -p majordomus-core \
+  -p majordomus-federation -p majordomus-checkout -p majordomus-domain --lib --bins --target "$windows" -- -D warnings
+cargo clippy --quiet -p majordomus -p majordomus-server -p majordomus-capabilities -p majordomus-core \
+  -p majordomus-federation -p majordomus-checkout -p majordomus-domain --lib --profile test --target "$windows" -- -D warnings

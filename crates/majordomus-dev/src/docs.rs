@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::bench::{self, BenchTransport};
-use majordomus::registry::{Capability, Kind, Registry, Stability};
+use majordomus_core::registry::{Capability, Kind, Registry, Stability};
 
 /// Where the pages live, relative to the workspace root.
 const DEFAULT_DIR: &str = "docs/reference";
@@ -116,7 +116,7 @@ pub fn index(registry: &Registry) -> String {
         "\nMCP sessions served at `/mcp` also offer these resources (`resources/list`, \
          `resources/read`, `resources/subscribe`):\n\n| URI | title | what it holds |\n|---|---|---|"
     );
-    for resource in majordomus::resources::ALL {
+    for resource in majordomus_capabilities::resources::ALL {
         let _ = writeln!(
             out,
             "| `{}` | {} | {} |",
@@ -560,7 +560,7 @@ pub fn check(dir: &Path, pages: &[Page]) -> Vec<String> {
 
 /// `cargo xtask docs [--out DIR] [--check]`.
 pub fn command(out: &Path, check_only: bool) -> Result<(), String> {
-    let pages = pages(majordomus::capabilities::registry());
+    let pages = pages(majordomus_capabilities::registry());
     if check_only {
         let problems = check(out, &pages);
         if problems.is_empty() {
@@ -655,7 +655,7 @@ mod tests {
 
     #[test]
     fn every_page_has_every_section_in_order() {
-        for capability in majordomus::capabilities::registry().iter() {
+        for capability in majordomus_capabilities::registry().iter() {
             let text = page(capability);
             let mut from = 0;
             for section in SECTIONS {
@@ -670,8 +670,8 @@ mod tests {
     #[test]
     fn generation_is_deterministic() {
         assert_eq!(
-            pages(majordomus::capabilities::registry()),
-            pages(majordomus::capabilities::registry())
+            pages(majordomus_capabilities::registry()),
+            pages(majordomus_capabilities::registry())
         );
     }
 }

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use majordomus::clients::HookClient;
-use majordomus::clients::wiring::{Program, SERVER_NAME};
+use majordomus_core::clients::HookClient;
+use majordomus_core::clients::wiring::{Program, SERVER_NAME};
 
 /// The version every manifest carries: the workspace's.
 const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// The transports a capability should be measured on, read from its exposure independently of
 /// `BenchTransport::of`.
-fn expected_transports(capability: &majordomus::registry::Capability) -> Vec<&'static str> {
+fn expected_transports(capability: &majordomus_core::registry::Capability) -> Vec<&'static str> {
     let exposure = capability.declaration.exposure;
     let mut transports = vec!["in-process"];
     if exposure.mcp_tool.is_some() {
@@ -31,7 +31,7 @@ fn names(rows: &[RowKey]) -> BTreeSet<String> {
 
 #[test]
 fn the_planned_rows_are_every_capability_on_every_transport_once_per_case() {
-    let registry = majordomus::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     let rows = planned_rows(registry);
     let planned = names(&rows);
     assert_eq!(planned.len(), rows.len(), "no row is planned twice");
@@ -60,13 +60,13 @@ fn every_transport_has_a_target_and_the_refusals_are_the_tool_commands_over_rest
     for transport in BenchTransport::ALL {
         assert!(!transport.target().describe().is_empty());
     }
-    for capability in majordomus::capabilities::registry().iter() {
+    for capability in majordomus_capabilities::registry().iter() {
         for row in bench::rows_of(capability) {
             let refusal = bench::expects_refusal(&capability.declaration, row.transport);
             assert_eq!(
                 refusal,
                 row.transport == BenchTransport::Rest
-                    && capability.declaration.kind == majordomus::registry::Kind::Command
+                    && capability.declaration.kind == majordomus_core::registry::Kind::Command
                     && capability.declaration.exposure.mcp_tool.is_some(),
                 "{row}"
             );
@@ -164,7 +164,7 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
     let filter = "server.status/";
     let report = bench_json(&["--filter", filter, "--iterations", "3", "--warmup", "1"]);
     let expected = names(&bench::select(
-        planned_rows(majordomus::capabilities::registry()),
+        planned_rows(majordomus_capabilities::registry()),
         Some(filter),
     ));
     assert_eq!(expected.len(), 10, "server.status: 5 transports × 2 cases");

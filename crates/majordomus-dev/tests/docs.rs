@@ -22,7 +22,7 @@ fn majordomus_dev(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_capability_page_has_every_section() {
-    let registry = majordomus::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     for capability in registry.iter() {
         let d = &capability.declaration;
         let text = docs::page(capability);
@@ -157,7 +157,7 @@ fn every_capability_page_has_every_section() {
 
 #[test]
 fn the_index_lists_every_capability_and_links_its_page() {
-    let registry = majordomus::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     let index = docs::index(registry);
     assert!(index.starts_with(MARKER));
     for capability in registry.iter() {
@@ -168,7 +168,7 @@ fn the_index_lists_every_capability_and_links_its_page() {
 
 #[test]
 fn the_committed_pages_are_what_the_code_generates() {
-    let pages = docs::pages(majordomus::capabilities::registry());
+    let pages = docs::pages(majordomus_capabilities::registry());
     let problems = docs::check(&committed(), &pages);
     assert!(
         problems.is_empty(),
@@ -201,7 +201,7 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
-    let mut expected: BTreeSet<String> = majordomus::capabilities::registry()
+    let mut expected: BTreeSet<String> = majordomus_capabilities::registry()
         .iter()
         .map(docs::file_name)
         .collect();
@@ -242,7 +242,7 @@ fn the_command_writes_one_page_per_capability_plus_the_index_and_checks_them() {
 
 #[test]
 fn generation_is_deterministic() {
-    let first = docs::pages(majordomus::capabilities::registry());
-    let second = docs::pages(majordomus::capabilities::registry());
+    let first = docs::pages(majordomus_capabilities::registry());
+    let second = docs::pages(majordomus_capabilities::registry());
     assert_eq!(first, second);
 }

@@ -13,11 +13,11 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use majordomus_checkout::allowances::Suggestion;
 use majordomus_domain::checkouts::Checkouts;
 
-use crate::api::ErrorKind;
-use crate::clients::HookClient;
-use crate::context::{Context, Site};
-use crate::registry::Capability;
-use crate::server::stops::StopRequests;
+use majordomus_core::api::ErrorKind;
+use majordomus_core::clients::HookClient;
+use majordomus_core::context::{Context, Site};
+use majordomus_core::registry::Capability;
+use majordomus_server::stops::StopRequests;
 
 fn repo_arg() -> Arg {
     Arg::new("repo")
@@ -145,7 +145,7 @@ pub fn command() -> Command {
                 ),
         )
         .subcommand(Command::new("openapi").about("Print the OpenAPI 3.1 document of the HTTP routes"));
-    for capability in crate::capabilities::registry().iter() {
+    for capability in majordomus_capabilities::registry().iter() {
         if let Some(words) = capability.declaration.exposure.cli {
             root = graft(
                 root,
@@ -513,12 +513,12 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
             input.insert("name".into(), Value::String(name.clone()));
         }
         input.insert("pid".into(), Value::from(crate::commands::caller_pid()));
-        let release = crate::capabilities::registry()
+        let release = majordomus_capabilities::registry()
             .by_id("leases.release")
             .expect("leases.release is built in");
         return run_with_input(release, leaf, input).await;
     }
-    if let Some(capability) = crate::capabilities::registry().iter().find(|c| {
+    if let Some(capability) = majordomus_capabilities::registry().iter().find(|c| {
         c.declaration
             .exposure
             .cli
@@ -538,7 +538,7 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
                         .map(String::as_str),
                 )
                 .expect("clap accepts only client words"),
-                scope: crate::clients::wiring::Scope::from_word(word("scope"))
+                scope: majordomus_core::clients::wiring::Scope::from_word(word("scope"))
                     .expect("clap accepts only scope words"),
                 dry_run: leaf.get_flag("dry-run"),
                 uninstall: leaf.get_flag("uninstall"),
@@ -569,15 +569,15 @@ async fn dispatch(name: &str, matches: &ArgMatches, stops: &StopRequests) -> Exi
         ["serve", "stop"] => crate::commands::stop(site_dir(leaf)).await,
         ["serve", "ensure"] => crate::commands::ensure(site_dir(leaf), leaf.get_flag("json")).await,
         ["board"] => crate::watch::board(site_dir(leaf), leaf.get_flag("open")).await,
-        ["episodes", "log"] => crate::episodes::log::run(
+        ["episodes", "log"] => majordomus_core::episodes::log::run(
             site_dir(leaf),
             leaf.get_flag("json"),
             leaf.get_one::<String>("since").map(String::as_str),
         ),
         ["openapi"] => {
-            crate::render::say!(
+            majordomus_core::render::say!(
                 "{}",
-                serde_json::to_string_pretty(&crate::openapi::document())
+                serde_json::to_string_pretty(&majordomus_capabilities::openapi::document())
                     .expect("documents serialise")
             );
             Ok(())
@@ -648,12 +648,12 @@ async fn run_with_input(
     {
         Ok(output) => {
             if matches.get_flag("json") {
-                crate::render::say!(
+                majordomus_core::render::say!(
                     "{}",
                     serde_json::to_string_pretty(&output).expect("answers serialise")
                 );
             } else {
-                crate::render::say!("{}", capability.render(&output));
+                majordomus_core::render::say!("{}", capability.render(&output));
             }
             ExitCode::SUCCESS
         }

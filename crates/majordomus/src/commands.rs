@@ -12,10 +12,10 @@ use majordomus_checkout::process::process_alive;
 use majordomus_domain::checkouts::ServerStanding;
 
 use crate::bridge::Bridge;
-use crate::context::Site;
-use crate::server::run::{Lifetime, Outcome, elect_and_start};
-use crate::server::stops::StopRequests;
-use crate::survey;
+use majordomus_core::context::Site;
+use majordomus_core::survey;
+use majordomus_server::run::{Lifetime, Outcome, elect_and_start};
+use majordomus_server::stops::StopRequests;
 
 /// `majordomus mcp`: serve the client on stdio, as the checkout's server or as a bridge to it.
 pub async fn mcp(dir: PathBuf, stops: StopRequests) -> Result<(), String> {
@@ -33,7 +33,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
     {
         Outcome::Started(running) => {
             if let Some(url) = running.state.url() {
-                crate::render::say!("serving {} at {url}", site.checkout.root.display());
+                majordomus_core::render::say!("serving {} at {url}", site.checkout.root.display());
             }
             let lifetime = idle.map_or(Lifetime::UntilStopped, |seconds| {
                 Lifetime::IdleFor(Duration::from_secs(seconds))
@@ -42,7 +42,7 @@ pub async fn serve(dir: PathBuf, idle: Option<u64>, stops: StopRequests) -> Resu
             Ok(())
         }
         Outcome::Found(lease) => {
-            crate::render::say!(
+            majordomus_core::render::say!(
                 "already served: {} at {}",
                 site.checkout.root.display(),
                 lease.url.as_deref().unwrap_or("(binding)")
@@ -59,11 +59,11 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
     let site = Site::open(&dir)?;
     let path = lease_path(&site.checkout);
     let LeaseReading::Document(lease, _) = read_lease(&path) else {
-        crate::render::say!("no server serves {}", site.checkout.root.display());
+        majordomus_core::render::say!("no server serves {}", site.checkout.root.display());
         return Ok(());
     };
     if !process_alive(lease.pid, lease.process_start) {
-        crate::render::say!(
+        majordomus_core::render::say!(
             "the server of {} is already gone (its lease is stale)",
             site.checkout.root.display()
         );
@@ -81,7 +81,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         .post(format!(
             "{}{}",
             url.trim_end_matches('/'),
-            crate::server::http::STOP
+            majordomus_server::http::STOP
         ))
         .bearer_auth(&lease.token)
         .send()
@@ -106,7 +106,7 @@ pub async fn stop(dir: PathBuf) -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    crate::render::say!("stopped the server of {}", site.checkout.root.display());
+    majordomus_core::render::say!("stopped the server of {}", site.checkout.root.display());
     Ok(())
 }
 
@@ -123,9 +123,9 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
             let url = found.url().unwrap_or_default().to_string();
             if json {
                 let answer = serde_json::json!({"standing": standing, "url": url, "reason": found.standing.reason});
-                crate::render::say!("{answer}");
+                majordomus_core::render::say!("{answer}");
             } else {
-                crate::render::say!("{} {url}", standing.as_str());
+                majordomus_core::render::say!("{} {url}", standing.as_str());
             }
             return Ok(());
         }
@@ -187,7 +187,7 @@ pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
     })?;
     let described = suggestion.described();
     if suggested.allowed {
-        crate::render::say!(
+        majordomus_core::render::say!(
             "{described} ({}) is already allowed for {root}",
             suggested.shown
         );
@@ -197,7 +197,7 @@ pub fn allow(dir: &Path, suggestion: Suggestion) -> Result<(), String> {
         .allowances
         .ok_or("there is no place for your allowances: neither XDG_STATE_HOME nor HOME is set")?;
     Allowances::allow(&path, suggestion, &suggested.digest).map_err(|error| error.to_string())?;
-    crate::render::say!(
+    majordomus_core::render::say!(
         "allowed {described} for {root}: {}\n\
          A server already running in this repository keeps its settings until it starts again \
          (`majordomus serve stop` ends it; its clients start the next one). A change to the \
@@ -237,13 +237,13 @@ pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = crate::context::Context::observer(site);
+    let ctx = majordomus_core::context::Context::observer(site);
     let pid = if asked.command.is_empty() {
         caller_pid()
     } else {
         std::process::id()
     };
-    let registry = crate::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     let acquire = registry
         .by_id("leases.acquire")
         .expect("leases.acquire is built in");
@@ -270,11 +270,13 @@ pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
             Ok(answer) => answer,
             Err(error) => {
                 eprintln!("majordomus: {}", error.message);
-                return ExitCode::from(if error.kind == crate::api::ErrorKind::InvalidInput {
-                    2
-                } else {
-                    1
-                });
+                return ExitCode::from(
+                    if error.kind == majordomus_core::api::ErrorKind::InvalidInput {
+                        2
+                    } else {
+                        1
+                    },
+                );
             }
         };
         let granted = answer["state"] == "granted";
@@ -289,12 +291,12 @@ pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
     };
     let show = |answer: &serde_json::Value| {
         if asked.json {
-            crate::render::say!(
+            majordomus_core::render::say!(
                 "{}",
                 serde_json::to_string_pretty(answer).expect("answers serialise")
             );
         } else if asked.command.is_empty() {
-            crate::render::say!("{}", acquire.render(answer));
+            majordomus_core::render::say!("{}", acquire.render(answer));
         }
     };
     let name = answer["name"].as_str().unwrap_or(&asked.name).to_string();
@@ -323,8 +325,8 @@ pub async fn lease(asked: LeaseCommand) -> std::process::ExitCode {
 /// that a long run does not outlive its grant; answers the command's exit code (128 + the
 /// signal that ended it).
 async fn run_holding(
-    ctx: &crate::context::Context,
-    acquire: &crate::registry::Capability,
+    ctx: &majordomus_core::context::Context,
+    acquire: &majordomus_core::registry::Capability,
     asked: &LeaseCommand,
     pid: u32,
     granted: serde_json::Value,

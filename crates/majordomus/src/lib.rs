@@ -1,24 +1,13 @@
 //! majordomus: the board of the AI coding agents working on one repository.
 //!
-//! See `ARCHITECTURE.md` at the repository root for the parts and how a request flows.
+//! This crate is the executable and what runs over a server: the stdio bridge, the live
+//! board, the hook command, wiring clients, the fixed commands and the command line. The
+//! capabilities, the server and what they stand on are crates of their own; see
+//! `ARCHITECTURE.md` at the repository root for the parts and how a request flows.
 
-pub mod api;
 pub mod bridge;
-pub mod capabilities;
 pub mod cli;
-pub mod clients;
 pub mod commands;
-pub mod context;
-pub mod episodes;
-pub mod federation;
 pub mod hooks;
 pub mod install;
-pub mod openapi;
-pub mod port;
-pub mod registry;
-pub mod render;
-pub mod resources;
-pub mod server;
-pub mod stdio_front;
-pub mod survey;
 pub mod watch;

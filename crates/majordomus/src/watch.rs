@@ -13,10 +13,10 @@ use majordomus_domain::text::for_terminal;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::context::{Context, Site};
-use crate::server::dashboard::TICKETS;
-use crate::server::events::read_stream;
-use crate::survey;
+use majordomus_core::context::{Context, Site};
+use majordomus_core::survey;
+use majordomus_server::dashboard::TICKETS;
+use majordomus_server::events::read_stream;
 
 /// How long `peers --watch` waits before looking for a server again after losing one.
 const RECONNECT: Duration = Duration::from_secs(1);
@@ -69,7 +69,7 @@ pub async fn board(dir: PathBuf, open: bool) -> Result<(), String> {
     let ticket: Ticket = response.json().await.map_err(|error| {
         format!("the server at {base} gave a link that could not be read: {error}")
     })?;
-    crate::render::say!("{}", ticket.url);
+    majordomus_core::render::say!("{}", ticket.url);
     if open {
         let opener = if cfg!(target_os = "macos") {
             "open"
@@ -140,8 +140,10 @@ async fn connect(
     site: &Arc<Site>,
     checkouts: Checkouts,
     resume: Option<String>,
-) -> Result<impl futures::Stream<Item = Result<crate::server::events::ReceivedEvent, String>>, String>
-{
+) -> Result<
+    impl futures::Stream<Item = Result<majordomus_server::events::ReceivedEvent, String>>,
+    String,
+> {
     let lease = serving_lease(site).await?;
     let base = lease
         .url
@@ -184,12 +186,12 @@ impl Screen {
     }
 
     fn clear(&self) {
-        crate::render::say_part!("\x1b[H\x1b[2J");
+        majordomus_core::render::say_part!("\x1b[H\x1b[2J");
         let _ = std::io::stdout().flush();
     }
 
     async fn draw(&mut self, trouble: Option<&str>) {
-        let listing = crate::capabilities::registry()
+        let listing = majordomus_capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is a capability");
         let board = match listing
@@ -230,7 +232,7 @@ impl Screen {
     }
 
     fn leave(&self) -> Result<(), String> {
-        crate::render::say!();
+        majordomus_core::render::say!();
         Ok(())
     }
 }

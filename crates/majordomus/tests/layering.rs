@@ -1,72 +1,82 @@
-//! The modules of the app crate form layers, bottom to top, and a module uses only modules of
-//! the layers below its own: no cycle between modules can form, and each layer can be read,
-//! tested and changed knowing only what lies beneath it. Two modules of one layer do not use
-//! each other either; within one module its submodules use one another freely.
+//! Cargo keeps the crates in their layers: a crate depends only on crates below it, so none
+//! can import one above. Inside a crate of several modules this test does the same for its
+//! modules: they form layers, bottom to top, and a module uses only modules of the layers
+//! below its own, so no cycle between them can form and each layer can be read, tested and
+//! changed knowing only what lies beneath it. Two modules of one layer do not use each other
+//! either; within one module its submodules use one another freely.
 //!
-//! This test reads every `.rs` file under `crates/majordomus/src`, takes its module from its
-//! path (`capabilities/hooks/facts.rs` is in `capabilities`), and collects every path it
-//! names into another module: `crate::<module>` in `use` lines, groups and inline paths
-//! alike, and `super::` chains that climb out of the module. A use of a module at the same
-//! layer or above fails, naming the file, the line and both modules. A back-import such as
-//! this line in `capabilities/peers.rs`
+//! For each crate of [`CRATES`] it reads every `.rs` file under its `src`, takes its module
+//! from its path (`context/testing.rs` is in `context`), and collects every path it names
+//! into another module: `crate::<module>` in `use` lines, groups and inline paths alike, and
+//! `super::` chains that climb out of the module. A use of a module at the same layer or
+//! above fails, naming the file, the line and both modules. A back-import such as this line
+//! in `majordomus-core`'s `registry.rs`
 //!
 //! ```text
-//! use crate::cli;
+//! use crate::episodes;
 //! ```
 //!
 //! fails with
 //!
 //! ```text
-//! crates/majordomus/src/capabilities/peers.rs:38: `capabilities` (layer 7) uses `cli` (layer 12): a module uses only the layers below its own
+//! crates/majordomus-core/src/registry.rs:38: `registry` (layer 4) uses `episodes` (layer 5): a module uses only the layers below its own
 //! ```
 //!
-//! Inside `capabilities`, `server` and the domain crate, the parts of one module (its own
-//! file, and each submodule with all under it) use one another in one direction only: a
+//! In the capabilities, the server and the domain crates, the parts of the crate (its root
+//! file, and each module with all under it) use one another in one direction only: a
 //! circle between them fails, naming every use that closes it. Tests are not read for it:
-//! they use what they test. An alias (`use crate as c`) is seen through, and a glob of the crate's root fails.
+//! they use what they test. An alias (`use crate as c`) is seen through, and a glob of the
+//! crate's root fails.
 //!
 //! No file of the app's crates (`crates/majordomus*/src`) holds more than [`FILE_LINES`]
 //! lines before its tests.
 //!
-//! The table is [`LAYERS`]; `ARCHITECTURE.md` says the same, with why each layer sits where
-//! it does. A new module needs a place in both.
+//! `ARCHITECTURE.md` says the same as [`CRATES`], with why each layer sits where it does. A
+//! new module needs a place in both.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, bottom to top.
-const LAYERS: &[&[&str]] = &[
-    // Words and shapes every surface shares, and each client's contract; they use nothing
-    // of the crate.
-    &["render", "stdio_front", "api", "clients"],
-    // Other machines' boards, and the link that publishes any board to them.
-    &["federation"],
-    // What a capability needs of this checkout's serving process.
-    &["port"],
-    // The site (checkout, configuration, what is kept of its reading) and a call's context.
-    &["context"],
-    // Declarations and the erased capability; knows no capability.
-    &["registry"],
-    // Reading other checkouts' servers; the episode driver and its journal.
-    &["survey", "episodes"],
-    // The capabilities, the boards they read, and the registry of the build.
-    &["capabilities"],
-    // Projections of the capabilities that need no server, and the hook command.
-    &["resources", "openapi", "hooks"],
-    // The serving process: it implements the port and dispatches to the capabilities.
-    &["server"],
-    // What runs over a server: the stdio bridge, the live board for people.
-    &["bridge", "watch"],
-    // Wiring clients, and the fixed commands.
-    &["install", "commands"],
-    // The command line.
-    &["cli"],
-    // The executable.
-    &["main"],
+/// A crate's modules in layers, bottom to top.
+type Layers = &'static [&'static [&'static str]];
+
+/// The crates of several modules, each with its layers.
+const CRATES: &[(&str, Layers)] = &[
+    (
+        "majordomus-core",
+        &[
+            // Words and shapes every surface shares, and each client's contract.
+            &["render", "stdio_front", "api", "clients"],
+            // What a capability needs of this checkout's serving process.
+            &["port"],
+            // The site (checkout, configuration, what is kept of its reading) and a call's
+            // context.
+            &["context"],
+            // Declarations and the erased capability; knows no capability.
+            &["registry"],
+            // Reading other checkouts' servers; the episode driver and its journal.
+            &["survey", "episodes"],
+        ],
+    ),
+    (
+        "majordomus",
+        &[
+            // What runs over a server (the stdio bridge, the live board), the hook command,
+            // and wiring clients.
+            &["bridge", "watch", "hooks", "install"],
+            // The fixed commands.
+            &["commands"],
+            // The command line.
+            &["cli"],
+            // The executable.
+            &["main"],
+        ],
+    ),
 ];
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS
+/// The layer of `module` among `layers`, counted from 1.
+fn layer_of(layers: Layers, module: &str) -> Option<usize> {
+    layers
         .iter()
         .position(|layer| layer.contains(&module))
         .map(|at| at + 1)
@@ -441,8 +451,9 @@ fn modules_of(files: &[(PathBuf, String)]) -> BTreeSet<Vec<String>> {
     modules
 }
 
-/// Every back-import among `files` (each a path under `src` and its text), as messages.
-fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
+/// Every back-import among `files` (each a path under the `src` of `crate_name`, whose
+/// modules lie in `layers`, and its text), as messages.
+fn violations(crate_name: &str, layers: Layers, files: &[(PathBuf, String)]) -> Vec<String> {
     let modules = modules_of(files);
     let mut found = Vec::new();
     for (relative, source) in files {
@@ -450,10 +461,13 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
         let Some(from) = module.first() else {
             continue;
         };
-        let shown = Path::new("crates/majordomus/src").join(relative);
-        let Some(from_layer) = layer_of(from) else {
+        let shown = Path::new("crates")
+            .join(crate_name)
+            .join("src")
+            .join(relative);
+        let Some(from_layer) = layer_of(layers, from) else {
             found.push(format!(
-                "{}: `{from}` has no layer: give it one in LAYERS and in ARCHITECTURE.md",
+                "{}: `{from}` has no layer: give it one in CRATES and in ARCHITECTURE.md",
                 shown.display()
             ));
             continue;
@@ -470,7 +484,7 @@ fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
             if to == from {
                 continue;
             }
-            match layer_of(to) {
+            match layer_of(layers, to) {
                 None => found.push(format!(
                     "{}:{line}: `{from}` uses `{to}`, which has no layer",
                     shown.display()
@@ -623,8 +637,12 @@ fn circles(files: &[(PathBuf, String)], shown: &str, roots: &[&[&str]]) -> Vec<S
     found
 }
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// Where the sources of the crate `name` are.
+fn src_of(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
+        .join("src")
 }
 
 /// Every `.rs` file under `root`, by its path under `root`, with its text.
@@ -649,29 +667,21 @@ fn sources_under(root: &Path) -> Vec<(PathBuf, String)> {
     files
 }
 
-/// Every `.rs` file under the app crate's `src`.
-fn sources() -> Vec<(PathBuf, String)> {
-    sources_under(&src())
-}
-
-/// Where the domain crate's sources are.
-fn domain_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../majordomus-domain/src")
-}
-
 #[test]
 fn no_two_files_of_one_module_use_each_other_in_a_circle() {
     const WHOLE_CRATE: &[&str] = &[];
-    let mut found = circles(
-        &sources(),
-        "crates/majordomus/src",
-        &[&["capabilities"], &["server"]],
-    );
-    found.extend(circles(
-        &sources_under(&domain_src()),
-        "crates/majordomus-domain/src",
-        &[WHOLE_CRATE],
-    ));
+    let mut found = Vec::new();
+    for name in [
+        "majordomus-capabilities",
+        "majordomus-server",
+        "majordomus-domain",
+    ] {
+        found.extend(circles(
+            &sources_under(&src_of(name)),
+            &format!("crates/{name}/src"),
+            &[WHOLE_CRATE],
+        ));
+    }
     assert!(
         found.is_empty(),
         "{} circle(s):\n{}",
@@ -727,23 +737,31 @@ fn a_circle_fails_naming_its_parts_and_every_use_that_closes_it() {
 #[test]
 fn an_alias_or_a_glob_of_the_crate_does_not_hide_a_back_import() {
     let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
-    let found = violations(&[
-        file("render.rs", "use crate as c;\nfn f() { c::cli::run(); }\n"),
-        file(
-            "api.rs",
-            "extern crate self as me;\nuse me::{server::ServerState};\n",
-        ),
-        file("port.rs", "use crate::*;\n"),
-    ]);
+    let (name, layers) = CRATES[0];
+    let found = violations(
+        name,
+        layers,
+        &[
+            file(
+                "render.rs",
+                "use crate as c;\nfn f() { c::episodes::run(); }\n",
+            ),
+            file(
+                "api.rs",
+                "extern crate self as me;\nuse me::{port::BoardPort};\n",
+            ),
+            file("port.rs", "use crate::*;\n"),
+        ],
+    );
     assert_eq!(
         found,
         [
-            "crates/majordomus/src/render.rs:2: `render` (layer 1) uses `cli` (layer 12): a \
+            "crates/majordomus-core/src/render.rs:2: `render` (layer 1) uses `episodes` (layer \
+             5): a module uses only the layers below its own",
+            "crates/majordomus-core/src/api.rs:2: `api` (layer 1) uses `port` (layer 2): a \
              module uses only the layers below its own",
-            "crates/majordomus/src/api.rs:2: `api` (layer 1) uses `server` (layer 9): a module \
-             uses only the layers below its own",
-            "crates/majordomus/src/port.rs:1: `port` imports everything of the crate's root, \
-             which hides the modules it uses: name them",
+            "crates/majordomus-core/src/port.rs:1: `port` imports everything of the crate's \
+             root, which hides the modules it uses: name them",
         ]
     );
 }
@@ -794,7 +812,10 @@ fn a_file_is_counted_up_to_its_tests() {
 
 #[test]
 fn every_module_uses_only_the_layers_below_its_own() {
-    let found = violations(&sources());
+    let found: Vec<String> = CRATES
+        .iter()
+        .flat_map(|(name, layers)| violations(name, layers, &sources_under(&src_of(name))))
+        .collect();
     assert!(
         found.is_empty(),
         "{} back-import(s):\n{}",
@@ -805,31 +826,45 @@ fn every_module_uses_only_the_layers_below_its_own() {
 
 #[test]
 fn the_table_names_every_module_once_and_no_other() {
-    let modules: BTreeSet<String> = sources()
-        .iter()
-        .filter_map(|(relative, _)| module_of(relative).into_iter().next())
-        .collect();
-    let listed: Vec<&str> = LAYERS
-        .iter()
-        .flat_map(|layer| layer.iter().copied())
-        .collect();
-    let unique: BTreeSet<String> = listed.iter().map(|m| m.to_string()).collect();
-    assert_eq!(listed.len(), unique.len(), "a module is listed twice");
-    assert_eq!(unique, modules, "LAYERS and the modules under src differ");
+    for (name, layers) in CRATES {
+        let modules: BTreeSet<String> = sources_under(&src_of(name))
+            .iter()
+            .filter_map(|(relative, _)| module_of(relative).into_iter().next())
+            .collect();
+        let listed: Vec<&str> = layers
+            .iter()
+            .flat_map(|layer| layer.iter().copied())
+            .collect();
+        let unique: BTreeSet<String> = listed.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            listed.len(),
+            unique.len(),
+            "{name}: a module is listed twice"
+        );
+        assert_eq!(
+            unique, modules,
+            "{name}: CRATES and the modules under src differ"
+        );
+    }
 }
 
 #[test]
 fn a_back_import_fails_naming_the_file_the_line_and_both_modules() {
     let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
-    let found = violations(&[file(
-        "capabilities/peers.rs",
-        "//! `peers.list`\n\nuse crate::registry::Operation;\nuse crate::cli;\n",
-    )]);
+    let (name, layers) = CRATES[0];
+    let found = violations(
+        name,
+        layers,
+        &[file(
+            "registry/operation.rs",
+            "//! Operations\n\nuse crate::context::Context;\nuse crate::episodes;\n",
+        )],
+    );
     assert_eq!(
         found,
         [
-            "crates/majordomus/src/capabilities/peers.rs:4: `capabilities` (layer 7) uses `cli` \
-          (layer 12): a module uses only the layers below its own"
+            "crates/majordomus-core/src/registry/operation.rs:4: `registry` (layer 4) uses \
+             `episodes` (layer 5): a module uses only the layers below its own"
         ]
     );
 }

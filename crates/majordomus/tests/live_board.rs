@@ -469,7 +469,7 @@ async fn subscribers_that_never_read_are_closed_at_the_write_deadline_and_their_
             break;
         }
         assert!(
-            waiting.elapsed() < majordomus::server::listen::WRITE_DEADLINE + margin,
+            waiting.elapsed() < majordomus_server::listen::WRITE_DEADLINE + margin,
             "{open} of the {STUCK} streams that never read are still open"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;

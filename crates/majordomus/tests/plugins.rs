@@ -14,7 +14,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
-use majordomus::clients::HookClient;
+use majordomus_core::clients::HookClient;
 
 use common::packages::{EndProcessesOf, PACK_DEADLINE, npm_tools};
 use common::real_client::{Client, RUN_DEADLINE, Workspace, clients_dir};

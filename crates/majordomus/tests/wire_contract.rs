@@ -27,12 +27,13 @@ fn pretty(value: &Value) -> String {
 
 #[test]
 fn the_openapi_document_is_pinned() {
-    expect_file!["wire/openapi.json"].assert_eq(&pretty(&majordomus::openapi::document()));
+    expect_file!["wire/openapi.json"]
+        .assert_eq(&pretty(&majordomus_capabilities::openapi::document()));
 }
 
 #[test]
 fn every_capabilitys_schemas_are_pinned() {
-    let schemas: Map<String, Value> = majordomus::capabilities::registry()
+    let schemas: Map<String, Value> = majordomus_capabilities::registry()
         .iter()
         .map(|capability| {
             (
@@ -46,7 +47,7 @@ fn every_capabilitys_schemas_are_pinned() {
 
 #[test]
 fn the_tool_list_is_pinned() {
-    let tools = serde_json::to_value(majordomus::server::mcp::tool_list()).expect("encodes");
+    let tools = serde_json::to_value(majordomus_server::mcp::tool_list()).expect("encodes");
     expect_file!["wire/tools-list.json"].assert_eq(&pretty(&tools));
 }
 
@@ -296,7 +297,7 @@ async fn a_recorded_answer_of_each_capability_and_the_journal_are_pinned() {
 fn a_published_federation_document_reads_and_writes_unchanged() {
     let pinned = expect_file!["wire/federation-document.json"];
     let document = json!({
-        "version": majordomus::federation::document::DOCUMENT_VERSION,
+        "version": majordomus_federation::document::DOCUMENT_VERSION,
         "machine": "laptop",
         "checkout": {
             "id": "0123456789abcdef",
@@ -334,7 +335,7 @@ fn a_published_federation_document_reads_and_writes_unchanged() {
         }],
         "omitted_peers": 0
     });
-    let read: majordomus::federation::document::BoardDocument =
+    let read: majordomus_federation::document::BoardDocument =
         serde_json::from_value(document).expect("the document reads");
     let written = serde_json::to_value(&read).expect("the document writes");
     pinned.assert_eq(&pretty(&written));

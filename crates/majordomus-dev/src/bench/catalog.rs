@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use majordomus::capabilities::hooks::HookClient;
+use majordomus_capabilities::hooks::HookClient;
 
 use super::{GuardCase, Pace};
 

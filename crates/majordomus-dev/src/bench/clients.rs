@@ -14,8 +14,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::Value;
 
-use majordomus::context::Context;
-use majordomus::registry::{Capability, HttpMethod};
+use majordomus_core::context::Context;
+use majordomus_core::registry::{Capability, HttpMethod};
 
 /// How one call ended, as the caller saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use majordomus::capabilities::hooks::HookClient;
-use majordomus::context::CHANGES_INTERVAL;
+use majordomus_capabilities::hooks::HookClient;
+use majordomus_core::context::CHANGES_INTERVAL;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -258,7 +258,7 @@ async fn claim(
     intent: &str,
     scope: &str,
 ) -> Result<Caller, String> {
-    let announce = majordomus::capabilities::registry()
+    let announce = majordomus_capabilities::registry()
         .by_id("peers.announce")
         .expect("peers.announce is registered");
     let session = connect_http(http, HttpPooling::KeepAlive, url, token, "codex").await?;
@@ -296,7 +296,7 @@ pub(super) async fn in_process(
     };
     let result = async {
         let ctx = server.context();
-        let guard = majordomus::capabilities::registry()
+        let guard = majordomus_capabilities::registry()
             .by_id("hooks.guard")
             .expect("hooks.guard is registered");
         let input = |n: u64| {

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use majordomus::registry::{Capability, Declaration, Kind, Registry};
+use majordomus_core::registry::{Capability, Declaration, Kind, Registry};
 
 pub use catalog::{SCENARIOS, Scenario, ScenarioId, ScenarioTarget};
 pub use guard::{GuardCase, Pace};
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn every_capability_is_measured_on_each_of_its_transports_once_per_case() {
-        let registry = majordomus::capabilities::registry();
+        let registry = majordomus_capabilities::registry();
         let rows = planned_rows(registry);
         let unique: std::collections::BTreeSet<_> = rows.iter().cloned().collect();
         assert_eq!(unique.len(), rows.len(), "no row is planned twice");
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn filters_match_the_row_name() {
-        let rows = planned_rows(majordomus::capabilities::registry());
+        let rows = planned_rows(majordomus_capabilities::registry());
         let picked = select(rows, Some("peers.list/rest/"));
         assert!(!picked.is_empty());
         assert!(
@@ -461,7 +461,7 @@ mod tests {
     #[test]
     fn every_selected_row_brings_its_transports_floor() {
         let rows = select(
-            planned_rows(majordomus::capabilities::registry()),
+            planned_rows(majordomus_capabilities::registry()),
             Some("peers.list/mcp-bridge/"),
         );
         assert_eq!(
@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(floors_for(&[], Some("floor/rest")), [BenchTransport::Rest]);
         assert!(floors_for(&[], Some("scenario/")).is_empty());
         assert_eq!(
-            floors_for(&planned_rows(majordomus::capabilities::registry()), None),
+            floors_for(&planned_rows(majordomus_capabilities::registry()), None),
             FLOORS
         );
     }

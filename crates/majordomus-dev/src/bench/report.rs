@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::baseline::Comparison;
 use super::stats::Summary;
 use super::{BenchTransport, FLOOR, FLOOR_GOAL, Machine, ScenarioTarget, Target};
-use majordomus::render::table;
+use majordomus_core::render::table;
 
 /// One row of the matrix as measured.
 #[derive(Clone, Debug, Serialize)]

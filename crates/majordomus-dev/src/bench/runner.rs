@@ -17,13 +17,13 @@ use super::{
     BenchTransport, Budget, FLOOR, Options, RowKey, SCENARIOS, Scenario, Target, expects_refusal,
     floor_key, floors_for, planned_rows, scenarios, select,
 };
-use majordomus::registry::Capability;
+use majordomus_core::registry::Capability;
 
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
 
 pub(super) async fn run(options: &Options) -> Result<Report, String> {
-    let registry = majordomus::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     let rows = select(planned_rows(registry), options.filter.as_deref());
     let scenarios: Vec<Scenario> = if options.scenarios {
         SCENARIOS
@@ -154,7 +154,7 @@ async fn measure_all(
         scenario_rows.push(scenarios::run(scenario, scratch, options, progress).await);
         progress.inc(1);
     }
-    let order = planned_rows(majordomus::capabilities::registry());
+    let order = planned_rows(majordomus_capabilities::registry());
     let rows = floor_rows
         .into_iter()
         .chain(order.into_iter().filter_map(|key| measured.remove(&key)))
@@ -415,7 +415,7 @@ impl Fixture {
         progress: &ProgressBar,
     ) -> Result<Fixture, String> {
         if let Some(dir) = repo {
-            let site = majordomus::context::Site::open(dir)?;
+            let site = majordomus_core::context::Site::open(dir)?;
             return Ok(Fixture {
                 dir: site.checkout.root.clone(),
                 description: format!(
@@ -587,7 +587,7 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
         "leases.acquire" => "leases.release",
         _ => return None,
     };
-    let prepare = majordomus::capabilities::registry().by_id(id)?;
+    let prepare = majordomus_capabilities::registry().by_id(id)?;
     let (_, input) = prepare.bench_cases().into_iter().next()?;
     Some((prepare, input))
 }
@@ -601,7 +601,7 @@ pub(crate) async fn measure_row(
     budget: Budget,
     slow: Option<Duration>,
 ) -> Row {
-    let capability = majordomus::capabilities::registry()
+    let capability = majordomus_capabilities::registry()
         .by_id(key.capability)
         .expect("rows are planned from the registry");
     let input = capability

@@ -15,11 +15,11 @@ use majordomus_domain::peers::{ClientInfo, PeerId, Transport};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
-use majordomus::context::{Context, Site};
-use majordomus::server::ServerState;
-use majordomus::server::run::{Elected, Lifetime, elect, start};
-use majordomus::server::stops::StopRequests;
-use majordomus::survey;
+use majordomus_core::context::{Context, Site};
+use majordomus_core::survey;
+use majordomus_server::ServerState;
+use majordomus_server::run::{Elected, Lifetime, elect, start};
+use majordomus_server::stops::StopRequests;
 
 /// How long any one wait of the setup may take before the benchmark gives up with a message.
 pub(super) const SETUP_BOUND: Duration = Duration::from_secs(30);
@@ -292,7 +292,7 @@ pub(super) fn cpu_time(pid: u32) -> Option<Duration> {
 
 /// Waits until the checkout's lease names a server that answers as ready, and returns it.
 pub(super) async fn wait_ready(dir: &Path) -> Result<Lease, String> {
-    let site = majordomus::context::Site::open(dir)?;
+    let site = majordomus_core::context::Site::open(dir)?;
     let started = Instant::now();
     loop {
         let found = survey::survey(&site, site.checkout.clone()).await;
@@ -320,7 +320,7 @@ pub(super) async fn wait_ready(dir: &Path) -> Result<Lease, String> {
 
 /// Waits until a checkout has no lease any more (its server has stopped in order).
 pub(super) async fn wait_no_lease(dir: &Path) -> Result<(), String> {
-    let site = majordomus::context::Site::open(dir)?;
+    let site = majordomus_core::context::Site::open(dir)?;
     let path = lease_path(&site.checkout);
     let started = Instant::now();
     while !matches!(read_lease(&path), LeaseReading::Absent) {
@@ -416,7 +416,7 @@ impl InProcessServer {
         Ok(InProcessServer { serving, caller })
     }
 
-    pub(super) fn state(&self) -> &Arc<majordomus::server::ServerState> {
+    pub(super) fn state(&self) -> &Arc<majordomus_server::ServerState> {
         &self.serving.state
     }
 

@@ -4,8 +4,8 @@
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::{ErrorData as McpError, ServiceError};
 
-use crate::server::mcp::is_let_go;
-use crate::server::run::Silence;
+use majordomus_server::mcp::is_let_go;
+use majordomus_server::run::Silence;
 
 /// Why a forwarded call failed, as far as the bridge can tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -276,7 +276,7 @@ mod tests {
         );
         let let_go = McpError::invalid_request(
             "let go",
-            Some(serde_json::json!({ crate::server::mcp::LET_GO_DATA_KEY: true })),
+            Some(serde_json::json!({ majordomus_server::mcp::LET_GO_DATA_KEY: true })),
         );
         assert!(matches!(
             classify(ServiceError::McpError(let_go), Reach::Handed),

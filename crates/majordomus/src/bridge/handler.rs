@@ -9,7 +9,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use crate::server::mcp::{client_session_of, metas, negotiate};
+use majordomus_server::mcp::{client_session_of, metas, negotiate};
 
 use super::{Bridge, Upstream};
 
@@ -18,7 +18,7 @@ pub(super) struct SharedBridge(pub(super) Arc<Bridge>);
 
 impl ServerHandler for SharedBridge {
     fn get_info(&self) -> ServerConfig {
-        crate::server::mcp::server_config()
+        majordomus_server::mcp::server_config()
     }
 
     /// What the front let through as a custom request is a method nobody serves; its name
@@ -28,7 +28,7 @@ impl ServerHandler for SharedBridge {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        Err(crate::stdio_front::custom_request_error(
+        Err(majordomus_core::stdio_front::custom_request_error(
             context.id,
             &request.method,
             request.params.as_ref(),

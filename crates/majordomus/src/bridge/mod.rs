@@ -35,20 +35,20 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::capabilities::episodes::{EpisodesAttach, EpisodesDetach};
-use crate::capabilities::peers::PeersAnnounce;
-use crate::context::Site;
-use crate::registry::Operation;
-use crate::server::Worker;
-use crate::server::mcp::{
+use majordomus_capabilities::episodes::{EpisodesAttach, EpisodesDetach};
+use majordomus_capabilities::peers::PeersAnnounce;
+use majordomus_core::context::Site;
+use majordomus_core::registry::Operation;
+use majordomus_core::survey;
+use majordomus_server::Worker;
+use majordomus_server::mcp::{
     BRIDGED_META_KEY, CLIENT_PROCESS_META_KEY, CLIENT_SESSION_META_KEY, McpSession,
     WORKER_META_KEY, tool_list,
 };
-use crate::server::run::{
+use majordomus_server::run::{
     Lifetime, Outcome, Running, Silence, StartError, elect_and_start, elect_and_start_after,
 };
-use crate::server::stops::StopRequests;
-use crate::survey;
+use majordomus_server::stops::StopRequests;
 
 mod failure;
 mod handler;
@@ -197,8 +197,8 @@ impl Bridge {
             Outcome::Found(lease) => *bridge.first_lease.lock_or_recover() = Some(*lease),
         }
         let keepalive = tokio::spawn(keep_alive(bridge.clone()));
-        let (input, output) = crate::stdio_front::process_stdio();
-        let transport = crate::stdio_front::front(input, output);
+        let (input, output) = majordomus_core::stdio_front::process_stdio();
+        let transport = majordomus_core::stdio_front::front(input, output);
         let client_served = async {
             match SharedBridge(bridge.clone()).serve(transport).await {
                 Ok(running) => {
@@ -242,7 +242,7 @@ impl Bridge {
 
     /// This process's own server while it still holds the lease. One that lost it is
     /// retired: it finishes in the background once its last connection has moved.
-    async fn own_server(&self) -> Option<Arc<crate::server::ServerState>> {
+    async fn own_server(&self) -> Option<Arc<majordomus_server::ServerState>> {
         let mut serving = self.serving.lock().await;
         let state = serving.as_ref()?.state.clone();
         if state.recheck_lease().await {
@@ -500,7 +500,7 @@ impl Bridge {
     /// Forwards a tool call, failing over as the resend rule allows. Whatever goes wrong on
     /// the way is told to the client as a tool error it can read, never as silence.
     async fn call_tool(&self, request: CallToolRequestParams) -> Result<CallToolResult, McpError> {
-        let idempotent = crate::capabilities::registry()
+        let idempotent = majordomus_capabilities::registry()
             .by_tool(&request.name)
             .is_some_and(|capability| capability.declaration.idempotent);
         let session = self.client_session();

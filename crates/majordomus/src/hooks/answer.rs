@@ -5,14 +5,14 @@
 //! another worktree's uncommitted change or a predicted conflict refuses the first attempt
 //! and lets the same edit repeated soon pass, a departed claim is a line — and what is said
 //! after an edit and as news. The words are
-//! decided here; each client's contract ([`crate::clients::Contract`]) gives them the shape
+//! decided here; each client's contract ([`majordomus_core::clients::Contract`]) gives them the shape
 //! that client honours.
 
 use majordomus_checkout::config::GuardPolicy;
 use majordomus_domain::peers::WaitHolder;
 use serde_json::Value;
 
-use crate::clients::{HookClient, NewsMoment, text};
+use majordomus_core::clients::{HookClient, NewsMoment, text};
 
 /// What the guard found before an edit, by what each finding calls for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

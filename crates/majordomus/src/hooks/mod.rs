@@ -6,7 +6,7 @@
 //! instructions are read once; a hook's answer is read at the moment it is given. The hook
 //! reads the client's JSON on stdin, asks the checkout's server over REST with the lease's
 //! token (it never starts a server), and answers in the client's own contract
-//! ([`answer`], [`crate::clients`]).
+//! ([`answer`], [`majordomus_core::clients`]).
 //!
 //! Before a shell command, each of its simple commands is matched against the commands the
 //! repository declares as needing a lease (`[leases.commands]`); for those, the hook reads
@@ -43,19 +43,19 @@ use majordomus_domain::peers::{WaitHolder, WaitReason};
 use majordomus_domain::{limits, text};
 use serde_json::Value;
 
-use crate::capabilities::hooks::received::{HooksReceived, ReceivedInput};
-use crate::capabilities::hooks::wait::{BlockingSession, HooksWait, WaitInput};
-use crate::capabilities::hooks::{
+use answer::{Found, LeaseHeld, Said};
+use majordomus_capabilities::hooks::received::{HooksReceived, ReceivedInput};
+use majordomus_capabilities::hooks::wait::{BlockingSession, HooksWait, WaitInput};
+use majordomus_capabilities::hooks::{
     EndInput, Guarded, HookFiles, HooksEdit, HooksEnd, HooksGuard, HooksLeases, HooksNews,
     LeasesNeededInput, NewsInput, facts,
 };
-use crate::capabilities::leases;
-use crate::capabilities::messages::Inbox;
-use crate::clients::{self, Action, HookClient, NewsMoment};
-use crate::context::{Context, Site};
-use crate::registry::Operation;
-use answer::{Found, LeaseHeld, Said};
+use majordomus_capabilities::leases;
+use majordomus_capabilities::messages::Inbox;
 use majordomus_checkout::ancestry::{self, ProcessStamp};
+use majordomus_core::clients::{self, Action, HookClient, NewsMoment};
+use majordomus_core::context::{Context, Site};
+use majordomus_core::registry::Operation;
 
 /// The largest hook input read. A `Write` carries the whole new file; beyond this the hook
 /// gives up (fails open) rather than hold an arbitrary amount in memory.

@@ -10,8 +10,8 @@ use majordomus_checkout::git::Checkout;
 
 use super::document::EditError;
 use super::{Site, parse, read, wiring};
-use crate::clients::wiring::{FileParts, Program, Scope};
-use crate::clients::{HookClient, WillRun};
+use majordomus_core::clients::wiring::{FileParts, Program, Scope};
+use majordomus_core::clients::{HookClient, WillRun};
 
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
@@ -75,13 +75,13 @@ pub fn run(dir: &Path) -> Result<(), String> {
                 in_project.join("; ")
             )
         };
-        crate::render::say!("{client} ({}): {verdict}", seen.join(", "));
+        majordomus_core::render::say!("{client} ({}): {verdict}", seen.join(", "));
         if in_project.is_empty() {
             match contract.will_run(&project.places, &project_files, &read) {
                 WillRun::NotYet(step) => {
-                    crate::render::say!("  but the client will not run it yet: {step}")
+                    majordomus_core::render::say!("  but the client will not run it yet: {step}")
                 }
-                WillRun::Unchecked(note) => crate::render::say!("  {note}"),
+                WillRun::Unchecked(note) => majordomus_core::render::say!("  {note}"),
                 WillRun::Yes => {}
             }
         }
@@ -91,7 +91,7 @@ pub fn run(dir: &Path) -> Result<(), String> {
             .iter()
             .map(|client| client.as_str())
             .collect();
-        crate::render::say!(
+        majordomus_core::render::say!(
             "no client found on PATH or configured in this repository; `majordomus install \
              <{}>` wires one",
             words.join("|")
@@ -144,7 +144,7 @@ fn other_worktrees(dir: &Path, program: &Program) -> Result<(), String> {
                 named(&not_run)
             )
         };
-        crate::render::say!("worktree {}: {verdict}", root.display());
+        majordomus_core::render::say!("worktree {}: {verdict}", root.display());
     }
     Ok(())
 }
@@ -165,7 +165,7 @@ fn suggestions(dir: &Path) {
     let checkout = match Checkout::discover(dir) {
         Ok(checkout) => checkout,
         Err(error) => {
-            return crate::render::say!(
+            return majordomus_core::render::say!(
                 "cannot read the configuration of {}: {error}",
                 dir.display()
             );
@@ -173,19 +173,21 @@ fn suggestions(dir: &Path) {
     };
     let config = match config::load(&checkout) {
         Ok(config) => config,
-        Err(error) => return crate::render::say!("the configuration cannot be used: {error}"),
+        Err(error) => {
+            return majordomus_core::render::say!("the configuration cannot be used: {error}");
+        }
     };
-    crate::render::say!("{}", policy_line(config.hooks.policy));
+    majordomus_core::render::say!("{}", policy_line(config.hooks.policy));
     for (kind, suggested) in config.suggestions.made() {
         let described = kind.described();
         if suggested.allowed {
-            crate::render::say!(
+            majordomus_core::render::say!(
                 "this repository suggests {described} ({}) in {}: allowed",
                 suggested.shown,
                 config::CONFIG_FILE
             );
         } else {
-            crate::render::say!(
+            majordomus_core::render::say!(
                 "this repository suggests {described} ({}) in {}: not allowed, so not used; \
                  to allow it, run `majordomus allow {} --repo {}`",
                 suggested.shown,

@@ -16,7 +16,7 @@ use jsonc_parser::cst::{CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::Value;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
-use crate::clients::wiring::{Ours, Part, names_majordomus};
+use majordomus_core::clients::wiring::{Ours, Part, names_majordomus};
 
 /// Why a file cannot be edited. Each says which file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -629,7 +629,7 @@ fn toml_remove(document: &mut DocumentMut, part: &Part, force: bool) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clients::wiring::{hook_command, unwrapped};
+    use majordomus_core::clients::wiring::{hook_command, unwrapped};
     use serde_json::json;
 
     /// A JSON text with comments, as a value.

@@ -16,10 +16,10 @@ use majordomus_checkout::lease::lease_path;
 use similar::TextDiff;
 use tempfile::NamedTempFile;
 
-use crate::clients::HookClient;
-use crate::clients::wiring::{FileParts, Format, Places, Program, Scope};
 use document::{Document, EditError, Outcome};
 use file::{Contents, Replaced};
+use majordomus_core::clients::HookClient;
+use majordomus_core::clients::wiring::{FileParts, Format, Places, Program, Scope};
 use manifest::{Manifest, Restore};
 
 /// What `majordomus install` was asked.
@@ -255,7 +255,7 @@ pub fn run(options: &Options) -> Result<(), String> {
         problems.push(problem);
     }
     for root in other_worktrees(&checkout) {
-        crate::render::say!("in the worktree {}:", root.display());
+        majordomus_core::render::say!("in the worktree {}:", root.display());
         let options = Options {
             dir: root.clone(),
             ..options.clone()
@@ -282,11 +282,11 @@ pub fn run(options: &Options) -> Result<(), String> {
         let named = named.join(", ");
         if !personal.is_empty() {
             match exclude::keep_out_of_git(common_dir, &personal, !options.uninstall) {
-                Ok(true) if options.uninstall => crate::render::say!(
+                Ok(true) if options.uninstall => majordomus_core::render::say!(
                     "{named}: {} no longer kept out of git in info/exclude",
                     personal.join(", ")
                 ),
-                Ok(true) => crate::render::say!(
+                Ok(true) => majordomus_core::render::say!(
                     "{named}: {} (one person's approvals) kept out of git in info/exclude",
                     personal.join(", ")
                 ),
@@ -368,7 +368,7 @@ fn run_in(options: &Options) -> Result<(), String> {
     }
     if options.dry_run {
         for change in &changes {
-            crate::render::say_part!("{}", diff(&site, change));
+            majordomus_core::render::say_part!("{}", diff(&site, change));
         }
     }
     let written = if options.dry_run || changes.is_empty() {
@@ -377,22 +377,22 @@ fn run_in(options: &Options) -> Result<(), String> {
         write(&site, options, &loaded, &changes, &mut problems)
     };
     for line in &kept {
-        crate::render::say!("{line}");
+        majordomus_core::render::say!("{line}");
     }
     if changes.is_empty() && problems.is_empty() && kept.is_empty() {
-        crate::render::say!("nothing to change");
+        majordomus_core::render::say!("nothing to change");
     }
     if !options.uninstall && options.scope == Scope::Project {
         let wired_now = !written.is_empty();
         for client in written {
             if let Some(note) = client.contract().first_run_note() {
-                crate::render::say!("{client}: {note}");
+                majordomus_core::render::say!("{client}: {note}");
             }
         }
         if wired_now
             && let Ok(config) = majordomus_checkout::config::load_repository(&site.places.root)
         {
-            crate::render::say!("{}", doctor::policy_line(config.hooks.policy));
+            majordomus_core::render::say!("{}", doctor::policy_line(config.hooks.policy));
         }
     }
     if problems.is_empty() {
@@ -510,7 +510,7 @@ fn stage_and_replace(
                     (Some(_), None) => "removed",
                     _ => "updated",
                 };
-                crate::render::say!("{}: {verb} {shown}", change.client);
+                majordomus_core::render::say!("{}: {verb} {shown}", change.client);
                 if replaced.after.is_none() {
                     remove_empty_directory(
                         &change.file.path,

@@ -67,7 +67,7 @@ pub(super) async fn predict(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("conflicts.predict")
             .expect("conflicts.predict is registered");
         let input = json!({});
@@ -144,7 +144,7 @@ pub(super) async fn announce_with_sibling(
         )
         .await?;
         let claimant = Caller::Mcp(mcp);
-        let announce = majordomus::capabilities::registry()
+        let announce = majordomus_capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let outcome = claimant
@@ -200,7 +200,7 @@ pub(super) async fn list_with_changes(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});

@@ -85,7 +85,7 @@ pub(super) async fn federation_visible(
         let seeing = watcher.state().clone();
         until_following(alpha.state()).await?;
         until_following(&seeing).await?;
-        let announce = majordomus::capabilities::registry()
+        let announce = majordomus_capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let mut step = 0u64;
@@ -96,7 +96,7 @@ pub(super) async fn federation_visible(
             let (ctx, seeing) = (ctx.clone(), seeing.clone());
             async move {
                 // Untimed: a quiet moment, so the board is published at once.
-                tokio::time::sleep(majordomus::federation::REPUBLISH_INTERVAL).await;
+                tokio::time::sleep(majordomus_federation::REPUBLISH_INTERVAL).await;
                 let mut seen = seeing.federation.remote_changes();
                 let started = Instant::now();
                 announce
@@ -119,7 +119,7 @@ pub(super) async fn federation_visible(
             format!(
                 "`peers.announce` on machine alpha's server until the claim is in machine beta's view: published to nats-server, delivered to beta's watch, checked and held; both servers inside this process, {} on loopback; each announce after a quiet {} ms, so it is published at once",
                 nats.version(),
-                majordomus::federation::REPUBLISH_INTERVAL.as_millis()
+                majordomus_federation::REPUBLISH_INTERVAL.as_millis()
             ),
         ))
     }
@@ -155,7 +155,7 @@ pub(super) async fn federation_everywhere(
             .await
             .map_err(|error| format!("cannot connect to nats-server: {error}"))?;
         let bucket = async_nats::jetstream::new(client)
-            .get_key_value(majordomus::federation::BUCKET)
+            .get_key_value(majordomus_federation::BUCKET)
             .await
             .map_err(|error| format!("no bucket: {error}"))?;
         let seen = state.federation.remote_changes();
@@ -173,7 +173,7 @@ pub(super) async fn federation_everywhere(
             }
             seen = state.federation.remote_changed(seen, SETUP_BOUND).await;
         }
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "everywhere"});
@@ -245,12 +245,12 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                     }
                 })
                 .collect();
-            let checkout = majordomus::federation::document::PublishedCheckout {
+            let checkout = majordomus_federation::document::PublishedCheckout {
                 id: id.clone(),
                 worktree: "/home/dev/repo".into(),
                 branch: Some("main".into()),
             };
-            let (_, bytes) = majordomus::federation::document::BoardDocument::publish(
+            let (_, bytes) = majordomus_federation::document::BoardDocument::publish(
                 &machine,
                 checkout,
                 majordomus_domain::checkouts::ServerStanding::Ready,
@@ -258,7 +258,7 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                 SystemTime::now(),
                 peers,
             );
-            let key = majordomus::federation::document::BoardKey::new(repository, &machine, &id);
+            let key = majordomus_federation::document::BoardKey::new(repository, &machine, &id);
             (key.as_key(), bytes)
         })
         .collect()

@@ -90,7 +90,7 @@ pub(super) async fn hook(
         )
         .await?;
         let claimant = Caller::Mcp(session);
-        let announce = majordomus::capabilities::registry()
+        let announce = majordomus_capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         if let Outcome::Failure(why) = claimant

@@ -32,7 +32,7 @@ pub(super) async fn memory(
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let http = http_client();
     let result = async {
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "this"});
@@ -224,7 +224,7 @@ pub(super) async fn throughput(
         Hammer::LeaseTurns => "throughput-lease",
     };
     let seconds = Duration::from_secs_f64(options.throughput_seconds.max(0.1));
-    let registry = majordomus::capabilities::registry();
+    let registry = majordomus_capabilities::registry();
     let capability = match hammer {
         Hammer::AnnounceMcpHttp => registry.by_id("peers.announce"),
         Hammer::ListRest => registry.by_id("peers.list"),

@@ -20,10 +20,10 @@ use super::setup::{
 };
 use super::stats::Summary;
 use super::{Budget, Options, Scenario, ScenarioId};
-use majordomus::context::Context;
-use majordomus::federation::FederationState;
-use majordomus::registry::Capability;
-use majordomus::server::ServerState;
+use majordomus_core::context::Context;
+use majordomus_core::registry::Capability;
+use majordomus_federation::FederationState;
+use majordomus_server::ServerState;
 
 mod changes;
 mod federation;
@@ -177,7 +177,7 @@ async fn cold_start(
     } else {
         None
     };
-    let capability = majordomus::capabilities::registry()
+    let capability = majordomus_capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -253,7 +253,7 @@ async fn gather(
         progress.set_message(scenario.name);
         let server = InProcessServer::start(repository.root()).await?;
         let ctx = server.context();
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("peers.list")
             .expect("peers.list is registered");
         let input = json!({"checkouts": "repository"});
@@ -332,7 +332,7 @@ async fn board(
             BoardCase::ListAfterWide => "board-list-wide",
         },
     )?;
-    let site = majordomus::context::Site::open(repository.root())?;
+    let site = majordomus_core::context::Site::open(repository.root())?;
     let serving = Serving::start(site.clone()).await?;
     let state = serving.state.clone();
     let client = |name: String| ClientInfo {
@@ -384,7 +384,7 @@ async fn board(
             ("peers.list", json!({"checkouts": "this"}))
         }
     };
-    let capability = majordomus::capabilities::registry()
+    let capability = majordomus_capabilities::registry()
         .by_id(id)
         .expect("the board's capabilities are registered");
     let first: Value = capability
@@ -553,7 +553,7 @@ async fn keep_alive(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("server.status")
             .expect("server.status is registered");
         let input = json!({"checkouts": "this"});
@@ -594,7 +594,7 @@ async fn exit_on_sigint(
 ) -> Result<ScenarioRow, String> {
     let repository = TempRepository::new(scratch, "exit-sigint")?;
     let dir = repository.root().to_path_buf();
-    let capability = majordomus::capabilities::registry()
+    let capability = majordomus_capabilities::registry()
         .by_id("peers.list")
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
@@ -669,7 +669,7 @@ async fn announce_to_subscribers(
                 .send()
                 .await
                 .map_err(|error| format!("an event stream did not open: {error}"))?;
-            let mut events = majordomus::server::events::read_stream(response);
+            let mut events = majordomus_server::events::read_stream(response);
             let seen = seen.clone();
             readers.push(tokio::spawn(async move {
                 while let Some(Ok(event)) = events.next().await {
@@ -694,7 +694,7 @@ async fn announce_to_subscribers(
         )
         .await?;
         let caller = Caller::Mcp(session);
-        let capability = majordomus::capabilities::registry()
+        let capability = majordomus_capabilities::registry()
             .by_id("peers.announce")
             .expect("peers.announce is registered");
         let budget = Budget::scenario(options, 50, 1000, 3.0);

@@ -1,0 +1,459 @@
+//! The capability registry: every operation majordomus offers is declared here once, and every
+//! surface (MCP tool, HTTP route, CLI command, OpenAPI operation, reference page, benchmark) is
+//! derived from that one declaration.
+
+mod schema;
+mod tool_list;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use schema::{input_schema, output_schema};
+pub use tool_list::{tool_input_schema, tool_output_schema};
+
+use crate::api::CapabilityError;
+use crate::context::Context;
+
+/// Whether a capability only reads (a query) or changes server state (a command).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(test, derive(strum::VariantArray))]
+pub enum Kind {
+    Query,
+    Command,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// How settled a capability's contract is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
+pub enum Stability {
+    /// Its behaviour is proven end to end by the integration tests.
+    BehaviorallyVerified,
+    /// It works, but its contract may still move.
+    Experimental,
+}
+
+impl Stability {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// The HTTP method of a route: a GET takes the input's fields as query parameters, a POST a
+/// JSON body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "UPPERCASE")]
+pub enum HttpMethod {
+    Get,
+    Post,
+}
+
+impl HttpMethod {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Where a capability can be reached. A surface left `None` does not carry it.
+#[derive(Clone, Copy, Debug)]
+pub struct Exposure {
+    pub mcp_tool: Option<&'static str>,
+    pub http: Option<(HttpMethod, &'static str)>,
+    pub cli: Option<&'static [&'static str]>,
+}
+
+/// A user situation a capability exists for: shown on its reference page.
+#[derive(Clone, Copy, Debug)]
+pub struct Moment {
+    pub headline: &'static str,
+    pub detail: &'static str,
+}
+
+/// Everything about a capability except its code.
+#[derive(Clone, Copy, Debug)]
+pub struct Declaration {
+    /// `module.name`, also the OpenAPI operationId.
+    pub id: &'static str,
+    pub kind: Kind,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub exposure: Exposure,
+    pub tags: &'static [&'static str],
+    pub stability: Stability,
+    /// Whether calling it twice with the same input has the effect of calling it once; a bridge
+    /// resends only such calls when it cannot know whether the first one ran.
+    pub idempotent: bool,
+    pub moments: &'static [Moment],
+}
+
+impl Declaration {
+    pub fn module(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A typed answer, or the same answer already encoded as JSON: a capability whose answer is
+/// large and often the same (a crowded board's listing) encodes it once and hands the bytes
+/// on, so no surface builds or walks it again.
+pub enum Reply<T> {
+    Typed(T),
+    /// The JSON encoding of a `T`, exactly as the surfaces would write it from the value.
+    Encoded(Bytes),
+}
+
+/// A capability's answer as the surfaces receive it: a JSON value, or JSON already encoded
+/// (see [`Reply`]), which a surface that writes bytes (REST) writes as it is.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    Value(Value),
+    Encoded(Bytes),
+}
+
+/// Bytes of an answer's JSON beyond which it is encoded (and decoded) on a blocking thread
+/// rather than on the runtime's workers: a crowded repository's listing takes milliseconds
+/// to encode, and a worker busy with it answers nothing else meanwhile — the identity probe
+/// every other process asks `GET /` included.
+pub const ENCODE_INLINE_BYTES: usize = 64 * 1024;
+
+impl Answer {
+    /// The answer as a JSON value, decoding an encoded one; one over
+    /// [`ENCODE_INLINE_BYTES`] on a blocking thread.
+    pub async fn into_value_off_workers(self) -> Result<Value, CapabilityError> {
+        match self {
+            Answer::Encoded(bytes) if bytes.len() > ENCODE_INLINE_BYTES => {
+                tokio::task::spawn_blocking(move || Answer::Encoded(bytes).into_value())
+                    .await
+                    .map_err(|error| {
+                        CapabilityError::internal(format!("decoding the answer failed: {error}"))
+                    })?
+            }
+            answer => answer.into_value(),
+        }
+    }
+
+    /// The answer as a JSON value, decoding an encoded one.
+    pub fn into_value(self) -> Result<Value, CapabilityError> {
+        match self {
+            Answer::Value(value) => Ok(value),
+            Answer::Encoded(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
+                CapabilityError::internal(format!("could not decode the answer: {error}"))
+            }),
+        }
+    }
+
+    /// The answer as JSON bytes, encoding a value.
+    pub fn into_bytes(self) -> Result<Bytes, CapabilityError> {
+        match self {
+            Answer::Value(value) => serde_json::to_vec(&value)
+                .map(Bytes::from)
+                .map_err(|error| {
+                    CapabilityError::internal(format!("could not encode the answer: {error}"))
+                }),
+            Answer::Encoded(bytes) => Ok(bytes),
+        }
+    }
+}
+
+/// One operation, typed: the declaration, the input and output types and the handler.
+pub trait Operation: Send + Sync + 'static {
+    type Input: DeserializeOwned + Serialize + schemars::JsonSchema + Send;
+    type Output: Serialize + DeserializeOwned + schemars::JsonSchema + Send + 'static;
+    const DECLARATION: Declaration;
+
+    /// How the CLI shows an answer to a person; `--json` shows the answer itself.
+    fn render(output: &Self::Output) -> String {
+        serde_json::to_string_pretty(output).expect("answers serialise")
+    }
+
+    fn run(
+        ctx: &Context,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, CapabilityError>> + Send;
+
+    /// Named inputs a benchmark runs the operation with, declared with it so that every
+    /// surface is measured with the same cases.
+    fn bench_cases() -> Vec<(&'static str, Self::Input)>;
+
+    /// About how many bytes `output` takes encoded, when it may be large: an answer over
+    /// [`ENCODE_INLINE_BYTES`] is encoded on a blocking thread. Answers that are always
+    /// small need not say (0).
+    fn encoded_size_estimate(_output: &Self::Output) -> usize {
+        0
+    }
+
+    /// What the surfaces are answered: [`Operation::run`]'s output, unless the capability
+    /// has the same answer encoded already.
+    fn reply(
+        ctx: &Context,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Reply<Self::Output>, CapabilityError>> + Send {
+        async move { Self::run(ctx, input).await.map(Reply::Typed) }
+    }
+}
+
+type ErasedHandler =
+    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
+
+/// A capability with its types erased, as the surfaces see it.
+pub struct Capability {
+    pub declaration: Declaration,
+    input_schema: fn() -> Value,
+    output_schema: fn() -> Value,
+    bench_cases: fn() -> Vec<(&'static str, Value)>,
+    render: fn(&Value) -> String,
+    handler: ErasedHandler,
+}
+
+impl Capability {
+    pub fn of<O: Operation>() -> Self {
+        Capability {
+            declaration: O::DECLARATION,
+            input_schema: input_schema::<O::Input>,
+            output_schema: output_schema::<O::Output>,
+            bench_cases: || {
+                O::bench_cases()
+                    .into_iter()
+                    .map(|(name, input)| {
+                        (name, serde_json::to_value(input).expect("inputs serialise"))
+                    })
+                    .collect()
+            },
+            render: |output| match serde_json::from_value::<O::Output>(output.clone()) {
+                Ok(output) => O::render(&output),
+                Err(_) => serde_json::to_string_pretty(output).expect("values serialise"),
+            },
+            handler: |ctx, input| Box::pin(run_erased::<O>(ctx, input)),
+        }
+    }
+
+    pub fn id(&self) -> &'static str {
+        self.declaration.id
+    }
+
+    pub fn input_schema(&self) -> Value {
+        (self.input_schema)()
+    }
+
+    pub fn output_schema(&self) -> Value {
+        (self.output_schema)()
+    }
+
+    pub fn bench_cases(&self) -> Vec<(&'static str, Value)> {
+        (self.bench_cases)()
+    }
+
+    /// The answer as a person reads it in a terminal.
+    pub fn render(&self, output: &Value) -> String {
+        (self.render)(output)
+    }
+
+    /// Runs the capability on JSON input, as every surface does, and answers as it was
+    /// answered: a surface that writes bytes writes an encoded answer as it is.
+    pub async fn answer(&self, ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
+        (self.handler)(ctx, input).await
+    }
+
+    /// Runs the capability on JSON input and answers a JSON value, for the callers that
+    /// read into the answer.
+    pub async fn call(&self, ctx: &Context, input: Value) -> Result<Value, CapabilityError> {
+        self.answer(ctx, input).await?.into_value()
+    }
+}
+
+async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
+    let input: O::Input = serde_json::from_value(input).map_err(|error| {
+        let error = error.to_string();
+        // serde says "missing field `x`"; say also that the field is required.
+        let required = if error.starts_with("missing field") {
+            " (it is required)"
+        } else {
+            ""
+        };
+        CapabilityError::invalid_input(format!(
+            "the input of `{}` is not valid: {error}{required}; see its input schema",
+            O::DECLARATION.id
+        ))
+    })?;
+    match O::reply(ctx, input).await? {
+        Reply::Typed(output) if O::encoded_size_estimate(&output) > ENCODE_INLINE_BYTES => {
+            // Encoded once, off the workers, through the value so that its keys come out in
+            // the order every surface writes them.
+            tokio::task::spawn_blocking(move || {
+                serde_json::to_value(output).and_then(|value| serde_json::to_vec(&value))
+            })
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("encoding the answer failed: {error}"))
+            })?
+            .map(|bytes| Answer::Encoded(Bytes::from(bytes)))
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not encode the answer: {error}"))
+            })
+        }
+        Reply::Typed(output) => serde_json::to_value(output)
+            .map(Answer::Value)
+            .map_err(|error| {
+                CapabilityError::internal(format!("could not encode the answer: {error}"))
+            }),
+        Reply::Encoded(bytes) => Ok(Answer::Encoded(bytes)),
+    }
+}
+
+/// Every capability, in the order the reference index lists them.
+pub struct Registry {
+    capabilities: Vec<Capability>,
+}
+
+impl Registry {
+    /// A registry of `capabilities`, in the order given. It knows nothing of which
+    /// capabilities exist: the capabilities module lists them and builds the registry of the
+    /// build (`capabilities::registry`). Refused when two of them claim one id, tool name,
+    /// route or CLI path: on any surface that would silently make one of them unreachable.
+    pub fn new(capabilities: Vec<Capability>) -> Result<Registry, String> {
+        check_unique(&capabilities)?;
+        Ok(Registry { capabilities })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Capability> {
+        self.capabilities.iter()
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&Capability> {
+        self.iter().find(|c| c.id() == id)
+    }
+
+    pub fn by_tool(&self, tool: &str) -> Option<&Capability> {
+        self.iter()
+            .find(|c| c.declaration.exposure.mcp_tool == Some(tool))
+    }
+
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.iter()
+            .filter_map(|c| c.declaration.exposure.mcp_tool)
+            .collect()
+    }
+}
+
+fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
+    let mut seen = std::collections::HashMap::new();
+    for capability in capabilities {
+        let exposure = capability.declaration.exposure;
+        let keys = [
+            Some(format!("id {}", capability.id())),
+            exposure.mcp_tool.map(|tool| format!("MCP tool {tool}")),
+            exposure
+                .http
+                .map(|(method, path)| format!("route {} {path}", method.as_str())),
+            exposure
+                .cli
+                .map(|words| format!("command `{}`", words.join(" "))),
+        ];
+        for key in keys.into_iter().flatten() {
+            if let Some(first) = seen.insert(key.clone(), capability.id()) {
+                return Err(format!(
+                    "{key} is declared by both {first} and {}",
+                    capability.id()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn declarations_are_written_in_the_words_as_str_gives() {
+        for &kind in Kind::VARIANTS {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for &stability in Stability::VARIANTS {
+            assert_eq!(serde_json::to_value(stability).unwrap(), stability.as_str());
+        }
+        assert_eq!(
+            [HttpMethod::Get, HttpMethod::Post].map(HttpMethod::as_str),
+            ["GET", "POST"]
+        );
+    }
+
+    /// A capability of the test's own, so the registry's rules are tested apart from the
+    /// capabilities this build has.
+    struct Echo;
+
+    #[derive(Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+
+    impl Operation for Echo {
+        type Input = Nothing;
+        type Output = Nothing;
+        const DECLARATION: Declaration = Declaration {
+            id: "server.status",
+            kind: Kind::Query,
+            title: "Echo",
+            description: "Answers what it was given.",
+            exposure: Exposure {
+                mcp_tool: Some("majordomus_server"),
+                http: Some((HttpMethod::Get, "/api/v1/server")),
+                cli: Some(&["serve", "status"]),
+            },
+            tags: &[],
+            stability: Stability::Experimental,
+            idempotent: true,
+            moments: &[],
+        };
+
+        async fn run(_ctx: &Context, input: Nothing) -> Result<Nothing, CapabilityError> {
+            Ok(input)
+        }
+
+        fn bench_cases() -> Vec<(&'static str, Nothing)> {
+            vec![("nothing", Nothing {})]
+        }
+    }
+
+    #[test]
+    fn a_duplicate_tool_name_route_or_command_is_refused() {
+        let twice = |edit: fn(&mut Declaration)| {
+            let first = Capability::of::<Echo>();
+            let mut second = Capability::of::<Echo>();
+            second.declaration.id = "server.other";
+            second.declaration.exposure = Exposure {
+                mcp_tool: Some("other_tool"),
+                http: Some((HttpMethod::Get, "/api/v1/other")),
+                cli: Some(&["other"]),
+            };
+            edit(&mut second.declaration);
+            Registry::new(vec![first, second]).map(drop)
+        };
+        assert!(twice(|_| {}).is_ok());
+        let tool = twice(|d| d.exposure.mcp_tool = Some("majordomus_server")).unwrap_err();
+        assert!(tool.contains("MCP tool majordomus_server"), "{tool}");
+        let route = twice(|d| d.exposure.http = Some((HttpMethod::Get, "/api/v1/server")));
+        assert!(route.unwrap_err().contains("route GET /api/v1/server"));
+        let cli = twice(|d| d.exposure.cli = Some(&["serve", "status"]));
+        assert!(cli.unwrap_err().contains("command `serve status`"));
+        let id = twice(|d| d.id = "server.status");
+        assert!(id.unwrap_err().contains("id server.status"));
+    }
+}
