@@ -311,9 +311,16 @@ impl EventBus {
                 },
             );
         }
+        // A new overlap is always one the announced claim makes, so the answer lists it:
+        // each peer's first overlap, found once for all those begun, not searched for each.
+        let mut first_overlap = HashMap::new();
+        if !delta.began.is_empty() {
+            for overlap in &announced.overlaps {
+                first_overlap.entry(&overlap.peer).or_insert(overlap);
+            }
+        }
         for with in &delta.began {
-            // A new overlap is always one the announced claim makes, so the answer lists it.
-            let Some(overlap) = announced.overlaps.iter().find(|o| &o.peer == with) else {
+            let Some(&overlap) = first_overlap.get(with) else {
                 continue;
             };
             self.publish_local(
