@@ -5,6 +5,8 @@
 //! federation) is a fixed value, so an answer depends on the calls made and nothing else.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -408,24 +410,68 @@ pub(crate) enum Caller {
     Peer,
 }
 
-/// A repository of its own, served by a [`MemoryPort`].
+/// A repository of its own, served by a [`MemoryPort`]: its worktree is [`SERVED_WORKTREE`]
+/// in a directory of its own, where the worktrees added beside it go too.
 pub(crate) struct World {
     _dir: TempDir,
     pub site: Arc<Site>,
     pub port: Arc<MemoryPort>,
 }
 
+/// The name of the served worktree's directory: a fixed name, so that an answer naming a
+/// worktree the way people do (by its directory's name) is the same on every run.
+pub(crate) const SERVED_WORKTREE: &str = "alpha";
+
 impl World {
     /// A new repository whose board holds nobody yet.
     pub(crate) fn empty() -> World {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let site = Arc::new(site_in_repository(dir.path(), Config::default()));
+        let root = dir.path().join(SERVED_WORKTREE);
+        std::fs::create_dir(&root).expect("the worktree's directory is made");
+        let site = Arc::new(site_in_repository(&root, Config::default()));
         let port = Arc::new(MemoryPort::new(&site));
         World {
             _dir: dir,
             site,
             port,
         }
+    }
+
+    /// The directory that holds the repository's worktrees.
+    pub(crate) fn dir(&self) -> &Path {
+        self.site
+            .checkout
+            .root
+            .parent()
+            .expect("a worktree lies in the world's directory")
+    }
+
+    /// Adds the worktree `name` beside the served one, on a new branch of that name made
+    /// from `main`; no server serves it.
+    pub(crate) fn add_worktree(&self, name: &str) {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(&self.site.checkout.root)
+            .args(["worktree", "add", "--quiet", "-b", name])
+            .arg(self.dir().join(name))
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .expect("git runs");
+        assert!(
+            output.status.success(),
+            "git worktree add {name} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Writes `text` to `path` of the worktree `worktree`, left uncommitted.
+    pub(crate) fn write(&self, worktree: &str, path: &str, text: &str) {
+        let file = self.dir().join(worktree).join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).expect("the file's directory is made");
+        }
+        std::fs::write(file, text).expect("the file is written");
     }
 
     /// The context of a call made by `caller`; a [`Caller::Peer`] is attached first.

@@ -4,8 +4,11 @@
 //! and the answer or the refusal expected. A row runs in a repository of its own, so rows
 //! never see one another's board.
 
+mod conflicts;
 mod episodes;
 mod hooks;
+mod leases;
+mod messages;
 mod peers;
 mod server;
 
@@ -19,6 +22,12 @@ struct Case {
     /// What the row is about, named when it fails.
     name: &'static str,
     caller: Caller,
+    /// Worktrees added beside the served one before any call, each by its directory's name,
+    /// which is also its branch's.
+    worktrees: Vec<&'static str>,
+    /// Files written before any call and left uncommitted: the worktree's directory name,
+    /// the path in it, and the text.
+    files: Vec<(&'static str, &'static str, String)>,
     /// Calls the same caller makes first, each a capability id and its input; each must be
     /// answered.
     before: Vec<(&'static str, Value)>,
@@ -31,10 +40,30 @@ impl Case {
         Case {
             name,
             caller,
+            worktrees: Vec::new(),
+            files: Vec::new(),
             before: Vec::new(),
             input,
             expect,
         }
+    }
+
+    /// The row with the worktree `name` added beside the served one first.
+    fn worktree(mut self, name: &'static str) -> Case {
+        self.worktrees.push(name);
+        self
+    }
+
+    /// The row with `text` written to `path` of the worktree `worktree` (its directory's
+    /// name) first, after the worktrees are added.
+    fn write(
+        mut self,
+        worktree: &'static str,
+        path: &'static str,
+        text: impl Into<String>,
+    ) -> Case {
+        self.files.push((worktree, path, text.into()));
+        self
     }
 
     /// The row with one more call its caller makes first, after those given before.
@@ -48,7 +77,7 @@ impl Case {
 enum Expect {
     /// An answer holding every field given here, as given: an object may hold more fields
     /// than it names, an array holds exactly the items given, and `null` stands also for a
-    /// field left out. The worktree's root is written `<worktree>`.
+    /// field left out. Written as in [`Words`].
     Answer(Value),
     /// A refusal of this kind whose message says each of these words.
     Refusal(ErrorKind, &'static [&'static str]),
@@ -75,11 +104,18 @@ fn check(capability: &str, cases: Vec<Case>) {
 /// One row, in a world of its own; why it failed, when it did.
 async fn run(capability: &str, case: Case) -> Result<(), String> {
     let world = World::empty();
+    for name in case.worktrees {
+        world.add_worktree(name);
+    }
+    for (worktree, path, text) in &case.files {
+        world.write(worktree, path, text);
+    }
+    let words = Words::of(&world);
     let ctx = world.context(case.caller);
     let registry = super::registry();
     for (before, input) in case.before {
         let called = registry.by_id(before).expect("a capability of this build");
-        if let Err(error) = called.call(&ctx, input).await {
+        if let Err(error) = called.call(&ctx, words.input(input)).await {
             return Err(format!(
                 "{}: `{before}` before it was refused: {error}",
                 case.name
@@ -89,11 +125,10 @@ async fn run(capability: &str, case: Case) -> Result<(), String> {
     let called = registry
         .by_id(capability)
         .expect("a capability of this build");
-    let root = world.site.checkout.root.display().to_string();
     let answer = called
-        .call(&ctx, case.input)
+        .call(&ctx, words.input(case.input))
         .await
-        .map(|answer| in_words(answer, &root));
+        .map(|answer| words.answer(answer));
     let name = case.name;
     match (case.expect, answer) {
         (Expect::Answer(expected), Ok(answer)) if holds(&answer, &expected) => Ok(()),
@@ -122,24 +157,75 @@ async fn run(capability: &str, case: Case) -> Result<(), String> {
     }
 }
 
-/// The answer with the worktree's root written `<worktree>`, as a row can expect it: the
-/// root is a temporary directory's, another on every run.
-fn in_words(answer: Value, root: &str) -> Value {
-    match answer {
-        Value::String(text) => Value::String(text.replace(root, WORKTREE)),
-        Value::Array(items) => items.into_iter().map(|item| in_words(item, root)).collect(),
+/// How a row writes what differs on every run, in its inputs and in the answer it expects:
+/// `<worktree>` for the served worktree's root, `<dir>` for the directory the worktrees lie
+/// in (a worktree added beside is `<dir>/beta`), and `<checkout>` for the checkout's id. An
+/// answer's `<checkout>` is the whole id or the first 8 digits a qualified id takes
+/// (`p2@<checkout>`); an input's is those 8 digits, as an input names a session by its
+/// qualified id.
+struct Words {
+    root: String,
+    dir: String,
+    checkout: String,
+    short: String,
+}
+
+impl Words {
+    fn of(world: &World) -> Words {
+        let checkout = world.site.checkout.id.clone();
+        Words {
+            root: world.site.checkout.root.display().to_string(),
+            dir: world.dir().display().to_string(),
+            short: checkout.chars().take(8).collect(),
+            checkout,
+        }
+    }
+
+    /// The input as the capability is given it.
+    fn input(&self, input: Value) -> Value {
+        each_text(input, &|text| {
+            text.replace(WORKTREE, &self.root)
+                .replace(CHECKOUT, &self.short)
+        })
+    }
+
+    /// The answer as a row can expect it.
+    fn answer(&self, answer: Value) -> Value {
+        each_text(answer, &|text| {
+            text.replace(&self.root, WORKTREE)
+                .replace(&self.dir, DIR)
+                .replace(&self.checkout, CHECKOUT)
+                .replace(&self.short, CHECKOUT)
+        })
+    }
+}
+
+/// `value` with `change` made to each of its texts.
+fn each_text(value: Value, change: &dyn Fn(&str) -> String) -> Value {
+    match value {
+        Value::String(text) => Value::String(change(&text)),
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| each_text(item, change))
+            .collect(),
         Value::Object(fields) => Value::Object(
             fields
                 .into_iter()
-                .map(|(key, value)| (key, in_words(value, root)))
+                .map(|(key, value)| (key, each_text(value, change)))
                 .collect(),
         ),
         other => other,
     }
 }
 
-/// How a row names the worktree of its world.
+/// How a row names the served worktree's root.
 const WORKTREE: &str = "<worktree>";
+
+/// How a row names the directory the worktrees lie in.
+const DIR: &str = "<dir>";
+
+/// How a row names the checkout's id.
+const CHECKOUT: &str = "<checkout>";
 
 /// Whether `actual` holds `expected` as [`Expect::Answer`] says.
 fn holds(actual: &Value, expected: &Value) -> bool {

@@ -1,9 +1,10 @@
-//! `peers.announce` and `peers.list` of this board (`checkouts: this`).
+//! `peers.announce`, and `peers.list` of this board (`checkouts: this`) and of every
+//! worktree of the repository (`checkouts: repository`).
 
 use serde_json::json;
 
 use super::{Case, Expect, check, long};
-use crate::testing::Caller;
+use crate::testing::{Caller, SERVED_WORKTREE};
 use majordomus_core::api::ErrorKind;
 
 #[test]
@@ -194,10 +195,169 @@ fn peers_list_this() {
                 json!({ "client": "claude-code", "session_id": "s1", "paths": ["src/a.rs"] }),
             ),
             Case::new(
+                "the listing of this checkout leaves the repository's readings out",
+                Caller::Peer,
+                json!({ "checkouts": "this" }),
+                Expect::Answer(json!({ "conflicts": null, "leases": null, "messages_queued": null })),
+            )
+            .after("leases.acquire", json!({ "name": "test-suite" })),
+            Case::new(
                 "an unknown width is bad input",
                 Caller::Sessionless,
                 json!({ "checkouts": "galaxy" }),
                 Expect::Refusal(ErrorKind::InvalidInput, &["the input of `peers.list` is not valid"]),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn peers_list_repository() {
+    check(
+        "peers.list",
+        vec![
+            Case::new(
+                "every worktree has a board, served or not",
+                Caller::Observer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "caller": null,
+                    "count": 0,
+                    "peers": [],
+                    "boards": [
+                        {
+                            "worktree": "<worktree>",
+                            "branch": "main",
+                            "this_checkout": true,
+                            "standing": "absent",
+                            "reason": null,
+                            "changes": { "paths": [] },
+                        },
+                        {
+                            "worktree": "<dir>/beta",
+                            "branch": "beta",
+                            "this_checkout": false,
+                            "standing": "absent",
+                            "reason": null,
+                            "changes": { "paths": [] },
+                        },
+                    ],
+                    "complete": true,
+                    "conflicts": { "pairs": 0, "conflicts": [], "reason": null },
+                    "leases": null,
+                    "messages_queued": null,
+                })),
+            )
+            .worktree("beta"),
+            Case::new(
+                "the repository is the default width",
+                Caller::Sessionless,
+                json!({}),
+                Expect::Answer(json!({
+                    "boards": [
+                        { "this_checkout": true, "standing": "ready" },
+                        { "worktree": "<dir>/beta", "standing": "absent" },
+                    ],
+                })),
+            )
+            .worktree("beta"),
+            Case::new(
+                "each worktree's changes are on its board",
+                Caller::Observer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "boards": [
+                        { "changes": { "paths": [{ "path": "README", "kinds": ["unstaged"] }] } },
+                        { "changes": { "paths": [{ "path": "NOTES", "kinds": ["untracked"] }] } },
+                    ],
+                    "change_overlaps": [],
+                })),
+            )
+            .worktree("beta")
+            .write(SERVED_WORKTREE, "README", "changed in alpha\n")
+            .write("beta", "NOTES", "written in beta\n"),
+            Case::new(
+                "two worktrees changing one file meet, and their merge would conflict",
+                Caller::Observer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "change_overlaps": [{
+                        "kind": "change",
+                        "paths": [{ "yours": "README", "theirs": "README" }],
+                        "with": { "kind": "change" },
+                    }],
+                    "conflicts": {
+                        "pairs": 1,
+                        "conflicts": [{
+                            "ours": { "worktree": "<worktree>" },
+                            "theirs": { "worktree": "<dir>/beta" },
+                            "paths": ["README"],
+                        }],
+                    },
+                })),
+            )
+            .worktree("beta")
+            .write(SERVED_WORKTREE, "README", "the lexer first\n")
+            .write("beta", "README", "the parser first\n"),
+            Case::new(
+                "the serving process's peers are qualified by their checkout",
+                Caller::Peer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "caller": "p1",
+                    "count": 2,
+                    "peers": [
+                        {
+                            "id": "p1",
+                            "qualified_id": "p1@<checkout>",
+                            "checkout": { "worktree": "<worktree>", "this_checkout": true },
+                        },
+                        { "id": "p2", "qualified_id": "p2@<checkout>" },
+                    ],
+                    "boards": [{ "this_checkout": true, "standing": "ready", "attached": 2 }],
+                })),
+            )
+            .after(
+                "hooks.news",
+                json!({ "client": "claude-code", "session_id": "s2", "moment": "prompt" }),
+            ),
+            Case::new(
+                "the served worktree's changes are read at once",
+                Caller::Peer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "boards": [{ "changes": { "paths": [{ "path": "README", "kinds": ["unstaged"] }] } }],
+                })),
+            )
+            .write(SERVED_WORKTREE, "README", "changed in alpha\n"),
+            Case::new(
+                "a lease held is listed with its holder",
+                Caller::Peer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({
+                    "leases": [{
+                        "name": "test-suite",
+                        "holder": "p1 table-client in alpha",
+                        "expires_in_secs": 600,
+                        "queue": [],
+                        "queued": 0,
+                    }],
+                })),
+            )
+            .after("leases.acquire", json!({ "name": "test-suite" })),
+            Case::new(
+                "messages not yet delivered are counted",
+                Caller::Peer,
+                json!({ "checkouts": "repository" }),
+                Expect::Answer(json!({ "messages_queued": 1 })),
+            )
+            .after(
+                "hooks.news",
+                json!({ "client": "claude-code", "session_id": "s2", "moment": "prompt" }),
+            )
+            .after(
+                "messages.send",
+                json!({ "to": "p2@<checkout>", "text": "the build is red" }),
             ),
         ],
     );
