@@ -75,10 +75,11 @@ pub fn lives(holder: &Holder) -> bool {
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::time::{Duration, SystemTime};
+    use std::time::SystemTime;
 
     use super::*;
     use crate::files;
+    use majordomus_domain::leases::LeaseTtl;
 
     #[test]
     fn changes_are_kept_and_read_back_by_another_reader() {
@@ -100,7 +101,7 @@ mod tests {
             let granted = table.acquire(
                 "test-suite",
                 holder.clone(),
-                Duration::from_secs(5),
+                LeaseTtl::check(5).unwrap(),
                 SystemTime::now(),
             );
             (granted, true)

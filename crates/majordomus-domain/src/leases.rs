@@ -29,6 +29,26 @@ use crate::limits::{
     PORT_RANGE_PORTS,
 };
 
+/// How long a holding lasts unless renewed: 1 second to [`LEASE_TTL_SECS_MAX`], checked
+/// where a request enters, so a bad ttl is bad input before anything else is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTtl(u32);
+
+impl LeaseTtl {
+    /// A ttl of `secs` seconds, when it is one a lease may have.
+    pub fn check(secs: u64) -> Result<LeaseTtl, LeaseError> {
+        u32::try_from(secs)
+            .ok()
+            .filter(|secs| (1..=LEASE_TTL_SECS_MAX).contains(secs))
+            .map(LeaseTtl)
+            .ok_or(LeaseError::Ttl(secs))
+    }
+
+    pub fn secs(self) -> u32 {
+        self.0
+    }
+}
+
 /// Why a lease request or release was refused; each names the bound or the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LeaseError {
@@ -249,13 +269,10 @@ impl LeaseTable {
         &mut self,
         name: &str,
         holder: Holder,
-        ttl: Duration,
+        ttl: LeaseTtl,
         now: SystemTime,
     ) -> Result<Standing, LeaseError> {
-        let ttl_secs = u32::try_from(ttl.as_secs())
-            .ok()
-            .filter(|secs| (1..=LEASE_TTL_SECS_MAX).contains(secs))
-            .ok_or(LeaseError::Ttl(ttl.as_secs()))?;
+        let ttl_secs = ttl.secs();
         let now_ms = millis(now);
         if let Some(lease) = self.leases.get_mut(name) {
             if let Some(held) = lease.holder.as_mut().filter(|r| r.holder.key == holder.key) {
@@ -575,7 +592,7 @@ mod tests {
         }
     }
 
-    const TTL: Duration = Duration::from_secs(60);
+    const TTL: LeaseTtl = LeaseTtl(60);
 
     fn place(standing: Standing) -> usize {
         match standing {
@@ -694,14 +711,8 @@ mod tests {
             Resource::parse("port:5432"),
             Ok(Resource::Named("port:5432".into()))
         );
-        assert_eq!(
-            table.acquire("x", who("a", "w"), Duration::ZERO, at(0)),
-            Err(LeaseError::Ttl(0))
-        );
-        assert_eq!(
-            table.acquire("x", who("a", "w"), Duration::from_secs(86_401), at(0)),
-            Err(LeaseError::Ttl(86_401))
-        );
+        assert_eq!(LeaseTtl::check(0), Err(LeaseError::Ttl(0)));
+        assert_eq!(LeaseTtl::check(86_401), Err(LeaseError::Ttl(86_401)));
         for n in 0..=LEASE_QUEUE {
             table
                 .acquire("x", who(&format!("q{n}"), "w"), TTL, at(0))

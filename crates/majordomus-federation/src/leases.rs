@@ -112,7 +112,7 @@ mod tests {
     use std::sync::Mutex;
     use std::time::UNIX_EPOCH;
 
-    use majordomus_domain::leases::{Holder, Life, ProcessId, Standing};
+    use majordomus_domain::leases::{Holder, LeaseTtl, Life, ProcessId, Standing};
 
     use super::*;
     use crate::versioned::{Saved, Versioned};
@@ -166,8 +166,6 @@ mod tests {
         }
     }
 
-    const TTL: Duration = Duration::from_secs(60);
-
     fn at() -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_796_000_000)
     }
@@ -189,7 +187,14 @@ mod tests {
 
     fn acquire(key: &str) -> impl FnMut(&mut LeaseTable) -> (Standing, bool) {
         move |table| {
-            let standing = table.acquire("db:staging", holder(key), TTL, at()).unwrap();
+            let standing = table
+                .acquire(
+                    "db:staging",
+                    holder(key),
+                    LeaseTtl::check(60).unwrap(),
+                    at(),
+                )
+                .unwrap();
             (standing, true)
         }
     }

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table;
 use majordomus_domain::leases::{
-    Holder, LeaseError, LeaseTable, Life, Resource, Standing, millis, port_lease_name,
+    Holder, LeaseError, LeaseTable, LeaseTtl, Life, Resource, Standing, millis, port_lease_name,
 };
 use majordomus_domain::limits::{
     LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_DEFAULT, LEASE_TTL_SECS_MAX, LEASE_WAIT_SECS_MAX,
@@ -185,7 +185,8 @@ impl Operation for LeasesAcquire {
 
     async fn run(ctx: &Context, input: AcquireInput) -> Result<LeaseAnswer, CapabilityError> {
         let resource = Resource::parse(&input.name).map_err(refusal)?;
-        let ttl = Duration::from_secs(u64::from(input.ttl_secs.unwrap_or(LEASE_TTL_SECS_DEFAULT)));
+        let ttl = LeaseTtl::check(u64::from(input.ttl_secs.unwrap_or(LEASE_TTL_SECS_DEFAULT)))
+            .map_err(refusal)?;
         let wait_secs = input.wait_secs.unwrap_or(0);
         if wait_secs > LEASE_WAIT_SECS_MAX {
             return Err(CapabilityError::invalid_input(format!(
@@ -367,7 +368,7 @@ async fn ask(
     place: &Place,
     resource: &Resource,
     holder: Holder,
-    ttl: Duration,
+    ttl: LeaseTtl,
     port: Option<&dyn BoardPort>,
 ) -> Result<(String, Standing, Option<u16>), CapabilityError> {
     let liveness = Liveness::new(port.map(attached_here), place);
@@ -422,7 +423,7 @@ fn acquire_in(
     table: &mut LeaseTable,
     resource: &Resource,
     holder: Holder,
-    ttl: Duration,
+    ttl: LeaseTtl,
     now: SystemTime,
 ) -> Result<(String, Standing, Option<u16>), LeaseError> {
     let (name, port) = match resource {

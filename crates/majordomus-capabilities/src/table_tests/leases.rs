@@ -166,6 +166,15 @@ fn leases_acquire() {
                 ),
             ),
             Case::new(
+                "a bad ttl is bad input before the question who would hold the lease",
+                Caller::Sessionless,
+                json!({ "name": "test-suite", "ttl_secs": 0 }),
+                Expect::Refusal(
+                    ErrorKind::InvalidInput,
+                    &["a lease's ttl is 1 to 86400 seconds; 0 is not"],
+                ),
+            ),
+            Case::new(
                 "a ttl over a day",
                 Caller::Peer,
                 json!({ "name": "test-suite", "ttl_secs": 86_401 }),
