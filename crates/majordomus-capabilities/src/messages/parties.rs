@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use majordomus_domain::checkouts::Checkouts;
-use majordomus_domain::messages::Party;
+use majordomus_domain::messages::{MessageError, Party};
 use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative};
 use majordomus_domain::peers::{Peer, PeerId};
 use majordomus_domain::text;
@@ -135,6 +135,17 @@ pub(super) async fn recipients(
     };
     let listing = peers::listing(ctx, checkouts, Detail::PeersOnly).await?;
     let me = me(ctx);
+    if let (Address::Session(id), Some(me)) = (address, &me) {
+        let names_me = listing.peers.iter().any(|listed| {
+            let party = party(listed);
+            (listed.qualified_id == *id || party.qualified_id == *id) && party.is(me)
+        });
+        if names_me {
+            return Err(CapabilityError::invalid_input(
+                MessageError::ToSelf.to_string(),
+            ));
+        }
+    }
     let parties: Vec<(&ListedPeer, Party)> = listing
         .peers
         .iter()

@@ -113,10 +113,13 @@ fn messages_send() {
                 ),
             ),
             Case::new(
-                "the sender is no recipient of its own",
+                "a session sends no message to itself",
                 Caller::Peer,
                 to("p1@<checkout>", "a note to self"),
-                Expect::Refusal(ErrorKind::NotFound, &["no live session is"]),
+                Expect::Refusal(
+                    ErrorKind::InvalidInput,
+                    &["a session does not send messages to itself"],
+                ),
             ),
             Case::new(
                 "a path nobody claims or edits",
