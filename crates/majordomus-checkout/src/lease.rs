@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use majordomus_domain::ids::rfc3339;
+use majordomus_domain::ids::Stamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -170,7 +170,7 @@ impl Lease {
             token: hex::encode(rand::random::<[u8; 32]>()),
             root: root.to_string_lossy().into_owned(),
             url: None,
-            started_at: rfc3339(SystemTime::now()),
+            started_at: Stamp::at(SystemTime::now()).to_string(),
             executable: this_executable(),
             version: version.to_owned(),
         }

@@ -57,7 +57,7 @@ mod tests {
         assert_eq!(file.read().unwrap(), Mailbox::default());
         let party = |id: &str| Party {
             qualified_id: id.into(),
-            connected_at: "t".into(),
+            connected_at: Some("2026-12-01T10:00:00Z".parse().unwrap()),
             label: id.into(),
             checkout: "c".into(),
             machine: None,

@@ -48,7 +48,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 ///     name: Some("parser".into()),
 ///     intent: "port the parser".into(),
 ///     scope: vec!["src/parser".into(), "tests".into()],
-///     at: "2026-11-30T02:26:47Z".into(),
+///     at: "2026-11-30T02:26:47Z".parse().unwrap(),
 ///     resolved: vec![],
 ///     compared: Default::default(),
 /// };
@@ -224,7 +224,7 @@ mod tests {
             name: Some("n\u{202e}".into()),
             intent: "fix\u{7}".into(),
             scope: vec!["src/\u{0}x".into(), "docs".into()],
-            at: "2026-11-30T02:26:47Z".into(),
+            at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: vec![],
             compared: Default::default(),
         };

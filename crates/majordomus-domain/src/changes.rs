@@ -492,7 +492,7 @@ mod tests {
             name: None,
             intent: format!("work {n}"),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:47Z".into(),
+            at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: Vec::new(),
             compared: Default::default(),
         };
@@ -500,7 +500,7 @@ mod tests {
             id: PeerId::nth(n),
             client: ClientInfo::uninitialized(),
             transport: Transport::Http,
-            connected_at: "2026-11-30T02:26:47Z".into(),
+            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
             last_seen_seconds_ago: 0,
             attached,
             left_seconds_ago: (!attached).then_some(240),

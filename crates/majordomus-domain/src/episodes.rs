@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::rfc3339;
+use crate::ids::Stamp;
 use crate::limits;
 use crate::peers::PeerId;
 use crate::text::{self, Field, TextError};
@@ -64,7 +64,7 @@ pub struct ConnectionEpisode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerId>,
     /// When it was first opened, RFC 3339 in UTC; a resume does not change it.
-    pub opened_at: String,
+    pub opened_at: Stamp,
     /// Seconds since its client last spoke, through any connection.
     pub last_activity_seconds_ago: u64,
     /// How many times a connection has taken it up, the first attach included.
@@ -160,7 +160,7 @@ pub struct EpisodeBoard {
 struct Entry {
     provider: String,
     peer: Option<PeerId>,
-    opened_at: String,
+    opened_at: Stamp,
     last_activity: SystemTime,
     attachments: u32,
     detached_at: Option<SystemTime>,
@@ -222,7 +222,7 @@ impl EpisodeBoard {
                     Entry {
                         provider: provider.to_owned(),
                         peer: Some(peer.clone()),
-                        opened_at: rfc3339(now),
+                        opened_at: Stamp::at(now),
                         last_activity: now,
                         attachments: 1,
                         detached_at: None,
@@ -351,12 +351,12 @@ impl EpisodeBoard {
     pub fn carry_over(
         &mut self,
         external_id: &str,
-        opened_at: &str,
+        opened_at: Stamp,
         earlier_attachments: u32,
         now: SystemTime,
     ) -> Option<ConnectionEpisode> {
         let entry = self.episodes.get_mut(external_id)?;
-        entry.opened_at = opened_at.to_owned();
+        entry.opened_at = opened_at;
         entry.attachments = entry.attachments.saturating_add(earlier_attachments);
         Some(self.view(external_id, now))
     }
@@ -377,7 +377,7 @@ impl EpisodeBoard {
             external_id: external_id.to_owned(),
             provider: entry.provider.clone(),
             peer: entry.peer.clone(),
-            opened_at: entry.opened_at.clone(),
+            opened_at: entry.opened_at,
             last_activity_seconds_ago: now
                 .duration_since(entry.last_activity)
                 .map_or(0, |ago| ago.as_secs()),
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(episode.external_id, "conv");
         assert_eq!(episode.provider, "generic");
         assert_eq!(episode.peer, Some(p(1)));
-        assert_eq!(episode.opened_at, "2026-11-30T02:26:40Z");
+        assert_eq!(episode.opened_at.to_string(), "2026-11-30T02:26:40Z");
         assert_eq!(episode.attachments, 1);
         assert_eq!(episode.state, ConnectionEpisodeState::Open);
         assert!(!episode.repository.is_empty());
@@ -513,7 +513,7 @@ mod tests {
         let back = board.attach(&p(2), "conv", "generic", at(60));
         assert!(back.resumed);
         assert_eq!(back.episode.attachments, 2);
-        assert_eq!(back.episode.opened_at, "2026-11-30T02:26:40Z");
+        assert_eq!(back.episode.opened_at.to_string(), "2026-11-30T02:26:40Z");
         assert_eq!(
             back.episode.provider, "claude-code",
             "the episode keeps its provider"
@@ -661,12 +661,16 @@ mod tests {
         board.attach(&p(1), "conv", "generic", at(100));
         assert!(board.episode("other", at(100)).is_none());
         let carried = board
-            .carry_over("conv", "2026-11-30T02:26:40Z", 2, at(101))
+            .carry_over("conv", Stamp::at(at(0)), 2, at(101))
             .unwrap();
-        assert_eq!(carried.opened_at, "2026-11-30T02:26:40Z");
+        assert_eq!(carried.opened_at.to_string(), "2026-11-30T02:26:40Z");
         assert_eq!(carried.attachments, 3);
         assert_eq!(board.episode("conv", at(101)), Some(carried));
-        assert!(board.carry_over("nope", "x", 1, at(101)).is_none());
+        assert!(
+            board
+                .carry_over("nope", Stamp::at(at(0)), 1, at(101))
+                .is_none()
+        );
     }
 
     #[test]

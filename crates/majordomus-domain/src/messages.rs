@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::Stamp;
 use crate::limits::{
     HANDOFF_CLAIMS, MESSAGE_RECIPIENTS, MESSAGES_KEPT, MESSAGES_PER_DELIVERY,
     MESSAGES_QUEUED_PER_RECIPIENT,
@@ -37,8 +38,9 @@ pub struct Party {
     /// without a session.
     pub qualified_id: String,
     /// When the session attached, RFC 3339, as its board says.
-    #[serde(default)]
-    pub connected_at: String,
+    #[serde(default, with = "stamp_or_blank")]
+    #[schemars(with = "String")]
+    pub connected_at: Option<Stamp>,
     /// Who it is, as people read it (`p3 claude-code in feature`).
     pub label: String,
     /// The id of the checkout whose board holds it.
@@ -163,6 +165,36 @@ impl Receipt {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A party's `connected_at` as answers and mailbox files write it: the session's stamp, or
+/// an empty string for a message sent without a session (`command-line`), which no board
+/// attached.
+mod stamp_or_blank {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::ids::Stamp;
+
+    pub(super) fn serialize<S: Serializer>(
+        stamp: &Option<Stamp>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match stamp {
+            Some(stamp) => stamp.serialize(serializer),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Stamp>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(D::Error::custom)
+    }
 }
 
 /// A claim offered with a message, as the sender holds it.
@@ -688,7 +720,7 @@ mod tests {
     fn party(id: &str) -> Party {
         Party {
             qualified_id: format!("{id}@0123abcd"),
-            connected_at: "2026-12-01T10:00:00Z".into(),
+            connected_at: Some("2026-12-01T10:00:00Z".parse().unwrap()),
             label: format!("{id} claude-code in main"),
             checkout: "0123abcd".into(),
             machine: None,
@@ -843,7 +875,7 @@ mod tests {
         let mut mailbox = Mailbox::default();
         let id = mailbox.send(to("p1", &["p2"], "hello"), 10).unwrap();
         let mut successor = party("p2");
-        successor.connected_at = "2026-12-01T11:00:00Z".into();
+        successor.connected_at = Some("2026-12-01T11:00:00Z".parse().unwrap());
         assert!(
             mailbox
                 .deliver(&successor, "SessionStart", 11)
@@ -1019,5 +1051,29 @@ mod tests {
             id
         );
         assert_eq!(mailbox.expire(beta, |_| false), 0, "delivered, not queued");
+    }
+
+    #[test]
+    fn a_party_without_a_session_is_written_with_a_blank_stamp() {
+        let mut party = party("p1");
+        let written = serde_json::to_value(&party).unwrap();
+        assert_eq!(written["connected_at"], "2026-12-01T10:00:00Z");
+        assert_eq!(serde_json::from_value::<Party>(written).unwrap(), party);
+
+        party.connected_at = None;
+        let mut written = serde_json::to_value(&party).unwrap();
+        assert_eq!(written["connected_at"], "");
+        assert_eq!(
+            serde_json::from_value::<Party>(written.clone()).unwrap(),
+            party
+        );
+        written.as_object_mut().unwrap().remove("connected_at");
+        assert_eq!(
+            serde_json::from_value::<Party>(written.clone()).unwrap(),
+            party
+        );
+        written["connected_at"] = "yesterday".into();
+        let refused = serde_json::from_value::<Party>(written).unwrap_err();
+        assert!(refused.to_string().contains("RFC 3339"), "{refused}");
     }
 }

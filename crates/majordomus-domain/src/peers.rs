@@ -19,6 +19,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::Stamp;
 use crate::paths::ComparedPaths;
 use crate::{limits, text};
 
@@ -127,7 +128,7 @@ pub struct Announcement {
     /// to others, not a lock: nothing enforces it.
     pub scope: Vec<String>,
     /// When it was announced, RFC 3339 in UTC.
-    pub at: String,
+    pub at: Stamp,
     /// Where each path of `scope` is on disk, in the same order, repository-relative (`.`
     /// for the whole repository) with symbolic links followed: what overlaps are found on.
     /// Present only when one of them differs from what its text says: a link followed, or
@@ -170,7 +171,7 @@ pub struct Peer {
     /// How it is connected.
     pub transport: Transport,
     /// When it attached, RFC 3339 in UTC.
-    pub connected_at: String,
+    pub connected_at: Stamp,
     /// Seconds since its last message.
     pub last_seen_seconds_ago: u64,
     /// Whether its connection is still open. A peer that leaves holding claims stays on the
@@ -256,7 +257,7 @@ pub struct Waiting {
     /// Why it waits.
     pub reason: WaitReason,
     /// When it began waiting, RFC 3339 in UTC: a new reason in the same spell keeps it.
-    pub since: String,
+    pub since: Stamp,
     /// What its client said, one line cleaned and cut to 200 characters; absent when the
     /// client said nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -430,7 +431,7 @@ mod tests {
                 title: None,
             },
             transport: Transport::Stdio,
-            connected_at: "2026-11-30T02:26:47Z".into(),
+            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
             last_seen_seconds_ago: 4,
             attached: true,
             left_seconds_ago: None,

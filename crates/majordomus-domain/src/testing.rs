@@ -29,7 +29,7 @@ pub(crate) fn claim(
         name: name.map(str::to_owned),
         intent: intent.into(),
         scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-        at: "2026-11-30T02:26:47Z".into(),
+        at: "2026-11-30T02:26:47Z".parse().unwrap(),
         resolved: Vec::new(),
         compared: Default::default(),
     }

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use majordomus_checkout::config::{FEDERATION_NAME_CHARS, FEDERATION_TTL_SECS};
 use majordomus_domain::checkouts::ServerStanding;
-use majordomus_domain::ids::{identity_digest, rfc3339};
+use majordomus_domain::ids::{Stamp, identity_digest};
 use majordomus_domain::limits;
 use majordomus_domain::paths::{ClaimPath, check_written, normalize, without_repeats};
 use majordomus_domain::peers::{Announcement, Peer, WaitHolder};
@@ -32,9 +32,6 @@ pub const BOARD_PEERS: usize = 1_024;
 pub const WORKTREE_BYTES: usize = 4_096;
 pub const BRANCH_CHARS: usize = 256;
 
-/// Characters of a published timestamp: RFC 3339 needs 20.
-pub const TIMESTAMP_CHARS: usize = 64;
-
 /// Characters of a reason an ignored board is given, as answers show it.
 const REASON_CHARS: usize = 300;
 
@@ -56,7 +53,7 @@ pub struct BoardDocument {
     /// How many seconds the board is to be believed unless it is published again.
     pub ttl_secs: u64,
     /// When it was published, RFC 3339 in UTC.
-    pub published_at: String,
+    pub published_at: Stamp,
     /// The board's peers, as `peers.list` with `checkouts: this` answers them.
     pub peers: Vec<Peer>,
     /// Peers left out to keep the document within [`BOARD_BYTES`] and [`BOARD_PEERS`].
@@ -163,7 +160,7 @@ impl BoardDocument {
             checkout,
             standing,
             ttl_secs,
-            published_at: rfc3339(now),
+            published_at: Stamp::at(now),
             peers,
             omitted_peers: 0,
         };
@@ -234,7 +231,6 @@ impl BoardDocument {
                 FEDERATION_TTL_SECS.end()
             ));
         }
-        plain("published_at", &document.published_at, TIMESTAMP_CHARS)?;
         if document.peers.len() > BOARD_PEERS {
             return Err(format!(
                 "it lists {} peers, more than the {BOARD_PEERS} a published board may",
@@ -309,7 +305,6 @@ fn checked_peer(mut peer: Peer) -> Result<Peer, String> {
         return Err("its id is not of the form `p<number>`".into());
     }
     peer.client = peer.client.sanitized();
-    plain("connected_at", &peer.connected_at, TIMESTAMP_CHARS)?;
     if peer.claims.len() > limits::NAMED_CLAIMS + 1 {
         return Err(format!(
             "it holds {} claims, more than a peer may",
@@ -328,7 +323,6 @@ fn checked_peer(mut peer: Peer) -> Result<Peer, String> {
     }
     // A remote session waiting for the person is shown as a local one is: one clean line.
     if let Some(waiting) = &mut peer.waiting {
-        plain("waiting.since", &waiting.since, TIMESTAMP_CHARS)?;
         waiting.message = waiting
             .message
             .take()
@@ -357,7 +351,7 @@ fn checked_claim(claim: &Announcement) -> Result<(), String> {
     for path in &claim.scope {
         check_written(path).map_err(|error| error.to_string())?;
     }
-    plain("at", &claim.at, TIMESTAMP_CHARS)
+    Ok(())
 }
 
 /// A text of at most `max_chars` characters, without line breaks, control or bidirectional
@@ -397,7 +391,7 @@ mod tests {
             name: None,
             intent: intent.into(),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:47Z".into(),
+            at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: Vec::new(),
             compared: Default::default(),
         };
@@ -409,7 +403,7 @@ mod tests {
                 title: None,
             },
             transport: Transport::Http,
-            connected_at: "2026-11-30T02:26:47Z".into(),
+            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
             last_seen_seconds_ago: 0,
             attached: true,
             left_seconds_ago: None,
@@ -525,6 +519,13 @@ mod tests {
                 .contains("300 paths")
         );
         assert!(with(&|v| v["ttl_secs"] = 0.into()).contains("lifetime"));
+        let stamp = with(&|v| v["peers"][0]["claims"][0]["at"] = "\u{1b}[2J yesterday".into());
+        assert!(stamp.contains("is not an instant"), "{stamp}");
+        assert!(!stamp.contains('\u{1b}'), "{stamp}");
+        assert!(
+            with(&|v| v["published_at"] = "2026-11-30T02:26:47.5Z".into())
+                .contains("is not an instant")
+        );
         assert!(
             with(&|v| {
                 let first = v["peers"][0].clone();

@@ -131,7 +131,7 @@ mod tests {
     fn party(id: &str, machine: &str) -> Party {
         Party {
             qualified_id: format!("{id}@0123abcd"),
-            connected_at: "2026-12-01T10:00:00Z".into(),
+            connected_at: Some("2026-12-01T10:00:00Z".parse().unwrap()),
             label: id.into(),
             checkout: "0123abcd".into(),
             machine: Some(machine.into()),

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use majordomus_checkout::lease::read_beside;
 use majordomus_domain::board::{DEPARTED_CAP, HandedOver};
+use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::{Announcement, ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ struct Document {
 struct Record {
     client: ClientInfo,
     transport: Transport,
-    connected_at: String,
+    connected_at: Stamp,
     /// When it left, in milliseconds since 1970; absent for a peer attached when written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     left_at_ms: Option<u64>,
@@ -353,7 +354,7 @@ mod tests {
                 title: None,
             },
             transport: Transport::Stdio,
-            connected_at: "2026-12-01T10:00:00Z".into(),
+            connected_at: "2026-12-01T10:00:00Z".parse().unwrap(),
             left_at_ms: (!attached).then_some(1_000 + n as u64),
             episode: None,
             worker: None,
@@ -361,7 +362,7 @@ mod tests {
                 name: None,
                 intent: "i".repeat(intent_chars),
                 scope: vec![format!("src/{n}")],
-                at: "2026-12-01T10:00:00Z".into(),
+                at: "2026-12-01T10:00:00Z".parse().unwrap(),
                 resolved: Vec::new(),
                 compared: Default::default(),
             }],

@@ -695,7 +695,7 @@ mod tests {
                 name: None,
                 intent: (*intent).into(),
                 scope: scope.iter().map(|s| (*s).to_string()).collect(),
-                at: "2026-11-30T02:26:47Z".into(),
+                at: "2026-11-30T02:26:47Z".parse().unwrap(),
                 resolved: Vec::new(),
                 compared: Default::default(),
             })
@@ -708,7 +708,7 @@ mod tests {
                 title: None,
             },
             transport: Transport::Http,
-            connected_at: "2026-11-30T02:26:47Z".into(),
+            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
             last_seen_seconds_ago: 0,
             attached: true,
             left_seconds_ago: None,

@@ -285,7 +285,7 @@ fn peer_here(site: &Site, port: &dyn BoardPort, party: &Party) -> Option<PeerId>
     let id = party.qualified_id.split('@').next()?;
     port.board_peers(SystemTime::now())
         .into_iter()
-        .find(|peer| peer.id.0 == id && peer.connected_at == party.connected_at)
+        .find(|peer| peer.id.0 == id && Some(peer.connected_at) == party.connected_at)
         .map(|peer| peer.id)
 }
 

@@ -24,7 +24,7 @@ pub(super) const COMMAND_LINE: &str = "command-line";
 pub(super) fn command_line() -> Party {
     Party {
         qualified_id: COMMAND_LINE.into(),
-        connected_at: String::new(),
+        connected_at: None,
         label: "the command line".into(),
         checkout: String::new(),
         machine: None,
@@ -60,7 +60,7 @@ fn party_of(peer: &Peer, checkout: &str, worktree: &str, machine: Option<&str>) 
         .unwrap_or_default();
     Party {
         qualified_id: format!("{}@{short}", peer.id),
-        connected_at: peer.connected_at.clone(),
+        connected_at: Some(peer.connected_at),
         label: format!("{}@{short} {} in {worktree}{on}", peer.id, peer.client.name),
         checkout: checkout.to_owned(),
         machine: machine.map(str::to_owned),

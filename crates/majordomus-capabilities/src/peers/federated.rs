@@ -179,7 +179,7 @@ mod tests {
             name: None,
             intent: format!("work {n}"),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:47Z".into(),
+            at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: Vec::new(),
             compared: Default::default(),
         };
@@ -187,7 +187,7 @@ mod tests {
             id: PeerId::nth(n),
             client: ClientInfo::uninitialized(),
             transport: Transport::Http,
-            connected_at: "2026-11-30T02:26:47Z".into(),
+            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
             last_seen_seconds_ago: 0,
             attached: true,
             left_seconds_ago: None,

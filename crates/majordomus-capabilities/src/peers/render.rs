@@ -24,7 +24,7 @@ fn waiting_line(peer: &Peer) -> Option<String> {
         ),
         for_terminal(&peer.client.name),
         waiting.reason.as_str(),
-        for_terminal(&waiting.since)
+        waiting.since
     );
     if let (WaitReason::Blocked, Some(holder)) = (waiting.reason, &waiting.holder) {
         line.push_str(&format!(

@@ -2,6 +2,7 @@
 //! writes it as a line (with its sequence number); a repository's own command reads it on
 //! stdin.
 
+use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::Announcement;
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +97,7 @@ impl EventServer {
 pub struct Event {
     pub event: EventKind,
     /// When it happened, RFC 3339 UTC.
-    pub at: String,
+    pub at: Stamp,
     /// The client's own id for the episode.
     pub external_id: String,
     /// The provider the client's name maps to in `providers.toml` (`generic` when none).
@@ -113,7 +114,7 @@ pub struct Event {
     pub peer: Option<String>,
     pub server: EventServer,
     /// When the episode was first opened.
-    pub opened_at: String,
+    pub opened_at: Stamp,
     /// How many times a connection has taken it up so far.
     pub attachments: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]

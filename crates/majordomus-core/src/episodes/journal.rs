@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use majordomus_checkout::files;
 use majordomus_checkout::git::Checkout;
+use majordomus_domain::ids::Stamp;
 use serde::{Deserialize, Serialize};
 
 use super::event::{Event, EventKind, EventServer};
@@ -72,7 +73,7 @@ pub struct Record {
 pub struct OpenMark {
     /// The record that opened it.
     pub opened_seq: u64,
-    pub opened_at: String,
+    pub opened_at: Stamp,
     /// Its attachments as last recorded.
     pub attachments: u32,
     /// The server that recorded its last event.
@@ -100,7 +101,7 @@ impl Index {
         let event = &record.event;
         let mark = || OpenMark {
             opened_seq: record.seq,
-            opened_at: event.opened_at.clone(),
+            opened_at: event.opened_at,
             attachments: event.attachments,
             server: event.server,
             worktree: event.worktree.clone(),
@@ -415,7 +416,7 @@ pub(crate) mod tests_support {
     pub(crate) fn event(kind: EventKind, id: &str) -> Event {
         Event {
             event: kind,
-            at: "2026-11-30T02:26:40Z".into(),
+            at: "2026-11-30T02:26:40Z".parse().unwrap(),
             external_id: id.into(),
             provider: "claude-code".into(),
             client: EventClient {
@@ -427,7 +428,7 @@ pub(crate) mod tests_support {
             branch: Some("main".into()),
             peer: Some("p1".into()),
             server: EventServer::this_process(),
-            opened_at: "2026-11-30T02:26:40Z".into(),
+            opened_at: "2026-11-30T02:26:40Z".parse().unwrap(),
             attachments: 1,
             reason: (kind == EventKind::Closed).then_some(CloseReason::Detach),
             note: None,

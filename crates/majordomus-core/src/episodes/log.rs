@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::Announcement;
 use majordomus_domain::text::for_terminal;
 use serde::Serialize;
@@ -48,10 +49,10 @@ pub struct LoggedEpisode {
     /// The client that held it last.
     pub client: EventClient,
     /// When it was opened.
-    pub started: String,
+    pub started: Stamp,
     /// When it was closed, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended: Option<String>,
+    pub ended: Option<Stamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<CloseReason>,
     pub state: LoggedState,
@@ -71,7 +72,7 @@ pub struct LoggedEpisode {
     /// The journal's numbers of its records.
     pub records: Vec<u64>,
     /// When its last record was written.
-    pub last_at: String,
+    pub last_at: Stamp,
     #[serde(skip)]
     last_server: EventServer,
     #[serde(skip)]
@@ -93,7 +94,7 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
                     external_id: event.external_id.clone(),
                     provider: event.provider.clone(),
                     client: event.client.clone(),
-                    started: event.opened_at.clone(),
+                    started: event.opened_at,
                     ended: None,
                     reason: None,
                     state: LoggedState::Open,
@@ -104,7 +105,7 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
                     claims: Vec::new(),
                     released: Vec::new(),
                     records: Vec::new(),
-                    last_at: event.at.clone(),
+                    last_at: event.at,
                     last_server: event.server,
                     last_event: None,
                 });
@@ -115,7 +116,7 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
         };
         let episode = &mut episodes[index];
         episode.records.push(record.seq);
-        episode.last_at = event.at.clone();
+        episode.last_at = event.at;
         episode.last_server = event.server;
         if event.event == EventKind::Released {
             // Claims leaving the board say nothing of where the episode stands.
@@ -146,7 +147,7 @@ pub fn episodes_of(records: &[Record]) -> Vec<LoggedEpisode> {
             }
         }
         if event.event == EventKind::Closed {
-            episode.ended = Some(event.at.clone());
+            episode.ended = Some(event.at);
             episode.reason = event.reason;
             episode.state = LoggedState::Closed;
             current.remove(id);
@@ -209,12 +210,6 @@ pub fn parse_since(text: &str, now: SystemTime) -> Result<SystemTime, String> {
         .unwrap_or(SystemTime::UNIX_EPOCH))
 }
 
-fn moment(text: &str) -> Option<SystemTime> {
-    OffsetDateTime::parse(text, &Rfc3339)
-        .ok()
-        .map(SystemTime::from)
-}
-
 /// The episodes active at or after `since`: those with a record since then, and those still
 /// held or kept by a running server.
 pub fn since(episodes: Vec<LoggedEpisode>, since: SystemTime) -> Vec<LoggedEpisode> {
@@ -222,7 +217,7 @@ pub fn since(episodes: Vec<LoggedEpisode>, since: SystemTime) -> Vec<LoggedEpiso
         .into_iter()
         .filter(|episode| {
             matches!(episode.state, LoggedState::Open | LoggedState::Detached)
-                || moment(&episode.last_at).is_some_and(|last| last >= since)
+                || SystemTime::from(episode.last_at) >= since
         })
         .collect()
 }
@@ -368,11 +363,11 @@ mod tests {
 
     fn record(seq: u64, kind: EventKind, id: &str, at: &str) -> Record {
         let mut event = tests_support::event(kind, id);
-        event.at = at.into();
+        event.at = at.parse().unwrap();
         event.checkout_id = "c".into();
         event.worktree = "/repo/wt".into();
         event.branch = Some("feature".into());
-        event.opened_at = "2026-05-01T10:00:00Z".into();
+        event.opened_at = "2026-05-01T10:00:00Z".parse().unwrap();
         Record {
             schema: RECORD_SCHEMA.into(),
             seq,
@@ -380,12 +375,16 @@ mod tests {
         }
     }
 
+    fn moment(text: &str) -> Option<SystemTime> {
+        text.parse::<Stamp>().ok().map(SystemTime::from)
+    }
+
     fn claim(intent: &str, path: &str) -> Announcement {
         Announcement {
             name: None,
             intent: intent.into(),
             scope: vec![path.into()],
-            at: "2026-05-01T10:01:00Z".into(),
+            at: "2026-05-01T10:01:00Z".parse().unwrap(),
             resolved: vec![],
             compared: Default::default(),
         }
@@ -457,7 +456,10 @@ mod tests {
         let first = &episodes[0];
         assert_eq!(first.records, [1, 2, 3, 5, 6]);
         assert_eq!(first.state, LoggedState::Closed);
-        assert_eq!(first.ended.as_deref(), Some("2026-05-01T12:00:00Z"));
+        assert_eq!(
+            first.ended.map(|ended| ended.to_string()).as_deref(),
+            Some("2026-05-01T12:00:00Z")
+        );
         assert_eq!(first.reason, Some(CloseReason::Detach));
         assert_eq!(first.interruptions, 1);
         assert_eq!(first.attachments, 2);

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use majordomus_checkout::Checkout;
 use majordomus_domain::coordination::Coordination;
 use majordomus_domain::episodes::ConnectionEpisode;
-use majordomus_domain::ids::rfc3339;
+use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::{Announcement, ClientInfo};
 use majordomus_domain::sync::LockExt;
 use tokio::sync::oneshot;
@@ -533,7 +533,7 @@ impl Worker {
             let now = SystemTime::now();
             if let Some(continued) = self.board.lock_or_recover().episodes_mut().carry_over(
                 &episode.external_id,
-                &mark.opened_at,
+                mark.opened_at,
                 mark.attachments,
                 now,
             ) {
@@ -595,7 +595,7 @@ impl Worker {
         let track = self.tracks.get(&episode.external_id);
         Event {
             event: kind,
-            at: rfc3339(at),
+            at: Stamp::at(at),
             external_id: episode.external_id.clone(),
             provider: track
                 .map(|t| t.provider.clone())
@@ -606,7 +606,7 @@ impl Worker {
             branch: self.checkout.current_branch(),
             peer: episode.peer.as_ref().map(|p| p.to_string()),
             server: self.server,
-            opened_at: episode.opened_at.clone(),
+            opened_at: episode.opened_at,
             attachments: episode.attachments,
             reason,
             note,
@@ -738,7 +738,7 @@ mod tests {
                 name: None,
                 intent: "x".into(),
                 scope: vec![],
-                at: rfc3339(now),
+                at: Stamp::at(now),
                 resolved: vec![],
                 compared: Default::default(),
             };
@@ -821,7 +821,7 @@ mod tests {
                 name: None,
                 intent: "fix the parser".into(),
                 scope: vec!["src/parser".into()],
-                at: rfc3339(now),
+                at: Stamp::at(now),
                 resolved: vec![],
                 compared: Default::default(),
             };
@@ -943,7 +943,7 @@ mod tests {
             pid: u32::MAX - 1,
             started: Some(1),
         };
-        opened.opened_at = "2026-01-02T03:04:05Z".into();
+        opened.opened_at = "2026-01-02T03:04:05Z".parse().unwrap();
         opened.attachments = 2;
         earlier.append(&opened).unwrap();
 
@@ -979,7 +979,7 @@ mod tests {
             .episodes()
             .episode("conv-7", now)
             .unwrap();
-        assert_eq!(episode.opened_at, "2026-01-02T03:04:05Z");
+        assert_eq!(episode.opened_at.to_string(), "2026-01-02T03:04:05Z");
         assert_eq!(episode.attachments, 3);
         let records = journal::read_journal(&path).unwrap().unwrap().records;
         assert_eq!(records.len(), 2);

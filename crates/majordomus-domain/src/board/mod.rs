@@ -26,12 +26,11 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::ids::rfc3339;
+use crate::ids::Stamp;
 use crate::index::PathIndex;
 use crate::limits;
 use crate::paths::{ClaimPath, ComparedPaths, normalize, same_places, without_repeats};
 use crate::peers::{AnnounceInput, Announced, Announcement, ClientInfo, Peer, PeerId, Transport};
-use crate::text;
 
 mod meeting;
 mod refusals;
@@ -59,10 +58,6 @@ pub struct ReleasedClaims {
     pub claims: Vec<Announcement>,
 }
 
-/// Characters kept of a handed-over stamp (`connected_at`, a claim's `at`): an RFC 3339
-/// instant is 20.
-const STAMP_CHARS: usize = 40;
-
 /// A peer holding claims, as one serving process hands it to the next server of its
 /// checkout ([`PeerBoard::handed_over`], [`PeerBoard::restore`]), so that its claims
 /// outlive the process as they outlive a connection.
@@ -72,8 +67,8 @@ pub struct HandedOver {
     pub client: ClientInfo,
     /// How it was connected.
     pub transport: Transport,
-    /// When it attached, RFC 3339 in UTC.
-    pub connected_at: String,
+    /// When it attached.
+    pub connected_at: Stamp,
     /// When it left; `None` for a peer attached when handed over, which leaves when the
     /// process that serves it ends.
     pub left_at: Option<SystemTime>,
@@ -104,7 +99,7 @@ pub struct PeerBoard {
 struct Slot {
     client: ClientInfo,
     transport: Transport,
-    connected_at: String,
+    connected_at: Stamp,
     last_seen: SystemTime,
     attached: bool,
     /// When its connection went, for a departed peer: its claims' grace counts from here.
@@ -123,7 +118,7 @@ struct Claim {
     /// Without repeats: no two have the same components. Shared with every listing of the
     /// claim, which meets these rather than the paths' text normalised again.
     paths: Arc<[ClaimPath]>,
-    at: String,
+    at: Stamp,
     /// Order of announcing on this board; timestamps only resolve to the second.
     sequence: u64,
 }
@@ -188,7 +183,7 @@ impl PeerBoard {
             Slot {
                 client: client.sanitized(),
                 transport,
-                connected_at: rfc3339(now),
+                connected_at: Stamp::at(now),
                 last_seen: now,
                 attached: true,
                 left_at: None,
@@ -391,7 +386,7 @@ impl PeerBoard {
                 let peer = HandedOver {
                     client: slot.client.clone(),
                     transport: slot.transport,
-                    connected_at: slot.connected_at.clone(),
+                    connected_at: slot.connected_at,
                     left_at: slot.left_at.filter(|_| !slot.attached),
                     episode: slot.episode.clone().filter(|_| !slot.attached),
                     claims: slot.claims.iter().map(announcement).collect(),
@@ -441,7 +436,7 @@ impl PeerBoard {
             let restored = Claim {
                 intent: input.intent.trim().to_owned(),
                 paths: without_repeats(paths).into(),
-                at: text::sanitized(&claim.at, STAMP_CHARS),
+                at: claim.at,
                 sequence: 0,
             };
             claims.insert(name, restored);
@@ -454,7 +449,7 @@ impl PeerBoard {
         }
         // Announced in the order their stamps say, so the latest is the peer's announcement.
         let mut order: Vec<&mut Claim> = claims.values_mut().collect();
-        order.sort_by(|a, b| a.at.cmp(&b.at));
+        order.sort_by_key(|claim| claim.at);
         for claim in order {
             self.last_claim += 1;
             claim.sequence = self.last_claim;
@@ -476,7 +471,7 @@ impl PeerBoard {
         let slot = Slot {
             client: peer.client.sanitized(),
             transport: peer.transport,
-            connected_at: text::sanitized(&peer.connected_at, STAMP_CHARS),
+            connected_at: peer.connected_at,
             last_seen: left_at,
             attached: false,
             left_at: Some(left_at),
@@ -594,7 +589,7 @@ impl PeerBoard {
         let claim = Claim {
             intent,
             paths: paths.into(),
-            at: rfc3339(now),
+            at: Stamp::at(now),
             sequence: *last_claim,
         };
         slot.claims.insert(name, claim);
@@ -716,7 +711,7 @@ fn announcement((name, claim): (&Option<String>, &Claim)) -> Announcement {
             .iter()
             .map(|p| p.as_written().to_owned())
             .collect(),
-        at: claim.at.clone(),
+        at: claim.at,
         resolved,
         compared: ComparedPaths::new(claim.paths.clone()),
     }
@@ -740,7 +735,7 @@ fn view(number: u64, slot: &Slot, now: SystemTime) -> Peer {
         id: PeerId::nth(number),
         client: slot.client.clone(),
         transport: slot.transport,
-        connected_at: slot.connected_at.clone(),
+        connected_at: slot.connected_at,
         last_seen_seconds_ago: now
             .duration_since(slot.last_seen)
             .map_or(0, |ago| ago.as_secs()),
@@ -839,7 +834,7 @@ mod tests {
         assert_ne!(board.version(), version);
         let shown = board.peer(&peer, at(6)).unwrap().waiting.unwrap();
         assert_eq!(shown.reason, WaitReason::Permission);
-        assert_eq!(shown.since, rfc3339(at(5)));
+        assert_eq!(shown.since, Stamp::at(at(5)));
         assert_eq!(shown.message.as_deref(), Some("allow Bash?"));
         let version = board.version();
         assert!(board.moved_on(&peer));
@@ -988,7 +983,7 @@ mod tests {
         let peer = board.peer(&ids[0], at(27)).unwrap();
         assert_eq!(peer.client.name, "gemini-cli");
         assert_eq!(peer.transport, Transport::Http);
-        assert_eq!(peer.connected_at, "2026-11-30T02:26:40Z");
+        assert_eq!(peer.connected_at.to_string(), "2026-11-30T02:26:40Z");
         assert_eq!(peer.last_seen_seconds_ago, 7);
         assert!(peer.attached && peer.claims.is_empty() && peer.checkout.is_none());
         // a clock that stepped back reads as "just now", not as an error
@@ -1249,14 +1244,14 @@ mod tests {
             name: name.map(str::to_owned),
             intent: intent.into(),
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
-            at: "2026-11-30T02:26:43Z".into(),
+            at: "2026-11-30T02:26:43Z".parse().unwrap(),
             resolved: Vec::new(),
             compared: Default::default(),
         };
         let peer = |claims: Vec<Announcement>| HandedOver {
             client: client("codex"),
             transport: Transport::Stdio,
-            connected_at: "2026-11-30T02:26:40Z".into(),
+            connected_at: "2026-11-30T02:26:40Z".parse().unwrap(),
             left_at: None,
             episode: Some("bad\nid".into()),
             claims,
@@ -1416,7 +1411,7 @@ mod tests {
         assert_eq!(claim.intent, "tidy docs");
         assert_eq!(claim.name.as_deref(), Some("d"));
         assert_eq!(claim.scope, ["./docs//"]);
-        assert_eq!(claim.at, "2026-11-30T02:26:43Z");
+        assert_eq!(claim.at.to_string(), "2026-11-30T02:26:43Z");
         assert_eq!(answer.peer.announcement.as_ref(), Some(claim));
         assert!(answer.overlaps.is_empty() && answer.released.is_empty());
     }

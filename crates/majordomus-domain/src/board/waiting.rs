@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use crate::ids::rfc3339;
+use crate::ids::Stamp;
 use crate::limits;
 use crate::peers::{WaitHolder, WaitReason, Waiting};
 use crate::text;
@@ -66,7 +66,7 @@ pub(super) fn mark(
     let spell = spell.get_or_insert_with(|| Spell {
         waiting: Waiting {
             reason,
-            since: rfc3339(now),
+            since: Stamp::at(now),
             message: None,
             holder: None,
         },
@@ -83,7 +83,7 @@ pub(super) fn mark(
     }
     let next = Waiting {
         reason,
-        since: spell.waiting.since.clone(),
+        since: spell.waiting.since,
         message,
         holder: holder.filter(|_| reason == WaitReason::Blocked),
     };
@@ -148,7 +148,7 @@ mod tests {
             &mut 0,
         );
         assert!(question.changed && question.first_of_reason);
-        assert_eq!(question.waiting.since, rfc3339(at(1)));
+        assert_eq!(question.waiting.since, Stamp::at(at(1)));
         let back = mark(
             &mut spell,
             signal(WaitReason::Finished, None, None),
@@ -164,7 +164,7 @@ mod tests {
             &mut 0,
         );
         assert!(next_spell.first_of_reason, "a new spell tells again");
-        assert_eq!(next_spell.waiting.since, rfc3339(at(9)));
+        assert_eq!(next_spell.waiting.since, Stamp::at(at(9)));
     }
 
     #[test]

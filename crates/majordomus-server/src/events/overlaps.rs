@@ -194,7 +194,7 @@ mod tests {
             name: name.map(str::to_owned),
             intent: "work".into(),
             scope: paths.iter().map(|p| p.to_string()).collect(),
-            at: "2026-01-01T00:00:00Z".into(),
+            at: "2026-01-01T00:00:00Z".parse().unwrap(),
             resolved: Vec::new(),
             compared: Default::default(),
         }

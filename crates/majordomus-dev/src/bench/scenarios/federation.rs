@@ -222,7 +222,7 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                         name: None,
                         intent: format!("task {p} on {machine}"),
                         scope,
-                        at: "2026-11-30T02:26:47Z".into(),
+                        at: "2026-11-30T02:26:47Z".parse().unwrap(),
                         resolved: Vec::new(),
                         compared: Default::default(),
                     };
@@ -234,7 +234,7 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                             title: None,
                         },
                         transport: Transport::Http,
-                        connected_at: "2026-11-30T02:26:47Z".into(),
+                        connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
                         last_seen_seconds_ago: 1,
                         attached: true,
                         left_seconds_ago: None,
