@@ -7,7 +7,7 @@ use majordomus_domain::text::for_terminal;
 /// Lays rows out under headers in left-aligned columns, two spaces apart.
 ///
 /// ```
-/// let text = majordomus::render::table(&["A", "BB"], &[vec!["xyz".into(), "1".into()]]);
+/// let text = majordomus_core::render::table(&["A", "BB"], &[vec!["xyz".into(), "1".into()]]);
 /// assert_eq!(text, "A    BB\nxyz  1");
 /// ```
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -52,7 +52,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 ///     resolved: vec![],
 ///     compared: Default::default(),
 /// };
-/// assert_eq!(majordomus::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
+/// assert_eq!(majordomus_core::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
 /// ```
 pub fn claim(claim: &majordomus_domain::peers::Announcement) -> String {
     let name = claim
@@ -71,7 +71,7 @@ pub fn claim(claim: &majordomus_domain::peers::Announcement) -> String {
 /// How long ago a departed peer left, in the words people read a board in.
 ///
 /// ```
-/// use majordomus::render::left_ago;
+/// use majordomus_core::render::left_ago;
 /// assert_eq!(left_ago(12), "left 12 s ago");
 /// assert_eq!(left_ago(4 * 60 + 59), "left 4 min ago");
 /// assert_eq!(left_ago(3 * 3600), "left 3 h ago");
@@ -97,7 +97,7 @@ pub fn left_ago(seconds: u64) -> String {
 ///     this_checkout: false,
 ///     machine: None,
 /// };
-/// assert_eq!(majordomus::render::checkout(&beta), "worktree /src/beta (branch feature/beta)");
+/// assert_eq!(majordomus_core::render::checkout(&beta), "worktree /src/beta (branch feature/beta)");
 /// ```
 pub fn checkout(checkout: &majordomus_domain::peers::PeerCheckout) -> String {
     match &checkout.branch {
@@ -142,7 +142,7 @@ pub fn conflict(conflict: &majordomus_domain::conflicts::PredictedConflict) -> S
 ///
 /// ```
 /// use majordomus_domain::changes::ChangeKind::{Committed, Unstaged};
-/// use majordomus::render::changes_to;
+/// use majordomus_core::render::changes_to;
 /// assert_eq!(
 ///     changes_to(&[("src/a.rs", &[Committed, Unstaged]), ("src/b.rs", &[Committed])]),
 ///     "uncommitted changes to src/a.rs (committed, unstaged), src/b.rs (committed)"

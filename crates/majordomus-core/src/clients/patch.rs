@@ -41,7 +41,7 @@ const FILE_HEADERS: [&str; 4] = [
 ///
 /// ```
 /// let patch = "*** Begin Patch\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-x\n+y\n*** End Patch\n";
-/// assert_eq!(majordomus::clients::patch::touched_files(patch), ["a.rs", "b.rs"]);
+/// assert_eq!(majordomus_core::clients::patch::touched_files(patch), ["a.rs", "b.rs"]);
 /// ```
 pub fn touched_files(patch: &str) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
