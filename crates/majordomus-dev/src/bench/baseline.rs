@@ -2,13 +2,12 @@
 //! that a change that slows something down says so in the run that measures it rather than
 //! in a reader's comparison of two tables.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::report::{Report, ScenarioRow};
+use super::report::{Compared, Comparison, Report, ScenarioRow};
 
 /// The ratio above which a figure is flagged, unless `--flag-above` says otherwise: the
 /// shared 2-core machines the benchmark runs on move single rows by about ±50% between
@@ -76,43 +75,6 @@ impl Baseline {
     }
 }
 
-/// One figure in both runs.
-#[derive(Clone, Debug, Serialize)]
-pub struct Compared {
-    pub name: String,
-    pub unit: &'static str,
-    pub now: f64,
-    pub baseline: f64,
-    /// `now / baseline`, to two decimals.
-    pub ratio: f64,
-    /// Whether the ratio is above the threshold.
-    pub flagged: bool,
-}
-
-/// This run against the baseline.
-#[derive(Clone, Debug, Serialize)]
-pub struct Comparison {
-    pub file: String,
-    /// When the baseline was measured.
-    pub started_at: String,
-    pub flag_above: f64,
-    /// Every row and scenario measured in both runs, in this run's order.
-    pub compared: Vec<Compared>,
-    /// The names of the flagged ones.
-    pub flagged: Vec<String>,
-    /// Measured in this run only.
-    pub only_in_this_run: Vec<String>,
-    /// Measured in the baseline only.
-    pub only_in_baseline: Vec<String>,
-}
-
-impl Comparison {
-    /// The comparison of `name`, if it was measured in both runs.
-    pub fn of(&self, name: &str) -> Option<&Compared> {
-        self.compared.iter().find(|c| c.name == name)
-    }
-}
-
 /// The figure a scenario is compared by; `None` if it measured nothing.
 pub fn scenario_figure(scenario: &ScenarioRow) -> Option<Figure> {
     if scenario.outcome != "measured" {
@@ -171,25 +133,21 @@ pub fn compare(report: &Report, baseline: &Baseline, flag_above: f64) -> Compari
             _ => only_in_this_run.push(name.clone()),
         }
     }
+    let measured_here: BTreeSet<&str> = here.iter().map(|(name, _)| name.as_str()).collect();
     let only_in_baseline = baseline
         .figures
         .keys()
-        .filter(|name| !here.iter().any(|(here, _)| here == *name))
+        .filter(|name| !measured_here.contains(name.as_str()))
         .cloned()
         .collect();
-    Comparison {
-        file: baseline.file.clone(),
-        started_at: baseline.started_at.clone(),
+    Comparison::new(
+        baseline.file.clone(),
+        baseline.started_at.clone(),
         flag_above,
-        flagged: compared
-            .iter()
-            .filter(|c| c.flagged)
-            .map(|c| c.name.clone())
-            .collect(),
         compared,
         only_in_this_run,
         only_in_baseline,
-    }
+    )
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 
 use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client};
 use super::report::{ScenarioFloor, ScenarioRow};
-use super::scenarios::sample;
 use super::setup::{
     InProcessServer, SETUP_BOUND, Scratch, ServeProcess, TempRepository, clean_env, git,
 };
@@ -335,7 +334,7 @@ pub(super) async fn in_process(
         };
         let budget = pace.budget(options, 200, 2000, 4.0);
         let attempts = Cell::new(attempt);
-        let samples = sample(budget, || async {
+        let samples = budget.sample(|| async {
             attempts.set(attempts.get() + 1);
             let n = attempts.get();
             let input = input(n);
@@ -508,7 +507,7 @@ pub(super) async fn hook_process(
         let budget = pace.budget(options, 50, 300, 5.0);
         let attempts = Cell::new(attempt);
         let floors = RefCell::new(Vec::new());
-        let samples = sample(budget, || async {
+        let samples = budget.sample(|| async {
             tokio::time::sleep(pace.pause()).await;
             let mut version = tokio::process::Command::new(scratch.exe());
             version.arg("--version").current_dir(&root);

@@ -26,7 +26,7 @@ mod stats;
 
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -352,6 +352,29 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
+    /// Runs `once` until the budget says stop, after its warm-up; `once` returns the measured span.
+    pub(crate) async fn sample<F, Fut>(self, mut once: F) -> Result<Vec<Duration>, String>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Duration, String>>,
+    {
+        for _ in 0..self.warmup {
+            once().await?;
+        }
+        let mut samples = Vec::with_capacity(self.max);
+        let clock = Instant::now();
+        loop {
+            samples.push(once().await?);
+            let spent = clock.elapsed();
+            if samples.len() >= self.max
+                || (samples.len() >= self.min && spent >= self.soft)
+                || spent >= self.hard
+            {
+                return Ok(samples);
+            }
+        }
+    }
+
     pub(crate) fn rows(options: &Options) -> Budget {
         match options.iterations {
             Some(n) => Budget {

@@ -432,3 +432,54 @@ impl InProcessServer {
         self.serving.stop().await;
     }
 }
+
+/// `majordomus-dev floor-server --http`, which says its URL on its first line of output and
+/// serves until its stdin closes.
+pub(super) struct FloorHttpServer {
+    child: tokio::process::Child,
+    pub(super) url: String,
+}
+
+impl FloorHttpServer {
+    pub(super) async fn start(scratch: &Scratch) -> Result<FloorHttpServer, String> {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut command = tokio::process::Command::new(super::floor::executable()?);
+        command
+            .args(["floor-server", "--http"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(scratch.log("floor-http"))
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|error| format!("could not start the HTTP floor server: {error}"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the floor server has no stdout")?;
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(SETUP_BOUND, lines.next_line())
+            .await
+            .map_err(|_| "the HTTP floor server said no URL within 30 s".to_string())?
+            .map_err(|error| format!("the HTTP floor server's output: {error}"))?
+            .ok_or("the HTTP floor server ended before saying its URL")?;
+        Ok(FloorHttpServer { child, url })
+    }
+
+    pub(super) fn pid(&self) -> Result<u32, String> {
+        self.child
+            .id()
+            .ok_or_else(|| "the HTTP floor server has ended".to_string())
+    }
+
+    /// Closes its stdin, which ends it; kills it if it lingers.
+    pub(super) async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}

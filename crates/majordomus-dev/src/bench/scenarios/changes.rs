@@ -86,7 +86,7 @@ pub(super) async fn predict(
             Budget::scenario(options, 30, 300, 10.0)
         };
         let mut round = 0u64;
-        let samples = sample(budget, || {
+        let samples = budget.sample(|| {
             round += 1;
             let rewrite = cold.then(|| worktrees.clone());
             let (ctx, input) = (ctx.clone(), input.clone());

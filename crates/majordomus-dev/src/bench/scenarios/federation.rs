@@ -90,7 +90,7 @@ pub(super) async fn federation_visible(
             .expect("peers.announce is registered");
         let mut step = 0u64;
         let budget = Budget::scenario(options, 30, 300, 10.0);
-        let samples = sample(budget, || {
+        let samples = budget.sample(|| {
             step += 1;
             let intent = format!("step {step}");
             let (ctx, seeing) = (ctx.clone(), seeing.clone());

@@ -108,15 +108,16 @@ pub(super) async fn hook(
         None
     };
     let budget = Budget::scenario(options, 50, 300, 4.0);
-    let samples = sample(budget, || async {
-        let (elapsed, printed) = run_hook(scratch, &root, &event).await?;
-        match (guarded, printed.is_empty()) {
-            (true, true) => Err("the guard said nothing about a claimed file".to_string()),
-            (false, false) => Err(format!("with no server the hook printed {printed}")),
-            _ => Ok(elapsed),
-        }
-    })
-    .await;
+    let samples = budget
+        .sample(|| async {
+            let (elapsed, printed) = run_hook(scratch, &root, &event).await?;
+            match (guarded, printed.is_empty()) {
+                (true, true) => Err("the guard said nothing about a claimed file".to_string()),
+                (false, false) => Err(format!("with no server the hook printed {printed}")),
+                _ => Ok(elapsed),
+            }
+        })
+        .await;
     if let Some((server, claimant)) = server {
         claimant.close().await;
         server.stop().await;

@@ -254,7 +254,7 @@ pub(super) async fn throughput(
     server.stop().await;
     let measured = measured?;
 
-    let floor_server = super::super::runner::FloorHttpServer::start(scratch).await?;
+    let floor_server = super::super::setup::FloorHttpServer::start(scratch).await?;
     let floor = async {
         let callers = connect_callers(
             hammer,

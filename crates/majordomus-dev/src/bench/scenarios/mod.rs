@@ -114,29 +114,6 @@ pub(super) async fn run(
     outcome.unwrap_or_else(|why| ScenarioRow::failed(scenario, why))
 }
 
-/// Runs `once` until the budget says stop, after its warm-up; `once` returns the measured span.
-pub(super) async fn sample<F, Fut>(budget: Budget, mut once: F) -> Result<Vec<Duration>, String>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Duration, String>>,
-{
-    for _ in 0..budget.warmup {
-        once().await?;
-    }
-    let mut samples = Vec::with_capacity(budget.max);
-    let clock = Instant::now();
-    loop {
-        samples.push(once().await?);
-        let spent = clock.elapsed();
-        if samples.len() >= budget.max
-            || (samples.len() >= budget.min && spent >= budget.soft)
-            || spent >= budget.hard
-        {
-            return Ok(samples);
-        }
-    }
-}
-
 /// Samples one capability called in-process, the handler alone: its answer as it gave it.
 async fn sample_in_process(
     budget: Budget,
@@ -144,15 +121,16 @@ async fn sample_in_process(
     ctx: &Context,
     input: &Value,
 ) -> Result<Vec<Duration>, String> {
-    sample(budget, || async {
-        let started = Instant::now();
-        capability
-            .answer(ctx, input.clone())
-            .await
-            .map_err(|error| error.message)?;
-        Ok(started.elapsed())
-    })
-    .await
+    budget
+        .sample(|| async {
+            let started = Instant::now();
+            capability
+                .answer(ctx, input.clone())
+                .await
+                .map_err(|error| error.message)?;
+            Ok(started.elapsed())
+        })
+        .await
 }
 
 /// From spawning `majordomus mcp` to its first answered tool call: `initialize`, then
@@ -182,32 +160,33 @@ async fn cold_start(
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
     let budget = Budget::scenario(options, 20, 60, 8.0);
-    let samples = sample(budget, || async {
-        if !with_server {
-            wait_no_lease(&dir).await?;
-        }
-        let started = Instant::now();
-        let (service, pid) = spawn_mcp(
-            scratch.exe(),
-            &dir,
-            "majordomus-bench-cold",
-            scratch.log(label),
-        )
-        .await?;
-        let caller = Caller::Mcp(service);
-        let outcome = caller.call(capability, &input).await;
-        let elapsed = started.elapsed();
-        caller.close().await;
-        wait_gone(pid, Duration::from_secs(10)).await;
-        match outcome {
-            Outcome::Answer => Ok(elapsed),
-            other => Err(format!(
-                "the first tool call was not answered: {}",
-                other.detail().unwrap_or("")
-            )),
-        }
-    })
-    .await;
+    let samples = budget
+        .sample(|| async {
+            if !with_server {
+                wait_no_lease(&dir).await?;
+            }
+            let started = Instant::now();
+            let (service, pid) = spawn_mcp(
+                scratch.exe(),
+                &dir,
+                "majordomus-bench-cold",
+                scratch.log(label),
+            )
+            .await?;
+            let caller = Caller::Mcp(service);
+            let outcome = caller.call(capability, &input).await;
+            let elapsed = started.elapsed();
+            caller.close().await;
+            wait_gone(pid, Duration::from_secs(10)).await;
+            match outcome {
+                Outcome::Answer => Ok(elapsed),
+                other => Err(format!(
+                    "the first tool call was not answered: {}",
+                    other.detail().unwrap_or("")
+                )),
+            }
+        })
+        .await;
     if let Some(server) = server {
         server.stop().await;
     }
@@ -431,22 +410,23 @@ async fn sample_rest_listing(
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let url = format!("{url}/api/v1/peers?checkouts=this");
     let http = http_client();
-    sample(budget, || async {
-        let started = Instant::now();
-        let response = http
-            .get(&url)
-            .bearer_auth(&lease.token)
-            .send()
-            .await
-            .map_err(|error| error.to_string())?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|error| error.to_string())?;
-        if !status.is_success() {
-            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
-        }
-        Ok(started.elapsed())
-    })
-    .await
+    budget
+        .sample(|| async {
+            let started = Instant::now();
+            let response = http
+                .get(&url)
+                .bearer_auth(&lease.token)
+                .send()
+                .await
+                .map_err(|error| error.to_string())?;
+            let status = response.status();
+            let body = response.bytes().await.map_err(|error| error.to_string())?;
+            if !status.is_success() {
+                return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+            }
+            Ok(started.elapsed())
+        })
+        .await
 }
 
 /// Records a claim with its paths taken by their text alone, not resolved on disk: how the
@@ -558,7 +538,7 @@ async fn keep_alive(
             .expect("server.status is registered");
         let input = json!({"checkouts": "this"});
         let budget = Budget::scenario(options, 50, 2000, 3.0);
-        let samples = sample(budget, || async {
+        let samples = budget.sample(|| async {
             let started = Instant::now();
             match caller.call(capability, &input).await {
                 Outcome::Answer => Ok(started.elapsed()),
@@ -599,42 +579,43 @@ async fn exit_on_sigint(
         .expect("peers.list is registered");
     let input = json!({"checkouts": "this"});
     let budget = Budget::scenario(options, 20, 60, 8.0);
-    let samples = sample(budget, || async {
-        wait_no_lease(&dir).await?;
-        let (service, pid) = spawn_mcp(
-            scratch.exe(),
-            &dir,
-            "majordomus-bench-exit",
-            scratch.log("exit-sigint"),
-        )
-        .await?;
-        let caller = Caller::Mcp(service);
-        let outcome = caller.call(capability, &input).await;
-        if outcome != Outcome::Answer {
-            caller.close().await;
-            return Err(format!(
-                "the tool call before the signal was not answered: {}",
-                outcome.detail().unwrap_or("")
-            ));
-        }
-        let started = Instant::now();
-        super::setup::signal(pid, libc::SIGINT);
-        while super::setup::alive(pid) {
-            if started.elapsed() > EXIT_BOUND {
+    let samples = budget
+        .sample(|| async {
+            wait_no_lease(&dir).await?;
+            let (service, pid) = spawn_mcp(
+                scratch.exe(),
+                &dir,
+                "majordomus-bench-exit",
+                scratch.log("exit-sigint"),
+            )
+            .await?;
+            let caller = Caller::Mcp(service);
+            let outcome = caller.call(capability, &input).await;
+            if outcome != Outcome::Answer {
                 caller.close().await;
-                wait_gone(pid, Duration::ZERO).await;
                 return Err(format!(
-                    "`majordomus mcp` was still running {} s after SIGINT",
-                    EXIT_BOUND.as_secs()
+                    "the tool call before the signal was not answered: {}",
+                    outcome.detail().unwrap_or("")
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let elapsed = started.elapsed();
-        caller.close().await;
-        Ok(elapsed)
-    })
-    .await?;
+            let started = Instant::now();
+            super::setup::signal(pid, libc::SIGINT);
+            while super::setup::alive(pid) {
+                if started.elapsed() > EXIT_BOUND {
+                    caller.close().await;
+                    wait_gone(pid, Duration::ZERO).await;
+                    return Err(format!(
+                        "`majordomus mcp` was still running {} s after SIGINT",
+                        EXIT_BOUND.as_secs()
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let elapsed = started.elapsed();
+            caller.close().await;
+            Ok(elapsed)
+        })
+        .await?;
     Ok(ScenarioRow::latency(
         scenario,
         Summary::of(&samples),
@@ -699,7 +680,7 @@ async fn announce_to_subscribers(
             .expect("peers.announce is registered");
         let budget = Budget::scenario(options, 50, 1000, 3.0);
         let mut round = 0u64;
-        let samples = sample(budget, || {
+        let samples = budget.sample(|| {
             round += 1;
             let this_round = round;
             let input = json!({"intent": format!("bench round {this_round}"), "scope": ["src/bench"]});
