@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::report::{Compared, Comparison, Report, ScenarioRow};
+use super::comparison::{Compared, Comparison};
+use super::report::{Report, ScenarioRow};
 
 /// The ratio above which a figure is flagged, unless `--flag-above` says otherwise: the
 /// shared 2-core machines the benchmark runs on move single rows by about ±50% between

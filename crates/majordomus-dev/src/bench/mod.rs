@@ -13,6 +13,7 @@
 pub mod baseline;
 mod catalog;
 mod clients;
+mod comparison;
 pub mod executable;
 pub mod floor;
 mod guard;
