@@ -122,6 +122,9 @@ impl Address {
     }
 }
 
+/// A live session of the listing, and how a message names it.
+type Listed<'a> = (&'a ListedPeer, Party);
+
 /// The live sessions `address` reaches, the caller left out, from the repository's listing:
 /// on every machine when the repository is federated, since its mailbox reaches them all.
 pub(super) async fn recipients(
@@ -135,30 +138,28 @@ pub(super) async fn recipients(
     };
     let listing = peers::listing(ctx, checkouts, Detail::PeersOnly).await?;
     let me = me(ctx);
-    if let (Address::Session(id), Some(me)) = (address, &me) {
-        let names_me = listing.peers.iter().any(|listed| {
-            let party = party(listed);
-            (listed.qualified_id == *id || party.qualified_id == *id) && party.is(me)
-        });
-        if names_me {
-            return Err(CapabilityError::invalid_input(
-                MessageError::ToSelf.to_string(),
-            ));
-        }
-    }
-    let parties: Vec<(&ListedPeer, Party)> = listing
+    // A remote session is named as this machine lists it (`p1@beta`) or as its own server
+    // does (`p1@3f9a0c1e`, as its messages name it).
+    let names = |listed: &ListedPeer, party: &Party, id: &str| {
+        listed.qualified_id == id || party.qualified_id == id
+    };
+    let (mine, parties): (Vec<Listed<'_>>, Vec<Listed<'_>>) = listing
         .peers
         .iter()
         .filter(|listed| listed.peer.attached)
         .map(|listed| (listed, party(listed)))
-        .filter(|(_, party)| me.as_ref().is_none_or(|me| !party.is(me)))
-        .collect();
+        .partition(|(_, party)| me.as_ref().is_some_and(|me| party.is(me)));
+    if let Address::Session(id) = address
+        && mine.iter().any(|(listed, party)| names(listed, party, id))
+    {
+        return Err(CapabilityError::invalid_input(
+            MessageError::ToSelf.to_string(),
+        ));
+    }
     let live = parties.into_iter();
     let reached: Vec<Party> = match address {
-        // A remote session is named as this machine lists it (`p1@beta`) or as its own
-        // server does (`p1@3f9a0c1e`, as its messages name it).
         Address::Session(id) => live
-            .filter(|(listed, party)| listed.qualified_id == *id || party.qualified_id == *id)
+            .filter(|(listed, party)| names(listed, party, id))
             .map(|(_, party)| party)
             .collect(),
         Address::Path(path) => live
