@@ -283,10 +283,6 @@ impl BoardPort for MemoryPort {
         })
     }
 
-    fn session_peer(&self, session_id: &str) -> Option<PeerId> {
-        self.sessions().get(session_id)?.peer.clone()
-    }
-
     fn end_session(&self, session_id: &str) -> bool {
         let Some(session) = self.sessions().remove(session_id) else {
             return false;

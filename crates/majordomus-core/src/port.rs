@@ -160,10 +160,6 @@ pub trait BoardPort: Send + Sync {
         ancestors: &'a [ProcessStamp],
     ) -> BoxFuture<'a, PeerId>;
 
-    /// The peer that speaks for the client session `session_id` now, if any: an MCP
-    /// connection may have taken the session over while a hook was being answered.
-    fn session_peer(&self, session_id: &str) -> Option<PeerId>;
-
     /// The client's hook says the session `session_id` ended.
     fn end_session(&self, session_id: &str) -> bool;
 

@@ -39,6 +39,19 @@ pub(super) struct ClientProcess {
     pub(super) order: u64,
 }
 
+impl ClientProcess {
+    /// The client process `stamp`, opened to be held, if it is alive; its `order` is given
+    /// when it is held.
+    pub(super) fn living(stamp: ProcessStamp) -> Option<ClientProcess> {
+        let held = ProcessHandle::open(stamp.pid, Some(stamp.start));
+        held.alive().then_some(ClientProcess {
+            stamp,
+            held,
+            order: 0,
+        })
+    }
+}
+
 pub(super) struct Session {
     /// The peer that speaks for the session: its MCP connection's, or one made for its
     /// hooks. It may have left the board since; the next hook then makes a new one, which
@@ -112,6 +125,34 @@ impl HookSessions {
             .filter(|(peer, _)| is_attached(board, peer, now) && !speaks_for_another(peer))
             .max_by_key(|(_, client)| client.order)
             .map(|(peer, _)| peer.clone())
+    }
+
+    /// Holds `client` as the process `peer`'s connection runs for, unless it holds it
+    /// already. Whether it is held: not beyond [`HOOK_SESSIONS`] attached connections.
+    pub(super) fn hold(
+        &mut self,
+        peer: &PeerId,
+        mut client: ClientProcess,
+        board: &PeerBoard,
+        now: SystemTime,
+    ) -> bool {
+        if self
+            .clients
+            .get(peer)
+            .is_some_and(|held| held.stamp == client.stamp)
+        {
+            return true;
+        }
+        if self.clients.len() >= HOOK_SESSIONS {
+            self.clients.retain(|peer, _| is_attached(board, peer, now));
+        }
+        if self.clients.len() >= HOOK_SESSIONS {
+            return false;
+        }
+        self.named += 1;
+        client.order = self.named;
+        self.clients.insert(peer.clone(), client);
+        true
     }
 
     /// The session `id`, remembered from now on; beyond [`HOOK_SESSIONS`] the session heard

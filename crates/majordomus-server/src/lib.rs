@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Instant, SystemTime};
 
+use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
 use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::checkouts::ServerStanding;
@@ -39,6 +40,7 @@ use majordomus_core::context::Site;
 use majordomus_core::episodes::Recorder;
 use majordomus_core::port::KeptSlot;
 use majordomus_federation::Federation;
+use hook_sessions::ClientProcess;
 use stops::StopRequests;
 
 /// A connection's claim to be a worker that outlives its sessions.
@@ -296,18 +298,28 @@ impl ServerState {
     /// or its server replaced) takes over its former slot's claims and the slot goes, so it
     /// is never listed twice nor told that it overlaps itself; it announces its claims again
     /// right after, which replaces them. A bridged worker is held to pinging: silent for the
-    /// bridge silence, it is let go. Public for the benchmark, which calls the capabilities
-    /// in its own process as an attached peer.
+    /// bridge silence, it is let go. The client `process` it runs for, if it names one, is
+    /// held in the same step as the peer appears, so that no hook of that client ever finds
+    /// the peer on the board without finding it its own. Public for the benchmark, which
+    /// calls the capabilities in its own process as an attached peer.
     #[doc(hidden)]
     pub fn attach(
         &self,
         transport: Transport,
         client: ClientInfo,
         worker: Option<Worker<'_>>,
+        process: Option<ProcessStamp>,
     ) -> PeerId {
+        let living = process.and_then(ClientProcess::living);
+        let mut sessions = self.sessions();
         let mut coordination = self.coordination();
+        let now = SystemTime::now();
         let board = coordination.peers_mut();
-        let id = board.attach(transport, client, SystemTime::now());
+        let id = board.attach(transport, client, now);
+        if let Some(living) = living {
+            sessions.hold(&id, living, board, now);
+        }
+        drop(sessions);
         self.events.attached(board, &id);
         if let Some(worker) = worker {
             let mut workers = self.workers();

@@ -60,15 +60,21 @@ impl McpSession {
 
     /// Joins the board as the client that introduced itself, once; `worker` is the stable
     /// identity a `majordomus mcp` process gives itself, so a worker coming back retires its
-    /// former slot. A bridged client reached majordomus over its bridge's stdio, and is
-    /// listed so.
-    pub fn join(&self, client: &Implementation, worker: Option<Worker<'_>>) -> &PeerId {
+    /// former slot; `process` is the client process it runs for, held as the peer appears.
+    /// A bridged client reached majordomus over its bridge's stdio, and is listed so.
+    pub fn join(
+        &self,
+        client: &Implementation,
+        worker: Option<Worker<'_>>,
+        process: Option<ProcessStamp>,
+    ) -> &PeerId {
         self.peer.get_or_init(|| {
             let transport = match worker {
                 Some(Worker { bridged: true, .. }) => Transport::Stdio,
                 _ => self.transport,
             };
-            self.state.attach(transport, client_info_of(client), worker)
+            self.state
+                .attach(transport, client_info_of(client), worker, process)
         })
     }
 
@@ -441,6 +447,7 @@ impl ServerHandler for McpSession {
                 identity,
                 bridged: meta(BRIDGED_META_KEY).is_some_and(|flag| flag == true),
             });
+        let process = client_process_of(&sent);
         // A parked session brought back by rmcp takes its own peer again.
         let restored = context
             .extensions
@@ -452,15 +459,12 @@ impl ServerHandler for McpSession {
                 self.state.touch(peer);
                 peer
             }
-            None => self.join(&request.client_info, worker),
+            None => self.join(&request.client_info, worker, process),
         };
         self.feed
             .start_notices(&self.state.events, peer, context.peer.clone());
-        self.name_client(
-            client_session_of(&sent).as_deref(),
-            client_process_of(&sent),
-        )
-        .await;
+        self.name_client(client_session_of(&sent).as_deref(), process)
+            .await;
         Ok(result)
     }
 

@@ -122,10 +122,6 @@ impl BoardPort for ServerState {
         Box::pin(ServerState::hook_peer(self, client, session_id, ancestors))
     }
 
-    fn session_peer(&self, session_id: &str) -> Option<PeerId> {
-        ServerState::session_peer(self, session_id)
-    }
-
     fn end_session(&self, session_id: &str) -> bool {
         ServerState::end_session(self, session_id)
     }

@@ -26,7 +26,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::ancestry::{ANCESTORS, ProcessStamp};
 use majordomus_checkout::changes::ChangeKind;
-use majordomus_checkout::process::ProcessHandle;
 use majordomus_domain::board::PeerBoard;
 use majordomus_domain::episodes::validate_external_id;
 use majordomus_domain::limits;
@@ -35,7 +34,7 @@ use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 
 use super::ServerState;
-use super::hook_sessions::{ClientProcess, HOOK_SESSIONS, HookSessions, is_attached};
+use super::hook_sessions::{ClientProcess, HookSessions, is_attached};
 use majordomus_core::api::CapabilityError;
 use majordomus_core::port::{EDITS_CLAIM, Fact};
 
@@ -58,7 +57,7 @@ const EDITS_SETTLED: Duration = Duration::from_secs(10);
 const PRUNE_TICKS: u32 = 10;
 
 impl ServerState {
-    fn sessions(&self) -> MutexGuard<'_, HookSessions> {
+    pub(crate) fn sessions(&self) -> MutexGuard<'_, HookSessions> {
         self.sessions.lock_or_recover()
     }
 
@@ -137,33 +136,17 @@ impl ServerState {
     }
 
     /// The MCP connection of `peer` runs for the client process `stamp`: the client's hooks
-    /// join it from now on, and the process is held: when it ends, so does the peer. Taken
-    /// as the connection joins the board, before anything it does next can wait, so that a
-    /// hook of its client arriving meanwhile finds it and is not told of it as another
-    /// session. Whether the process was taken (it is alive, and within the bound).
+    /// join it from now on, and the process is held: when it ends, so does the peer. A new
+    /// connection's process is held as it joins the board (`attach`); this holds the process
+    /// of a connection that joined without naming it (a parked session brought back).
+    /// Whether the process is held (it is alive, and within the bound).
     pub(crate) fn hold_client_process(&self, peer: &PeerId, stamp: ProcessStamp) -> bool {
-        let held = ProcessHandle::open(stamp.pid, Some(stamp.start));
-        if !held.alive() {
+        let Some(living) = ClientProcess::living(stamp) else {
             return false;
-        }
-        let now = SystemTime::now();
+        };
         let mut sessions = self.sessions();
         let coordination = self.coordination();
-        let board = coordination.peers();
-        if sessions.clients.len() >= HOOK_SESSIONS {
-            sessions
-                .clients
-                .retain(|peer, _| is_attached(board, peer, now));
-        }
-        if sessions.clients.len() >= HOOK_SESSIONS {
-            return false;
-        }
-        sessions.named += 1;
-        let order = sessions.named;
-        sessions
-            .clients
-            .insert(peer.clone(), ClientProcess { stamp, held, order });
-        true
+        sessions.hold(peer, living, coordination.peers(), SystemTime::now())
     }
 
     /// The session whose hooks already ran under the client process `stamp` that `peer`'s
@@ -351,11 +334,6 @@ impl ServerState {
         drop(coordination);
         self.sessions().edited.insert(peer.clone(), Instant::now());
         Ok(scope)
-    }
-
-    /// The peer that speaks for `session_id` now, if any.
-    pub(crate) fn session_peer(&self, session_id: &str) -> Option<PeerId> {
-        self.sessions().sessions.get(session_id)?.peer.clone()
     }
 
     /// Takes out of the `edits` claims that have not grown for [`EDITS_SETTLED`] the files

@@ -86,7 +86,7 @@ impl Me<'_> {
 /// the peers and their boards are gathered: each answer compares the asking session's own
 /// paths or claims with the others' ([`findings`], [`overlap_facts`]), never every pair of
 /// peers, and reads no worktree's changes.
-async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
+pub async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
     let checkouts = if ctx.site.config.federation.url.is_some() {
         Checkouts::Everywhere
     } else {
@@ -242,10 +242,11 @@ fn fenced(lines: &str) -> String {
     format!("{fence}\n{body}\n{fence}")
 }
 
-/// What `peer`, speaking for `session_id`, is told at `moment`: a summary at session start
+/// What `peer`, speaking for `session_id`, is told at `moment` of the board `list`: a summary at session start
 /// (whose overlaps count as told), and at a prompt only the overlaps it was not told yet.
 pub async fn news(
     ctx: &Context,
+    list: PeerList,
     peer: &PeerId,
     session_id: &str,
     moment: NewsMoment,
@@ -253,7 +254,6 @@ pub async fn news(
     let server = ctx
         .server()
         .ok_or_else(|| CapabilityError::internal("news needs the serving process"))?;
-    let list = listing(ctx).await?;
     let me = Me { peer };
     let overlaps = overlap_facts(&list, &me);
     Ok(match moment {

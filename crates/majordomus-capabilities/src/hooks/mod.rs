@@ -38,6 +38,10 @@ use super::messages::{self, Inbox};
 /// Characters of a hook event's name as a client calls it.
 const EVENT_CHARS: usize = 64;
 
+/// How many times a hook's session is joined again while its news are read: an MCP
+/// connection of its client takes the session over once, so a second join settles it.
+const TAKEOVERS: usize = 2;
+
 /// A hook event's name as the client calls it (a receipt names it): left out or one line of
 /// plain text, never `null`, as its schema says.
 fn event_name<'de, D: serde::Deserializer<'de>>(
@@ -470,21 +474,27 @@ impl Operation for HooksNews {
     async fn run(ctx: &Context, input: NewsInput) -> Result<News, CapabilityError> {
         check_session_id(&input.session_id)?;
         let server = serving(ctx)?;
-        let peer = server
+        let mut peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
         server.moved_on(&peer);
-        let mut lines = facts::news(ctx, &peer, &input.session_id, input.moment).await?;
-        // The session's MCP connection may have taken it over meanwhile (Claude Code runs
-        // its session-start hook as it starts its MCP servers): the news are told from the
-        // peer that speaks for the session now, so it never meets its own connection.
-        let peer = match server.session_peer(&input.session_id) {
-            Some(now) if now != peer => {
-                lines = facts::news(ctx, &now, &input.session_id, input.moment).await?;
-                now
+        // The session's MCP connection may join while this is answered (Claude Code runs its
+        // session-start hook as it starts its MCP servers). The board is read, then the
+        // session joined again, which finds a connection of its client process that was on
+        // the board read: the news are told from the peer that speaks for the session, so it
+        // never meets its own connection as another. A connection takes a session over once.
+        let mut list = facts::listing(ctx).await?;
+        for _ in 0..TAKEOVERS {
+            let now = server
+                .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
+                .await;
+            if now == peer {
+                break;
             }
-            _ => peer,
-        };
+            peer = now;
+            list = facts::listing(ctx).await?;
+        }
+        let lines = facts::news(ctx, list, &peer, &input.session_id, input.moment).await?;
         let moment = match input.moment {
             NewsMoment::SessionStart => "session-start",
             NewsMoment::Prompt => "prompt",

@@ -412,6 +412,7 @@ impl InProcessServer {
                 title: Some("in-process caller".into()),
             },
             None,
+            None,
         );
         Ok(InProcessServer { serving, caller })
     }

@@ -277,6 +277,7 @@ impl Bridge {
                         identity: &self.worker,
                         bridged: false,
                     }),
+                    self.client_process,
                 );
                 session
                     .name_client(self.client_session().as_deref(), self.client_process)

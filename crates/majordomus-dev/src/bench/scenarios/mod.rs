@@ -320,7 +320,7 @@ async fn board(
         title: None,
     };
     for n in 0..BOARD_PEERS {
-        let peer = state.attach(Transport::Http, client(format!("agent-{n}")), None);
+        let peer = state.attach(Transport::Http, client(format!("agent-{n}")), None, None);
         let scope = (0..BOARD_PATHS)
             .map(|m| format!("pkg{n:04}/src/mod{m}"))
             .collect();
@@ -334,7 +334,7 @@ async fn board(
             },
         )?;
     }
-    let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None);
+    let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None, None);
     if case == BoardCase::ListAfterWide {
         let wide = AnnounceInput {
             intent: "touch every package".into(),
