@@ -15,7 +15,7 @@ use majordomus_domain::conflicts::{ConflictHunk, ConflictSide, PredictedConflict
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 use majordomus_core::render;
 use majordomus_core::survey;
@@ -111,6 +111,7 @@ impl Operation for ConflictsPredict {
         tags: &["conflicts", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[Moment {
             headline: "two worktrees edited the same lines and learned it at merge time",
             detail: "One had committed, the other had not; both believed they were alone. The \

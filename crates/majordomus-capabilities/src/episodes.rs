@@ -11,23 +11,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::board::{Board, Unasked, ask};
-use crate::peers::needs_a_session;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::episodes::event::CloseReason;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability, unreached,
 };
 
 /// What to ask of `episodes.list`: nothing.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeListInput {}
-
-/// The tool name a refusal names, falling back to the capability id.
-fn tool_of(declaration: &Declaration) -> &'static str {
-    declaration.exposure.mcp_tool.unwrap_or(declaration.id)
-}
 
 /// `episodes.list`.
 pub struct EpisodesList;
@@ -51,6 +45,7 @@ impl Operation for EpisodesList {
         tags: &["episodes"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[
             Moment {
                 headline: "a client restarted and wants to know whether its work is still held",
@@ -171,6 +166,7 @@ impl Operation for EpisodesAttach {
         tags: &["episodes"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Session,
         moments: &[
             Moment {
                 headline: "the connection dropped in the middle of a long task",
@@ -188,9 +184,7 @@ impl Operation for EpisodesAttach {
     async fn run(ctx: &Context, input: AttachInput) -> Result<Attached, CapabilityError> {
         validate_external_id(&input.external_id)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        let Some((server, caller)) = ctx.session() else {
-            return Err(needs_a_session(tool_of(&Self::DECLARATION)));
-        };
+        let (server, caller) = ctx.session().ok_or_else(|| unreached(&Self::DECLARATION))?;
         Ok(server.attach_episode(caller, &input.external_id).await)
     }
 
@@ -238,6 +232,7 @@ impl Operation for EpisodesDetach {
         tags: &["episodes"],
         stability: Stability::BehaviorallyVerified,
         idempotent: false,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "a task is finished but the client stays connected",
             detail: "Closing the episode records where the work ended now, instead of when the \
@@ -246,14 +241,11 @@ impl Operation for EpisodesDetach {
     };
 
     async fn run(ctx: &Context, input: DetachInput) -> Result<Detached, CapabilityError> {
-        let tool = tool_of(&Self::DECLARATION);
         if let Some(external_id) = &input.external_id {
             validate_external_id(external_id)
                 .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         }
-        let Some(server) = ctx.server() else {
-            return Err(needs_a_session(tool));
-        };
+        let server = ctx.server().ok_or_else(|| unreached(&Self::DECLARATION))?;
         let external_id = match (input.external_id, ctx.caller()) {
             (Some(external_id), _) => external_id,
             (None, Some(caller)) => server.held_episode(caller).ok_or_else(|| {
@@ -263,6 +255,10 @@ impl Operation for EpisodesDetach {
                 )
             })?,
             (None, None) => {
+                let tool = Self::DECLARATION
+                    .exposure
+                    .mcp_tool
+                    .unwrap_or(Self::DECLARATION.id);
                 return Err(CapabilityError::refused(format!(
                     "without `external_id` this closes the caller's own episode, and this call \
                      has no MCP session to own one: name the episode in `external_id`, or call \

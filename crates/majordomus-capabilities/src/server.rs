@@ -9,7 +9,7 @@ use crate::board::{Board, ask};
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 use majordomus_core::survey;
 use majordomus_federation::{Federation, FederationStatus};
@@ -109,6 +109,7 @@ impl Operation for ServerStatus {
         tags: &["server", "lease"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[
             Moment {
                 headline: "could not tell whether a worktree's server was alive",

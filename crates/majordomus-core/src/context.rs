@@ -225,6 +225,22 @@ pub struct Context {
     reach: Reach,
 }
 
+/// How far a caller must reach into the serving process for a capability to run, as its
+/// declaration says: the registry refuses a caller who does not reach that far before the
+/// capability runs, with the same words on every surface, and a capability that needs an
+/// MCP session has no route or command, where it could never run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Runs for anyone, a process that does not serve included: other checkouts are read
+    /// through their leases.
+    Anyone,
+    /// Runs only in the checkout's serving process, whose memory holds what it answers from
+    /// (the hooks' sessions, the open episodes).
+    Server,
+    /// Runs only for an MCP session's peer: what it does belongs to that peer.
+    Session,
+}
+
 /// How far a call reaches: a peer exists only on a serving process, so the three cases are
 /// all there are.
 #[derive(Clone)]
@@ -274,6 +290,15 @@ impl Context {
         match &self.reach {
             Reach::Session(_, caller) => Some(caller),
             Reach::Observer | Reach::Served(_) => None,
+        }
+    }
+
+    /// Whether this call reaches as far as `needs` says.
+    pub fn reaches(&self, needs: Needs) -> bool {
+        match needs {
+            Needs::Anyone => true,
+            Needs::Server => self.server().is_some(),
+            Needs::Session => self.caller().is_some(),
         }
     }
 

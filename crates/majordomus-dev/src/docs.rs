@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::bench::{self, BenchTransport};
-use majordomus_core::registry::{Capability, Kind, Registry, Stability};
+use majordomus_core::registry::{Capability, Kind, Needs, Registry, Stability};
 
 /// Where the pages live, relative to the workspace root.
 const DEFAULT_DIR: &str = "docs/reference";
@@ -176,11 +176,23 @@ pub fn page(capability: &Capability) -> String {
     );
     let _ = writeln!(
         out,
-        "- **idempotent:** {}\n",
+        "- **idempotent:** {}",
         if d.idempotent {
             "yes — calling it twice with the same input is calling it once, so a bridge may resend it when it cannot tell whether it ran"
         } else {
             "no — a bridge never resends it blindly; when the outcome is unknown the client is told"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- **runs for:** {}\n",
+        match d.needs {
+            Needs::Anyone =>
+                "anyone — a process that does not serve reads the checkouts through their leases",
+            Needs::Server =>
+                "the checkout's running server only — what it answers from lives in that server's memory; elsewhere it is refused",
+            Needs::Session =>
+                "an MCP session only — what it does belongs to the session's peer; it has no route or command, and a session-less call is refused",
         }
     );
 

@@ -35,12 +35,12 @@ use majordomus_domain::sync::LockExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use hook_sessions::ClientProcess;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Site;
 use majordomus_core::episodes::Recorder;
 use majordomus_core::port::KeptSlot;
 use majordomus_federation::Federation;
-use hook_sessions::ClientProcess;
 use stops::StopRequests;
 
 /// A connection's claim to be a worker that outlives its sessions.

@@ -28,7 +28,7 @@ pub use majordomus_core::clients::{HookClient, NewsMoment};
 use majordomus_core::context::{Context, Site};
 use majordomus_core::port::BoardPort;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability, unreached,
 };
 
 use super::leases::{self, HeldElsewhere};
@@ -194,15 +194,13 @@ fn check_session_id(session_id: &str) -> Result<(), CapabilityError> {
     })
 }
 
-/// This checkout's serving process: the hooks' sessions live in its memory, so a hook is
-/// answered only there.
-fn serving(ctx: &Context) -> Result<&dyn BoardPort, CapabilityError> {
-    ctx.port().ok_or_else(|| {
-        CapabilityError::refused(
-            "hooks are answered by the checkout's running server; start one with `majordomus \
-             serve ensure`, or let a client's `majordomus mcp` start it",
-        )
-    })
+/// This checkout's serving process, which the hook `declaration` needs: the hooks' sessions
+/// live in its memory, so a hook is answered only there.
+fn serving<'a>(
+    ctx: &'a Context,
+    declaration: &Declaration,
+) -> Result<&'a dyn BoardPort, CapabilityError> {
+    ctx.port().ok_or_else(|| unreached(declaration))
 }
 
 /// The files a hook sent, normalised against this checkout; a path that could never be
@@ -253,6 +251,7 @@ impl Operation for HooksGuard {
         tags: &["hooks", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "an agent edited a file another session had claimed an hour earlier",
             detail: "It never called a tool to look. The pre-edit hook asks for it, and the \
@@ -263,7 +262,7 @@ impl Operation for HooksGuard {
 
     async fn run(ctx: &Context, input: HookFiles) -> Result<Guarded, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         let paths = hook_paths(&ctx.site, &input.paths)?;
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
@@ -344,6 +343,7 @@ impl Operation for HooksLeases {
         tags: &["hooks", "leases", "coordination"],
         stability: Stability::Experimental,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "an agent started the test suite while another session's run held it",
             detail: "Both runs shared one database and failed each other. The command is \
@@ -354,7 +354,7 @@ impl Operation for HooksLeases {
 
     async fn run(ctx: &Context, input: LeasesNeededInput) -> Result<LeasesNeeded, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         if input.names.is_empty() || input.names.len() > limits::LEASES_DECLARED {
             return Err(CapabilityError::invalid_input(format!(
                 "`names` holds 1 to {} leases; this one has {}",
@@ -410,6 +410,7 @@ impl Operation for HooksEdit {
         tags: &["hooks", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "the board said nobody worked on the parser while two sessions edited it",
             detail: "Neither model had announced anything. Each edit now lands on the board as \
@@ -419,7 +420,7 @@ impl Operation for HooksEdit {
 
     async fn run(ctx: &Context, input: HookFiles) -> Result<Edited, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         let paths = hook_paths(&ctx.site, &input.paths)?;
         let peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
@@ -464,6 +465,7 @@ impl Operation for HooksNews {
         tags: &["hooks", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: false,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "an agent was reminded of the same overlap on every prompt",
             detail: "It stopped reading the reminders. Each fact is now told once, on the \
@@ -473,7 +475,7 @@ impl Operation for HooksNews {
 
     async fn run(ctx: &Context, input: NewsInput) -> Result<News, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         let mut peer = server
             .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
             .await;
@@ -562,6 +564,7 @@ impl Operation for HooksEnd {
         tags: &["hooks", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "a finished headless run refused the next run on the same file",
             detail: "Its `edits` claim outlived it by ten minutes. The session-end hook now \
@@ -571,7 +574,7 @@ impl Operation for HooksEnd {
 
     async fn run(ctx: &Context, input: EndInput) -> Result<Ended, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         Ok(Ended {
             known: server.end_session(&input.session_id),
         })

@@ -10,7 +10,7 @@ use crate::messages::{self, HAND_TOKEN_MAX};
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 
 /// The input of `hooks.received`.
@@ -54,6 +54,7 @@ impl Operation for HooksReceived {
         tags: &["hooks", "messages"],
         stability: Stability::Experimental,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "a receipt said delivered for a message the model never saw",
             detail: "The hook carrying it missed its budget and printed nothing. A message \
@@ -63,7 +64,7 @@ impl Operation for HooksReceived {
     };
 
     async fn run(ctx: &Context, input: ReceivedInput) -> Result<Received, CapabilityError> {
-        serving(ctx)?;
+        serving(ctx, &Self::DECLARATION)?;
         if input.hand > HAND_TOKEN_MAX {
             return Err(CapabilityError::invalid_input(format!(
                 "`hand` is the inbox's hand, at most {HAND_TOKEN_MAX}"

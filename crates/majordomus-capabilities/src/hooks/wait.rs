@@ -14,7 +14,7 @@ use majordomus_core::api::CapabilityError;
 use majordomus_core::clients::HookClient;
 use majordomus_core::context::Context;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 
 /// The input of `hooks.wait`.
@@ -118,6 +118,7 @@ impl Operation for HooksWait {
         tags: &["hooks", "coordination"],
         stability: Stability::Experimental,
         idempotent: true,
+        needs: Needs::Server,
         moments: &[Moment {
             headline: "a person with nine sessions open found one had waited an hour for a yes",
             detail: "Its permission prompt sat in a terminal behind the others. The board now \
@@ -127,7 +128,7 @@ impl Operation for HooksWait {
 
     async fn run(ctx: &Context, input: WaitInput) -> Result<Waited, CapabilityError> {
         check_session_id(&input.session_id)?;
-        let server = serving(ctx)?;
+        let server = serving(ctx, &Self::DECLARATION)?;
         let holder = input.holder.as_ref();
         if holder.is_some_and(|holder| holder.peer.is_empty()) {
             return Err(CapabilityError::invalid_input(

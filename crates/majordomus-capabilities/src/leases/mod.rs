@@ -40,7 +40,7 @@ use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::port::BoardPort;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 
 mod listing;
@@ -148,6 +148,7 @@ impl Operation for LeasesAcquire {
         tags: &["leases", "coordination"],
         stability: Stability::Experimental,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[
             Moment {
                 headline: "two agents ran the test suite against one database at once",
@@ -295,6 +296,7 @@ impl Operation for LeasesRelease {
         tags: &["leases", "coordination"],
         stability: Stability::Experimental,
         idempotent: false,
+        needs: Needs::Anyone,
         moments: &[Moment {
             headline: "the test run finished early",
             detail: "Releasing hands the suite to the next session in line at once, instead \

@@ -28,7 +28,7 @@ use crate::board::forwarded;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::registry::{
-    Declaration, Exposure, HttpMethod, Kind, Moment, Operation, Stability,
+    Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
 
 use super::mailbox::Place;
@@ -134,6 +134,7 @@ impl Operation for MessagesSend {
         tags: &["messages", "coordination"],
         stability: Stability::Experimental,
         idempotent: false,
+        needs: Needs::Anyone,
         moments: &[
             Moment {
                 headline: "an agent saw that another session held the file it needed",
@@ -311,6 +312,7 @@ impl Operation for MessagesList {
         tags: &["messages", "coordination"],
         stability: Stability::Experimental,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[Moment {
             headline: "an agent could not tell whether its question had been read",
             detail: "The receipt says queued until the other session's model was shown it, \

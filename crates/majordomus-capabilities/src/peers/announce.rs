@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use super::federated::remote_overlaps;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
-use majordomus_core::registry::{Declaration, Exposure, Kind, Moment, Operation, Stability};
+use majordomus_core::registry::{
+    Declaration, Exposure, Kind, Moment, Needs, Operation, Stability, unreached,
+};
 
 use super::answer::is_zero;
 use super::siblings::read_siblings;
@@ -62,15 +64,6 @@ pub struct AnnounceAnswer {
     pub complete: bool,
 }
 
-/// What a refusal of a call without a connection says: the claim must belong to a peer.
-pub(crate) fn needs_a_session(tool: &str) -> CapabilityError {
-    CapabilityError::refused(format!(
-        "this call needs an MCP session to belong to: call the `{tool}` tool through \
-         `majordomus mcp` (the bridge your MCP client runs) rather than over plain HTTP or a \
-         session-less MCP request"
-    ))
-}
-
 impl Operation for PeersAnnounce {
     type Input = AnnounceInput;
     type Output = AnnounceAnswer;
@@ -94,6 +87,7 @@ impl Operation for PeersAnnounce {
         tags: &["peers", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Session,
         moments: &[
             Moment {
                 headline: "learned of a collision only at merge time",
@@ -114,17 +108,9 @@ impl Operation for PeersAnnounce {
     };
 
     async fn run(ctx: &Context, input: AnnounceInput) -> Result<AnnounceAnswer, CapabilityError> {
-        let tool = Self::DECLARATION
-            .exposure
-            .mcp_tool
-            .unwrap_or(Self::DECLARATION.id);
-        // Input that could never be accepted is bad input on every surface, before the
-        // question whether this caller can announce at all.
         let announcement = CheckedAnnouncement::check(input)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
-        let Some((server, caller)) = ctx.session() else {
-            return Err(needs_a_session(tool));
-        };
+        let (server, caller) = ctx.session().ok_or_else(|| unreached(&Self::DECLARATION))?;
         let paths = resolve(&ctx.site, &announcement.input().scope).await?;
         let mut announced =
             server.announce_resolved(caller, announcement, paths, SystemTime::now())?;

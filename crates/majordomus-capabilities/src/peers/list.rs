@@ -13,7 +13,7 @@ use crate::leases::listed_leases;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
-    Declaration, ENCODE_INLINE_BYTES, Exposure, HttpMethod, Kind, Moment, Operation, Reply,
+    Declaration, ENCODE_INLINE_BYTES, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Reply,
     Stability,
 };
 use majordomus_core::survey;
@@ -51,6 +51,7 @@ impl Operation for PeersList {
         tags: &["peers", "coordination"],
         stability: Stability::BehaviorallyVerified,
         idempotent: true,
+        needs: Needs::Anyone,
         moments: &[
             Moment {
                 headline: "two sessions wrote to one checkout without knowing of each other",

@@ -21,7 +21,6 @@ mod reading;
 mod render;
 mod siblings;
 
-pub(crate) use announce::needs_a_session;
 pub use announce::{AnnounceAnswer, PeersAnnounce, UnreadBoard};
 pub use answer::{BoardView, ListedPeer, PeerList, PeerListInput};
 pub(crate) use boards::Detail;

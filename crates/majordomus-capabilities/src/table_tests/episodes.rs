@@ -223,7 +223,7 @@ fn episodes_detach() {
                 json!({ "external_id": "conv-1" }),
                 Expect::Refusal(
                     ErrorKind::Refused,
-                    &["needs an MCP session", "`majordomus_session_detach`"],
+                    &["`episodes.detach` is answered by the checkout's running server"],
                 ),
             ),
             Case::new(

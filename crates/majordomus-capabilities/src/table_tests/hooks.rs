@@ -13,7 +13,7 @@ fn files(session_id: &str, paths: &[&str]) -> Value {
     json!({ "client": "claude-code", "session_id": session_id, "paths": paths })
 }
 
-const NOT_SERVED: &[&str] = &["hooks are answered by the checkout's running server"];
+const NOT_SERVED: &[&str] = &["is answered by the checkout's running server"];
 
 #[test]
 fn hooks_guard() {

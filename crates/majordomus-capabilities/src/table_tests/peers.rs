@@ -84,10 +84,16 @@ fn peers_announce() {
                 Expect::Refusal(ErrorKind::Refused, &["needs an MCP session"]),
             ),
             Case::new(
-                "bad input is refused before the missing session",
+                "a caller who could never announce is told so before its input is read",
                 Caller::Sessionless,
                 json!({ "intent": long(1_001), "scope": ["src"] }),
-                Expect::Refusal(ErrorKind::InvalidInput, &["1000"]),
+                Expect::Refusal(ErrorKind::Refused, &["needs an MCP session"]),
+            ),
+            Case::new(
+                "input the wire cannot carry is refused before the missing session",
+                Caller::Sessionless,
+                json!({ "intent": 7, "scope": ["src"] }),
+                Expect::Refusal(ErrorKind::InvalidInput, &["expected a string"]),
             ),
             Case::new(
                 "an intent over the limit",

@@ -18,6 +18,7 @@ pub use tool_list::{tool_input_schema, tool_output_schema};
 
 use crate::api::CapabilityError;
 use crate::context::Context;
+pub use crate::context::Needs;
 
 /// Whether a capability only reads (a query) or changes server state (a command).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -52,6 +53,29 @@ pub enum Stability {
 impl Stability {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+}
+
+/// What a caller who does not reach as far as `declaration` needs is told, in the same words
+/// on every surface: the registry says it before the capability runs, and a capability that
+/// takes the serving process or the session out of its context says it too.
+pub fn unreached(declaration: &Declaration) -> CapabilityError {
+    match declaration.needs {
+        Needs::Anyone => CapabilityError::internal(format!(
+            "`{}` was refused a caller it runs for",
+            declaration.id
+        )),
+        Needs::Server => CapabilityError::refused(format!(
+            "`{}` is answered by the checkout's running server; start one with `majordomus \
+             serve ensure`, or let a client's `majordomus mcp` start it",
+            declaration.id
+        )),
+        Needs::Session => CapabilityError::refused(format!(
+            "this call needs an MCP session to belong to: call the `{}` tool through \
+             `majordomus mcp` (the bridge your MCP client runs) rather than over plain HTTP or \
+             a session-less MCP request",
+            declaration.exposure.mcp_tool.unwrap_or(declaration.id)
+        )),
     }
 }
 
@@ -99,6 +123,8 @@ pub struct Declaration {
     /// Whether calling it twice with the same input has the effect of calling it once; a bridge
     /// resends only such calls when it cannot know whether the first one ran.
     pub idempotent: bool,
+    /// How far a caller must reach for it to run.
+    pub needs: Needs,
     pub moments: &'static [Moment],
 }
 
@@ -292,6 +318,9 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer,
             O::DECLARATION.id
         ))
     })?;
+    if !ctx.reaches(O::DECLARATION.needs) {
+        return Err(unreached(&O::DECLARATION));
+    }
     match O::reply(ctx, input).await? {
         Reply::Typed(output) if O::encoded_size_estimate(&output) > ENCODE_INLINE_BYTES => {
             // Encoded once, off the workers, through the value so that its keys come out in
@@ -326,9 +355,12 @@ impl Registry {
     /// A registry of `capabilities`, in the order given. It knows nothing of which
     /// capabilities exist: the capabilities module lists them and builds the registry of the
     /// build (`capabilities::registry`). Refused when two of them claim one id, tool name,
-    /// route or CLI path: on any surface that would silently make one of them unreachable.
+    /// route or CLI path: on any surface that would silently make one of them unreachable;
+    /// and when one that needs an MCP session has a route or a command, where it could never
+    /// run.
     pub fn new(capabilities: Vec<Capability>) -> Result<Registry, String> {
         check_unique(&capabilities)?;
+        check_reachable(&capabilities)?;
         Ok(Registry { capabilities })
     }
 
@@ -378,6 +410,21 @@ fn check_unique(capabilities: &[Capability]) -> Result<(), String> {
     Ok(())
 }
 
+fn check_reachable(capabilities: &[Capability]) -> Result<(), String> {
+    let unreachable = capabilities.iter().find(|capability| {
+        let declaration = &capability.declaration;
+        declaration.needs == Needs::Session
+            && (declaration.exposure.http.is_some() || declaration.exposure.cli.is_some())
+    });
+    match unreachable {
+        Some(capability) => Err(format!(
+            "{} needs an MCP session, so it has no route or command",
+            capability.id()
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +467,7 @@ mod tests {
             tags: &[],
             stability: Stability::Experimental,
             idempotent: true,
+            needs: Needs::Anyone,
             moments: &[],
         };
 
@@ -455,5 +503,37 @@ mod tests {
         assert!(cli.unwrap_err().contains("command `serve status`"));
         let id = twice(|d| d.id = "server.status");
         assert!(id.unwrap_err().contains("id server.status"));
+    }
+
+    #[test]
+    fn a_capability_that_needs_a_session_has_neither_route_nor_command() {
+        let needing = |exposure: Exposure| {
+            let mut echo = Capability::of::<Echo>();
+            echo.declaration.needs = Needs::Session;
+            echo.declaration.exposure = exposure;
+            Registry::new(vec![echo]).map(drop)
+        };
+        let tool_only = Exposure {
+            mcp_tool: Some("majordomus_server"),
+            http: None,
+            cli: None,
+        };
+        assert!(needing(tool_only).is_ok());
+        for exposure in [
+            Exposure {
+                http: Some((HttpMethod::Post, "/api/v1/server")),
+                ..tool_only
+            },
+            Exposure {
+                cli: Some(&["serve", "status"]),
+                ..tool_only
+            },
+        ] {
+            let refused = needing(exposure).unwrap_err();
+            assert!(
+                refused.contains("server.status needs an MCP session"),
+                "{refused}"
+            );
+        }
     }
 }

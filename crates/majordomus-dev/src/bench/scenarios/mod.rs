@@ -334,7 +334,12 @@ async fn board(
             },
         )?;
     }
-    let caller: PeerId = state.attach(Transport::Stdio, client("majordomus-bench".into()), None, None);
+    let caller: PeerId = state.attach(
+        Transport::Stdio,
+        client("majordomus-bench".into()),
+        None,
+        None,
+    );
     if case == BoardCase::ListAfterWide {
         let wide = AnnounceInput {
             intent: "touch every package".into(),
