@@ -16,6 +16,8 @@ use majordomus_domain::peers::{Announcement, Peer, WaitHolder};
 use majordomus_domain::text::{self, Field};
 use serde::{Deserialize, Serialize};
 
+use crate::wire::PublishedPeer;
+
 /// The version of the document this code writes and reads. A reader ignores, with a reason,
 /// a board of any other version rather than guess at it.
 pub const DOCUMENT_VERSION: u32 = 1;
@@ -55,7 +57,7 @@ pub struct BoardDocument {
     /// When it was published, RFC 3339 in UTC.
     pub published_at: Stamp,
     /// The board's peers, as `peers.list` with `checkouts: this` answers them.
-    pub peers: Vec<Peer>,
+    pub peers: Vec<PublishedPeer>,
     /// Peers left out to keep the document within [`BOARD_BYTES`] and [`BOARD_PEERS`].
     #[serde(default)]
     pub omitted_peers: usize,
@@ -161,7 +163,7 @@ impl BoardDocument {
             standing,
             ttl_secs,
             published_at: Stamp::at(now),
-            peers,
+            peers: peers.into_iter().map(PublishedPeer::from).collect(),
             omitted_peers: 0,
         };
         let encode = |document: &BoardDocument| {
@@ -241,8 +243,8 @@ impl BoardDocument {
         let mut claim_paths = Vec::new();
         let mut peers = Vec::with_capacity(document.peers.len());
         for (at, peer) in document.peers.into_iter().enumerate() {
-            let peer =
-                checked_peer(peer).map_err(|why| reason(&format!("peer {}: {why}", at + 1)))?;
+            let peer = checked_peer(Peer::from(peer))
+                .map_err(|why| reason(&format!("peer {}: {why}", at + 1)))?;
             if !ids.insert(peer.id.clone()) {
                 return Err(reason(&format!("peer `{}` is listed twice", peer.id)));
             }

@@ -22,6 +22,7 @@ mod link;
 pub mod mailbox;
 pub mod versioned;
 pub mod view;
+pub mod wire;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
