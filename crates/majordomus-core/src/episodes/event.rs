@@ -125,7 +125,46 @@ pub struct Event {
     /// The claims announced during the episode on this server so far (for `announced`, the
     /// one just made; for `released`, those released).
     #[serde(default)]
-    pub claims: Vec<Announcement>,
+    pub claims: Vec<JournalClaim>,
+}
+
+/// A claim as a journal line writes it: a type of the journal's own, converted from the
+/// board's claims, so the lines already written stay readable whatever the board's types
+/// become.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalClaim {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub intent: String,
+    pub scope: Vec<String>,
+    pub at: Stamp,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<String>,
+}
+
+impl From<Announcement> for JournalClaim {
+    fn from(claim: Announcement) -> Self {
+        JournalClaim {
+            name: claim.name,
+            intent: claim.intent,
+            scope: claim.scope,
+            at: claim.at,
+            resolved: claim.resolved,
+        }
+    }
+}
+
+impl From<JournalClaim> for Announcement {
+    fn from(claim: JournalClaim) -> Self {
+        Announcement {
+            name: claim.name,
+            intent: claim.intent,
+            scope: claim.scope,
+            at: claim.at,
+            resolved: claim.resolved,
+            compared: Default::default(),
+        }
+    }
 }
 
 /// The note on a `resumed` event whose episode a previous server left open.

@@ -13,7 +13,9 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::event::{CloseReason, EventClient, EventKind, EventServer, INTERRUPTED_NOTE};
+use super::event::{
+    CloseReason, EventClient, EventKind, EventServer, INTERRUPTED_NOTE, JournalClaim,
+};
 use super::journal::{Record, journal_path, read_journal};
 
 /// Where an episode of the log stands.
@@ -64,11 +66,11 @@ pub struct LoggedEpisode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// Every distinct claim announced during it, in the order they were made.
-    pub claims: Vec<Announcement>,
+    pub claims: Vec<JournalClaim>,
     /// The claims released from the board after its peer left and did not come back within
     /// the claim grace.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub released: Vec<Announcement>,
+    pub released: Vec<JournalClaim>,
     /// The journal's numbers of its records.
     pub records: Vec<u64>,
     /// When its last record was written.
@@ -259,13 +261,13 @@ pub fn render_line(episode: &LoggedEpisode) -> String {
     let claims = if episode.claims.is_empty() {
         "no claims".to_string()
     } else {
-        let listed: Vec<String> = episode.claims.iter().map(crate::render::claim).collect();
+        let listed: Vec<String> = episode.claims.iter().map(rendered).collect();
         format!("claims: {}", listed.join("; "))
     };
     let released = if episode.released.is_empty() {
         String::new()
     } else {
-        let listed: Vec<String> = episode.released.iter().map(crate::render::claim).collect();
+        let listed: Vec<String> = episode.released.iter().map(rendered).collect();
         format!("  released after its peer left: {}", listed.join("; "))
     };
     let notes = if notes.is_empty() {
@@ -348,6 +350,11 @@ pub fn run(dir: PathBuf, json: bool, since_text: Option<&str>) -> Result<(), Str
     Ok(())
 }
 
+/// A claim of the journal as a terminal shows any claim.
+fn rendered(claim: &JournalClaim) -> String {
+    crate::render::claim(&Announcement::from(claim.clone()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::journal::{RECORD_SCHEMA, tests_support};
@@ -379,14 +386,13 @@ mod tests {
         text.parse::<Stamp>().ok().map(SystemTime::from)
     }
 
-    fn claim(intent: &str, path: &str) -> Announcement {
-        Announcement {
+    fn claim(intent: &str, path: &str) -> JournalClaim {
+        JournalClaim {
             name: None,
             intent: intent.into(),
             scope: vec![path.into()],
             at: "2026-05-01T10:01:00Z".parse().unwrap(),
             resolved: vec![],
-            compared: Default::default(),
         }
     }
 

@@ -28,7 +28,9 @@ use tokio::sync::oneshot;
 
 use crate::context::Site;
 use command::CommandDriver;
-use event::{CloseReason, Event, EventClient, EventKind, EventServer, INTERRUPTED_NOTE};
+use event::{
+    CloseReason, Event, EventClient, EventKind, EventServer, INTERRUPTED_NOTE, JournalClaim,
+};
 use journal::{Journal, journal_path};
 use providers::Providers;
 
@@ -399,7 +401,7 @@ impl DriverPlan {
 struct Track {
     client: EventClient,
     provider: String,
-    claims: Vec<Announcement>,
+    claims: Vec<JournalClaim>,
 }
 
 struct Worker {
@@ -554,13 +556,13 @@ impl Worker {
         let Some(track) = self.tracks.get_mut(&episode.external_id) else {
             return;
         };
-        let same = |claim: &Announcement| {
+        let same = |claim: &JournalClaim| {
             claim.name == announcement.name
                 && claim.intent == announcement.intent
                 && claim.scope == announcement.scope
         };
         if !track.claims.iter().any(same) {
-            track.claims.push(announcement.clone());
+            track.claims.push(JournalClaim::from(announcement.clone()));
             if track.claims.len() > CLAIMS_KEPT {
                 track.claims.remove(0);
             }
@@ -569,7 +571,7 @@ impl Worker {
         // claim as it is made, so none is lost to a crash.
         if let Driver::Journal(_) = self.driver {
             let mut event = self.event(EventKind::Announced, episode, None, None, at);
-            event.claims = vec![announcement];
+            event.claims = vec![JournalClaim::from(announcement)];
             let _ = self.write(&event);
         }
     }
@@ -579,7 +581,7 @@ impl Worker {
     fn released(&mut self, episode: &ConnectionEpisode, claims: Vec<Announcement>, at: SystemTime) {
         if let Driver::Journal(_) = self.driver {
             let mut event = self.event(EventKind::Released, episode, None, None, at);
-            event.claims = claims;
+            event.claims = claims.into_iter().map(JournalClaim::from).collect();
             let _ = self.write(&event);
         }
     }
