@@ -19,7 +19,7 @@ use super::overlaps::OverlapTracker;
 use majordomus_core::context::Site;
 
 use super::siblings::Siblings;
-use super::wire::{Change, ClaimSample, Envelope, Event, sample};
+use super::wire::{Change, ClaimSample, Envelope, Event};
 
 /// How many events the backlog keeps for streams that resume with `Last-Event-ID`.
 pub(super) const BACKLOG_EVENTS: usize = 1024;
@@ -166,15 +166,9 @@ impl EventBus {
         let name = claim.name.as_deref().unwrap_or_default();
         let mut inner = self.inner();
         let delta = inner.overlaps.withdraw(peer, claim.name.as_deref());
-        let (paths, more_paths) = sample(&claim.scope);
         self.publish_local(
             &mut inner,
-            Change::Released {
-                peer,
-                claim: claim.name.as_deref(),
-                paths,
-                more_paths,
-            },
+            Change::released(peer, claim.name.as_deref(), &claim.scope),
         );
         self.publish_local(
             &mut inner,
@@ -300,15 +294,9 @@ impl EventBus {
             },
         );
         if !announced.released.is_empty() {
-            let (paths, more_paths) = sample(&announced.released);
             self.publish_local(
                 &mut inner,
-                Change::Released {
-                    peer,
-                    claim: claim.name.as_deref(),
-                    paths,
-                    more_paths,
-                },
+                Change::released(peer, claim.name.as_deref(), &announced.released),
             );
         }
         // A new overlap is always one the announced claim makes, so the answer lists it:

@@ -108,7 +108,21 @@ impl<'a> ClaimSample<'a> {
     }
 }
 
-pub(super) fn sample(paths: &[String]) -> (&[String], usize) {
+impl<'a> Change<'a> {
+    /// `peer`'s claim `claim` let go of `paths`, named as every event names paths: a sample,
+    /// the rest counted.
+    pub(super) fn released(peer: &'a PeerId, claim: Option<&'a str>, paths: &'a [String]) -> Self {
+        let (paths, more_paths) = sample(paths);
+        Change::Released {
+            peer,
+            claim,
+            paths,
+            more_paths,
+        }
+    }
+}
+
+fn sample(paths: &[String]) -> (&[String], usize) {
     let shown = paths.len().min(limits::OVERLAP_PATH_PAIRS);
     (&paths[..shown], paths.len() - shown)
 }
