@@ -411,12 +411,7 @@ fn overlap_facts(list: &PeerList, me: &Me) -> Vec<Fact> {
                 key: hasher.finish(),
                 line: format!(
                     "{} claims {} for {}, which meets your {}",
-                    describe(
-                        &other.id,
-                        &other.client.name,
-                        other.checkout.as_ref(),
-                        other.attached
-                    ),
+                    describe_peer(other),
                     path_list(&their_paths, 0),
                     quoted(intent, QUOTED_BYTES),
                     path_list(&my_paths, 0),
@@ -465,12 +460,7 @@ fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
     )];
     let others = live;
     for peer in others.iter().take(SUMMARY_PEERS) {
-        let who = describe(
-            &peer.id,
-            &peer.client.name,
-            peer.checkout.as_ref(),
-            peer.attached,
-        );
+        let who = describe_peer(peer);
         lines.push(match &peer.announcement {
             Some(latest) if latest.name.as_deref() == Some(EDITS_CLAIM) => {
                 let files: Vec<&str> = latest.scope.iter().map(String::as_str).collect();
@@ -534,12 +524,7 @@ fn unread(list: &PeerList) -> Vec<String> {
 pub fn finding_line(finding: &Finding) -> String {
     let yours: Vec<&str> = finding.yours.iter().map(String::as_str).collect();
     let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
-    let who = describe(
-        &finding.peer,
-        &finding.client,
-        finding.checkout.as_ref(),
-        finding.attached,
-    );
+    let who = describe_holder(finding);
     let many = yours.len() + finding.more_yours > 1;
     let yours = path_list(&yours, finding.more_yours);
     let theirs = path_list(&theirs, finding.more_theirs);
@@ -563,12 +548,7 @@ pub fn finding_line(finding: &Finding) -> String {
 /// the checkout's uncommitted work would take from it.
 pub fn working_here_line(finding: &Finding) -> String {
     let theirs: Vec<&str> = finding.theirs.iter().map(String::as_str).collect();
-    let who = describe(
-        &finding.peer,
-        &finding.client,
-        finding.checkout.as_ref(),
-        finding.attached,
-    );
+    let who = describe_holder(finding);
     if finding.claim.as_deref() == Some(EDITS_CLAIM) {
         format!("{who} edited {}", path_list(&theirs, finding.more_theirs))
     } else {
@@ -578,6 +558,26 @@ pub fn working_here_line(finding: &Finding) -> String {
             quoted(&finding.intent, QUOTED_BYTES)
         )
     }
+}
+
+/// The peer a listing shows, described as every fact describes a peer.
+fn describe_peer(peer: &Peer) -> String {
+    describe(
+        &peer.id,
+        &peer.client.name,
+        peer.checkout.as_ref(),
+        peer.attached,
+    )
+}
+
+/// The other session whose claim a finding meets, described as every fact describes a peer.
+fn describe_holder(finding: &Finding) -> String {
+    describe(
+        &finding.peer,
+        &finding.client,
+        finding.checkout.as_ref(),
+        finding.attached,
+    )
 }
 
 /// `p2 ("codex" in worktree "/w/beta", branch "beta")`, with `, departed` for a peer whose
