@@ -1,6 +1,8 @@
 //! The answer of `peers.list`: its input, every board and peer it lists, and how its
 //! overlaps are found among them.
 
+use std::collections::HashSet;
+
 use majordomus_domain::changes::{ListedChangeOverlap, WorktreeChanges, change_overlaps_among};
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::conflicts::ConflictSummary;
@@ -144,6 +146,21 @@ pub struct ListedPeer {
     /// board has its own `p1`, this is unique across the repository's boards.
     #[serde(default)]
     pub qualified_id: String,
+}
+
+impl ListedPeer {
+    /// The peers of this process's own board, each marked by whether a bridge carries its
+    /// client; their qualified ids are given once the whole listing is gathered.
+    pub(super) fn on_this_board(peers: Vec<Peer>, bridged: &HashSet<PeerId>) -> Vec<ListedPeer> {
+        peers
+            .into_iter()
+            .map(|peer| ListedPeer {
+                bridged: bridged.contains(&peer.id),
+                qualified_id: String::new(),
+                peer,
+            })
+            .collect()
+    }
 }
 
 impl PeerList {

@@ -129,15 +129,7 @@ async fn encode_this(
 ) -> Result<CachedListing, CapabilityError> {
     let snapshot = port.board_snapshot(now);
     let bridged = port.bridged_peers();
-    let peers = snapshot
-        .peers
-        .into_iter()
-        .map(|peer| ListedPeer {
-            bridged: bridged.contains(&peer.id),
-            qualified_id: String::new(),
-            peer,
-        })
-        .collect();
+    let peers = ListedPeer::on_this_board(snapshot.peers, &bridged);
     let board = listed_board(
         stamp(checkout, true),
         inputs.standing,

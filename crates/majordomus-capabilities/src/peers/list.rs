@@ -229,15 +229,8 @@ impl<'a> Board<'a> {
         match self {
             Board::Local { port, .. } => {
                 let bridged = port.bridged_peers();
-                let peers = port
-                    .board_peers(SystemTime::now())
-                    .into_iter()
-                    .map(|peer| ListedPeer {
-                        bridged: bridged.contains(&peer.id),
-                        qualified_id: String::new(),
-                        peer,
-                    })
-                    .collect();
+                let peers =
+                    ListedPeer::on_this_board(port.board_peers(SystemTime::now()), &bridged);
                 BoardPeers {
                     peers,
                     changes: None,
