@@ -316,6 +316,15 @@ impl Server {
         matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(_)))
     }
 
+    /// Asks `O` about each of `inputs` at once, the answers in the order asked: a hook's files
+    /// may take several requests.
+    async fn post_each<O: Operation>(
+        &self,
+        inputs: Vec<O::Input>,
+    ) -> Result<Vec<O::Output>, Silence> {
+        futures::future::try_join_all(inputs.iter().map(|input| self.post::<O>(input))).await
+    }
+
     /// Asks for capability `O` with `input`, through the route `O` declares: the hook and
     /// the router read the route from the same declaration.
     async fn post<O: Operation>(&self, input: &O::Input) -> Result<O::Output, Silence> {
@@ -472,33 +481,27 @@ async fn ask(
             })
             .collect())
     };
+    let say_claimed = |found: Found| {
+        claimed(
+            server,
+            client,
+            config.hooks.policy,
+            &event.session_id,
+            &ancestors,
+            found,
+        )
+    };
     match event.action {
         Action::Guard(paths) => {
-            let asked = files(paths)?
-                .into_iter()
-                .map(|files| async move { server.post::<HooksGuard>(&files).await });
-            let guarded = futures::future::try_join_all(asked).await?;
-            let mut found = found(guarded);
+            let mut found = found(server.post_each::<HooksGuard>(files(paths)?).await?);
             found.landing = landing;
-            let said = claimed(
-                server,
-                client,
-                config.hooks.policy,
-                &event.session_id,
-                &ancestors,
-                found,
-            )
-            .await?;
-            Ok((said, None))
+            Ok((say_claimed(found).await?, None))
         }
         Action::Shell(effects) => {
             let mut guarded = Vec::new();
             if !effects.writes.is_empty() {
-                let asked = files(effects.writes)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|files| async move { server.post::<HooksGuard>(&files).await });
-                guarded = futures::future::try_join_all(asked).await?;
+                let asked = files(effects.writes).unwrap_or_default();
+                guarded = server.post_each::<HooksGuard>(asked).await?;
             }
             let mut found = found(guarded);
             found.landing = std::mem::take(&mut landing);
@@ -549,22 +552,10 @@ async fn ask(
                     found.live.splice(at..at, working_here);
                 }
             }
-            let said = claimed(
-                server,
-                client,
-                config.hooks.policy,
-                &event.session_id,
-                &ancestors,
-                found,
-            )
-            .await?;
-            Ok((said, None))
+            Ok((say_claimed(found).await?, None))
         }
         Action::Edit(paths) => {
-            let told = files(paths)?
-                .into_iter()
-                .map(|files| async move { server.post::<HooksEdit>(&files).await });
-            let mut edited = futures::future::try_join_all(told).await?;
+            let mut edited = server.post_each::<HooksEdit>(files(paths)?).await?;
             let inbox = edited.iter_mut().find_map(|edited| edited.inbox.take());
             Ok((
                 Said::ClaimedAfterEdit(with_unread(
