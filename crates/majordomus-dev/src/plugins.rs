@@ -132,6 +132,19 @@ fn server() -> Value {
     json!({"command": SERVER_NAME, "args": ["mcp"]})
 }
 
+/// What a plugin's own manifest says of majordomus: the fields Claude Code's and Codex's
+/// plugin formats share.
+fn plugin_manifest() -> Value {
+    json!({
+        "name": SERVER_NAME,
+        "version": VERSION,
+        "description": DESCRIPTION,
+        "license": "MIT OR Apache-2.0",
+        "homepage": REPOSITORY,
+        "repository": REPOSITORY,
+    })
+}
+
 /// Every manifest, in a stable order.
 pub fn manifests() -> Vec<Manifest> {
     let claude_plugin = "plugins/claude-code";
@@ -154,14 +167,7 @@ pub fn manifests() -> Vec<Manifest> {
         ),
         (
             format!("{claude_plugin}/.claude-plugin/plugin.json"),
-            json!({
-                "name": SERVER_NAME,
-                "version": VERSION,
-                "description": DESCRIPTION,
-                "license": "MIT OR Apache-2.0",
-                "homepage": REPOSITORY,
-                "repository": REPOSITORY,
-            }),
+            plugin_manifest(),
         ),
         (
             format!("{claude_plugin}/.mcp.json"),
@@ -184,18 +190,11 @@ pub fn manifests() -> Vec<Manifest> {
                 }],
             }),
         ),
-        (
-            format!("{codex_plugin}/.codex-plugin/plugin.json"),
-            json!({
-                "name": SERVER_NAME,
-                "version": VERSION,
-                "description": DESCRIPTION,
-                "license": "MIT OR Apache-2.0",
-                "homepage": REPOSITORY,
-                "repository": REPOSITORY,
-                "mcpServers": "./.mcp.json",
-            }),
-        ),
+        (format!("{codex_plugin}/.codex-plugin/plugin.json"), {
+            let mut manifest = plugin_manifest();
+            manifest["mcpServers"] = json!("./.mcp.json");
+            manifest
+        }),
         (
             format!("{codex_plugin}/.mcp.json"),
             json!({"mcpServers": {SERVER_NAME: server()}}),
