@@ -74,22 +74,13 @@ fn main() -> ExitCode {
         }
         Command::Bench { options } => {
             init_logging();
-            // Two workers, as the `majordomus` executable runs, so that the in-process rows
-            // measure the handler on the runtime it has in use.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("the async runtime starts");
-            runtime.block_on(bench::run(options))
+            // As the `majordomus` executable runs, so that the in-process rows measure the
+            // handler on the runtime it has in use.
+            majordomus_server::run::runtime().block_on(bench::run(options))
         }
         Command::FloorServer { stdio, .. } => {
-            // As `majordomus` runs: two workers, so the floor is served as the rows are.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("the async runtime starts");
+            // As `majordomus` runs, so the floor is served as the rows are.
+            let runtime = majordomus_server::run::runtime();
             if stdio {
                 runtime.block_on(bench::floor::serve_stdio())
             } else {

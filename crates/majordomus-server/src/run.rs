@@ -15,6 +15,16 @@ use super::stops::StopRequests;
 use majordomus_core::context::Site;
 use majordomus_core::survey;
 
+/// The runtime a server is run on: two workers, whatever the machine. The benchmark builds
+/// the same, so that what it measures in-process runs as the executable runs.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the async runtime starts")
+}
+
 /// What an election left this process as.
 pub enum Elected {
     /// It holds the lease and must serve.

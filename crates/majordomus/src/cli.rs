@@ -320,11 +320,7 @@ pub fn main() -> ExitCode {
     let matches = command().get_matches();
     let (name, sub) = matches.subcommand().expect("a subcommand is required");
     init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the async runtime starts");
+    let runtime = majordomus_server::run::runtime();
     let stops = StopRequests::default();
     // Listening starts before anything is served, so no signal can find the default action.
     let signals = {
