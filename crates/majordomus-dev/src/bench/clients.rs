@@ -282,6 +282,13 @@ pub(super) async fn serve_child(
     Ok((service, pid))
 }
 
+/// The capability the benchmark calls by `id`: every id it names is registered.
+pub(super) fn registered(id: &str) -> &'static Capability {
+    majordomus_capabilities::registry()
+        .by_id(id)
+        .unwrap_or_else(|| panic!("{id} is registered"))
+}
+
 /// How a Streamable HTTP session's client reuses connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum HttpPooling {
@@ -290,6 +297,16 @@ pub(super) enum HttpPooling {
     RmcpDefault,
     /// A kept-alive connection pool, as most HTTP clients have by default.
     KeepAlive,
+}
+
+/// Opens a Streamable HTTP session at `<url>/mcp` on a kept-alive pool of its own, as a
+/// client that connects over HTTP itself does.
+pub(super) async fn connect_kept_alive(
+    url: &str,
+    token: &str,
+    name: &str,
+) -> Result<McpService, String> {
+    connect_http(&http_client(), HttpPooling::KeepAlive, url, token, name).await
 }
 
 /// Opens a Streamable HTTP session at `<url>/mcp` with the token.

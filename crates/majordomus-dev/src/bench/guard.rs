@@ -18,10 +18,10 @@ use majordomus_core::context::CHANGES_INTERVAL;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client};
+use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, registered};
 use super::report::{ScenarioFloor, ScenarioRow};
 use super::setup::{
-    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, TempRepository, clean_env, git,
+    InProcessServer, SETUP_BOUND, Scratch, ServeProcess, TempRepository, git, spawned,
 };
 use super::stats::Summary;
 use super::{Budget, Options, Scenario};
@@ -257,9 +257,7 @@ async fn claim(
     intent: &str,
     scope: &str,
 ) -> Result<Caller, String> {
-    let announce = majordomus_capabilities::registry()
-        .by_id("peers.announce")
-        .expect("peers.announce is registered");
+    let announce = registered("peers.announce");
     let session = connect_http(http, HttpPooling::KeepAlive, url, token, "codex").await?;
     let claimant = Caller::Mcp(session);
     let outcome = claimant
@@ -295,9 +293,7 @@ pub(super) async fn in_process(
     };
     let result = async {
         let ctx = server.context();
-        let guard = majordomus_capabilities::registry()
-            .by_id("hooks.guard")
-            .expect("hooks.guard is registered");
+        let guard = registered("hooks.guard");
         let input = |n: u64| {
             json!({
                 "client": "claude-code",
@@ -411,44 +407,6 @@ fn pre_edit_event(client: HookClient, root: &Path, session: &str, files: &[Strin
     event.to_string().into_bytes()
 }
 
-/// Spawns `command` with `input` on its stdin; the time to its exit and what it printed.
-async fn spawned(
-    mut command: tokio::process::Command,
-    input: Vec<u8>,
-) -> Result<(Duration, String), String> {
-    use tokio::io::AsyncWriteExt as _;
-    command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    clean_env(command.as_std_mut());
-    // A session of Claude Code running the benchmark must not make its hooks ask a person.
-    command.env_remove("CLAUDE_CODE_ENTRYPOINT");
-    let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|error| format!("could not start majordomus: {error}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&input)
-            .await
-            .map_err(|error| format!("could not write the event: {error}"))?;
-    }
-    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .map_err(|_| "majordomus did not exit within 10 s".to_string())?
-        .map_err(|error| format!("majordomus could not be waited for: {error}"))?;
-    let elapsed = started.elapsed();
-    if !output.status.success() {
-        return Err(format!("majordomus exited {}", output.status));
-    }
-    Ok((
-        elapsed,
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    ))
-}
-
 /// What the process rows are read against: the same executable spawned to print its version
 /// and exit (its loading, argument parsing and exit; no runtime, no request).
 const PROCESS_FLOOR: &str = "`majordomus --version` spawned to its exit";
@@ -480,8 +438,11 @@ pub(super) async fn hook_process(
             command
                 .args(["hook", client.as_str(), "PreToolUse"])
                 .current_dir(&root);
+            // A session of Claude Code running the benchmark must not make its hooks ask a
+            // person.
+            command.env_remove("CLAUDE_CODE_ENTRYPOINT");
             let event = pre_edit_event(client, &root, session, &case.files(n));
-            spawned(command, event)
+            spawned(command, event, "majordomus")
         };
         let started = Instant::now();
         let mut attempt = 0u64;
@@ -511,7 +472,7 @@ pub(super) async fn hook_process(
             tokio::time::sleep(pace.pause()).await;
             let mut version = tokio::process::Command::new(scratch.exe());
             version.arg("--version").current_dir(&root);
-            let (floor, _) = spawned(version, Vec::new()).await?;
+            let (floor, _) = spawned(version, Vec::new(), "majordomus").await?;
             floors.borrow_mut().push(floor);
             attempts.set(attempts.get() + 1);
             let n = attempts.get();

@@ -24,6 +24,44 @@ use majordomus_server::stops::StopRequests;
 /// How long any one wait of the setup may take before the benchmark gives up with a message.
 pub(super) const SETUP_BOUND: Duration = Duration::from_secs(30);
 
+/// Spawns `command` (`what`, as the errors name it) with `input` on its stdin: the time from
+/// its start to its exit, and what it printed.
+pub(super) async fn spawned(
+    mut command: tokio::process::Command,
+    input: Vec<u8>,
+    what: &str,
+) -> Result<(Duration, String), String> {
+    use tokio::io::AsyncWriteExt as _;
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    clean_env(command.as_std_mut());
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|error| format!("could not start {what}: {error}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&input)
+            .await
+            .map_err(|error| format!("could not write the event: {error}"))?;
+    }
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .map_err(|_| format!("{what} did not exit within 10 s"))?
+        .map_err(|error| format!("{what} could not be waited for: {error}"))?;
+    let elapsed = started.elapsed();
+    if !output.status.success() {
+        return Err(format!("{what} exited {}", output.status));
+    }
+    Ok((
+        elapsed,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    ))
+}
+
 /// Removes every `GIT_*` variable, so an enclosing git (a hook, say) cannot redirect the
 /// repositories the benchmark makes.
 pub(super) fn clean_env(command: &mut std::process::Command) {

@@ -67,9 +67,7 @@ pub(super) async fn predict(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = majordomus_capabilities::registry()
-            .by_id("conflicts.predict")
-            .expect("conflicts.predict is registered");
+        let capability = registered("conflicts.predict");
         let input = json!({});
         let first = capability
             .call(&ctx, input.clone())
@@ -135,18 +133,9 @@ pub(super) async fn announce_with_sibling(
     let (sibling_server, lease) = ServeProcess::start(scratch, &sibling).await?;
     let result = async {
         let url = lease.url.clone().ok_or("the sibling's lease names no URL")?;
-        let mcp = connect_http(
-            &http_client(),
-            HttpPooling::KeepAlive,
-            &url,
-            &lease.token,
-            "majordomus-bench-sibling",
-        )
-        .await?;
+        let mcp = connect_kept_alive(&url, &lease.token, "majordomus-bench-sibling").await?;
         let claimant = Caller::Mcp(mcp);
-        let announce = majordomus_capabilities::registry()
-            .by_id("peers.announce")
-            .expect("peers.announce is registered");
+        let announce = registered("peers.announce");
         let outcome = claimant
             .call(
                 announce,
@@ -200,9 +189,7 @@ pub(super) async fn list_with_changes(
     let server = InProcessServer::start(repository.root()).await?;
     let result = async {
         let ctx = server.context();
-        let capability = majordomus_capabilities::registry()
-            .by_id("peers.list")
-            .expect("peers.list is registered");
+        let capability = registered("peers.list");
         let input = json!({"checkouts": "repository"});
         // The first listings wait for the background reading; measure once it is there.
         let started = Instant::now();

@@ -85,9 +85,7 @@ pub(super) async fn federation_visible(
         let seeing = watcher.state().clone();
         until_following(alpha.state()).await?;
         until_following(&seeing).await?;
-        let announce = majordomus_capabilities::registry()
-            .by_id("peers.announce")
-            .expect("peers.announce is registered");
+        let announce = registered("peers.announce");
         let mut step = 0u64;
         let budget = Budget::scenario(options, 30, 300, 10.0);
         let samples = budget.sample(|| {
@@ -173,9 +171,7 @@ pub(super) async fn federation_everywhere(
             }
             seen = state.federation.remote_changed(seen, SETUP_BOUND).await;
         }
-        let capability = majordomus_capabilities::registry()
-            .by_id("peers.list")
-            .expect("peers.list is registered");
+        let capability = registered("peers.list");
         let input = json!({"checkouts": "everywhere"});
         let first = capability
             .call(&ctx, input.clone())

@@ -1,5 +1,6 @@
 //! The hook command's scenario: a client's pre-edit hook, as the client runs it.
 
+use super::super::setup::spawned;
 use super::*;
 
 /// A Claude Code `PreToolUse` event for an edit of `src/parser/lexer.rs` in `root`.
@@ -24,38 +25,11 @@ pub(super) async fn run_hook(
     root: &std::path::Path,
     event: &[u8],
 ) -> Result<(Duration, String), String> {
-    use tokio::io::AsyncWriteExt as _;
-    let started = Instant::now();
     let mut command = tokio::process::Command::new(scratch.exe());
     command
         .args(["hook", "claude-code", "PreToolUse"])
-        .current_dir(root)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    super::super::setup::clean_env(command.as_std_mut());
-    let mut child = command
-        .spawn()
-        .map_err(|error| format!("could not start the hook: {error}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(event)
-            .await
-            .map_err(|error| format!("could not write the event: {error}"))?;
-    }
-    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .map_err(|_| "the hook did not exit within 10 s".to_string())?
-        .map_err(|error| format!("the hook could not be waited for: {error}"))?;
-    let elapsed = started.elapsed();
-    if !output.status.success() {
-        return Err(format!("the hook exited {}", output.status));
-    }
-    Ok((
-        elapsed,
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    ))
+        .current_dir(root);
+    spawned(command, event.to_vec(), "the hook").await
 }
 
 /// From spawning `majordomus hook` to its exit. With a server (`guarded`): another session
@@ -81,18 +55,9 @@ pub(super) async fn hook(
     let server = if guarded {
         let (server, lease) = ServeProcess::start(scratch, &root).await?;
         let url = lease.url.clone().ok_or("the ready lease names no URL")?;
-        let session = connect_http(
-            &http_client(),
-            HttpPooling::KeepAlive,
-            &url,
-            &lease.token,
-            "codex",
-        )
-        .await?;
+        let session = connect_kept_alive(&url, &lease.token, "codex").await?;
         let claimant = Caller::Mcp(session);
-        let announce = majordomus_capabilities::registry()
-            .by_id("peers.announce")
-            .expect("peers.announce is registered");
+        let announce = registered("peers.announce");
         if let Outcome::Failure(why) = claimant
             .call(
                 announce,

@@ -1,6 +1,7 @@
 //! The scenarios under load: memory held by many sessions, and calls per second from many
 //! callers at once.
 
+use super::super::clients::{HttpPooling, connect_http};
 use super::*;
 
 /// `VmRSS` of a `majordomus serve` before and after [`MEMORY_SESSIONS`] MCP Streamable HTTP
@@ -32,9 +33,7 @@ pub(super) async fn memory(
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let http = http_client();
     let result = async {
-        let capability = majordomus_capabilities::registry()
-            .by_id("peers.list")
-            .expect("peers.list is registered");
+        let capability = registered("peers.list");
         let input = json!({"checkouts": "this"});
         // One call first, so the baseline is of a server that has answered something.
         let rest = Caller::Rest {

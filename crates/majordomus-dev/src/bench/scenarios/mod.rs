@@ -11,7 +11,7 @@ use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId, Transport};
 use serde_json::{Value, json};
 
-use super::clients::{Caller, HttpPooling, Outcome, connect_http, http_client, spawn_mcp};
+use super::clients::{Caller, Outcome, connect_kept_alive, http_client, registered, spawn_mcp};
 use super::nats::BenchNats;
 use super::report::{Memory, ScenarioRow, Throughput, ToolsListSize};
 use super::setup::{
@@ -155,9 +155,7 @@ async fn cold_start(
     } else {
         None
     };
-    let capability = majordomus_capabilities::registry()
-        .by_id("peers.list")
-        .expect("peers.list is registered");
+    let capability = registered("peers.list");
     let input = json!({"checkouts": "this"});
     let budget = Budget::scenario(options, 20, 60, 8.0);
     let samples = budget
@@ -232,9 +230,7 @@ async fn gather(
         progress.set_message(scenario.name);
         let server = InProcessServer::start(repository.root()).await?;
         let ctx = server.context();
-        let capability = majordomus_capabilities::registry()
-            .by_id("peers.list")
-            .expect("peers.list is registered");
+        let capability = registered("peers.list");
         let input = json!({"checkouts": "repository"});
         let first = capability
             .call(&ctx, input.clone())
@@ -464,14 +460,7 @@ async fn tools_list_size(scenario: &Scenario, scratch: &Scratch) -> Result<Scena
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let result = async {
-        let service = connect_http(
-            &http_client(),
-            HttpPooling::KeepAlive,
-            &url,
-            &lease.token,
-            "majordomus-bench-tools",
-        )
-        .await?;
+        let service = connect_kept_alive(&url, &lease.token, "majordomus-bench-tools").await?;
         let listed = service
             .list_tools(None)
             .await
@@ -529,18 +518,9 @@ async fn keep_alive(
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let url = lease.url.clone().ok_or("the ready lease names no URL")?;
     let result = async {
-        let session = connect_http(
-            &http_client(),
-            HttpPooling::KeepAlive,
-            &url,
-            &lease.token,
-            "majordomus-bench-keep-alive",
-        )
-        .await?;
+        let session = connect_kept_alive(&url, &lease.token, "majordomus-bench-keep-alive").await?;
         let caller = Caller::Mcp(session);
-        let capability = majordomus_capabilities::registry()
-            .by_id("server.status")
-            .expect("server.status is registered");
+        let capability = registered("server.status");
         let input = json!({"checkouts": "this"});
         let budget = Budget::scenario(options, 50, 2000, 3.0);
         let samples = budget.sample(|| async {
@@ -579,9 +559,7 @@ async fn exit_on_sigint(
 ) -> Result<ScenarioRow, String> {
     let repository = TempRepository::new(scratch, "exit-sigint")?;
     let dir = repository.root().to_path_buf();
-    let capability = majordomus_capabilities::registry()
-        .by_id("peers.list")
-        .expect("peers.list is registered");
+    let capability = registered("peers.list");
     let input = json!({"checkouts": "this"});
     let budget = Budget::scenario(options, 20, 60, 8.0);
     let samples = budget
@@ -671,18 +649,9 @@ async fn announce_to_subscribers(
                 }
             }));
         }
-        let session = connect_http(
-            &http_client(),
-            HttpPooling::KeepAlive,
-            &url,
-            &lease.token,
-            "majordomus-bench-events",
-        )
-        .await?;
+        let session = connect_kept_alive(&url, &lease.token, "majordomus-bench-events").await?;
         let caller = Caller::Mcp(session);
-        let capability = majordomus_capabilities::registry()
-            .by_id("peers.announce")
-            .expect("peers.announce is registered");
+        let capability = registered("peers.announce");
         let budget = Budget::scenario(options, 50, 1000, 3.0);
         let mut round = 0u64;
         let samples = budget.sample(|| {
