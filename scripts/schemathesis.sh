@@ -6,13 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
-work=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/scratch-work.sh
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   --target "$work/py" "schemathesis==$SCHEMATHESIS_VERSION"
