@@ -132,17 +132,20 @@ fn server() -> Value {
     json!({"command": SERVER_NAME, "args": ["mcp"]})
 }
 
-/// What a plugin's own manifest says of majordomus: the fields Claude Code's and Codex's
-/// plugin formats share.
-fn plugin_manifest() -> Value {
-    json!({
+/// A manifest that publishes majordomus: its name, version, description, licence and home
+/// page, as every such manifest gives them, and the manifest's own fields `more`.
+fn publishing(more: Value) -> Value {
+    let mut manifest = json!({
         "name": SERVER_NAME,
         "version": VERSION,
         "description": DESCRIPTION,
         "license": "MIT OR Apache-2.0",
         "homepage": REPOSITORY,
-        "repository": REPOSITORY,
-    })
+    });
+    if let (Value::Object(fields), Value::Object(more)) = (&mut manifest, more) {
+        fields.extend(more);
+    }
+    manifest
 }
 
 /// Every manifest, in a stable order.
@@ -167,7 +170,7 @@ pub fn manifests() -> Vec<Manifest> {
         ),
         (
             format!("{claude_plugin}/.claude-plugin/plugin.json"),
-            plugin_manifest(),
+            publishing(json!({"repository": REPOSITORY})),
         ),
         (
             format!("{claude_plugin}/.mcp.json"),
@@ -190,11 +193,10 @@ pub fn manifests() -> Vec<Manifest> {
                 }],
             }),
         ),
-        (format!("{codex_plugin}/.codex-plugin/plugin.json"), {
-            let mut manifest = plugin_manifest();
-            manifest["mcpServers"] = json!("./.mcp.json");
-            manifest
-        }),
+        (
+            format!("{codex_plugin}/.codex-plugin/plugin.json"),
+            publishing(json!({"repository": REPOSITORY, "mcpServers": "./.mcp.json"})),
+        ),
         (
             format!("{codex_plugin}/.mcp.json"),
             json!({"mcpServers": {SERVER_NAME: server()}}),
@@ -233,12 +235,7 @@ pub fn manifests() -> Vec<Manifest> {
         ),
         (
             "npm/majordomus/package.json".to_owned(),
-            json!({
-                "name": SERVER_NAME,
-                "version": VERSION,
-                "description": DESCRIPTION,
-                "license": "MIT OR Apache-2.0",
-                "homepage": REPOSITORY,
+            publishing(json!({
                 "repository": {"type": "git", "url": format!("git+{REPOSITORY}.git")},
                 "mcpName": REGISTRY_NAME,
                 "bin": {SERVER_NAME: "bin/majordomus.js"},
@@ -248,7 +245,7 @@ pub fn manifests() -> Vec<Manifest> {
                     .iter()
                     .map(|platform| (platform.package(), json!(VERSION)))
                     .collect::<serde_json::Map<_, _>>(),
-            }),
+            })),
         ),
     ];
     let mut manifests: Vec<Manifest> = files
