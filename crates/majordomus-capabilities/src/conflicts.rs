@@ -164,7 +164,7 @@ impl Operation for ConflictsPredict {
         ctx: &Context,
         _input: ConflictsInput,
     ) -> Result<ConflictPrediction, CapabilityError> {
-        predict_repository(&ctx.site).await
+        Ok(predict_repository(&ctx.site).await?.answer)
     }
 
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {
@@ -172,11 +172,16 @@ impl Operation for ConflictsPredict {
     }
 }
 
+/// A prediction, and beside it the first conflicting hunks of each conflict it lists, in
+/// the same order: the pre-edit guard quotes them, no answer carries them.
+pub(crate) struct Predicted {
+    pub(crate) answer: ConflictPrediction,
+    pub(crate) hunks: Vec<Vec<ConflictHunk>>,
+}
+
 /// The prediction for every worktree of the repository: what `conflicts.predict` answers,
 /// and what the background reading of the repository summarises for `peers.list`.
-pub(crate) async fn predict_repository(
-    site: &Arc<Site>,
-) -> Result<ConflictPrediction, CapabilityError> {
+pub(crate) async fn predict_repository(site: &Arc<Site>) -> Result<Predicted, CapabilityError> {
     let checkouts = survey::covered_checkouts(site, Checkouts::Repository).await?;
     let site = site.clone();
     tokio::task::spawn_blocking(move || predict(&site, &checkouts))
@@ -186,8 +191,9 @@ pub(crate) async fn predict_repository(
 
 /// Reads every worktree's changes, snapshots those with changes and merges every pair of
 /// them. Runs git, so it runs on a blocking thread.
-fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
+fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
     let here = &site.checkout.root;
+    let mut hunks = Vec::new();
     let mut answer = ConflictPrediction {
         git_version: None,
         reason: None,
@@ -267,21 +273,25 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
         answer.pairs += 1;
         match site.conflicts.conflicts(here, our_snapshot, their_snapshot) {
             Ok(found) if found.paths.is_empty() => {}
-            Ok(found) => answer.conflicts.push(PredictedConflict {
-                ours: side(&answer.worktrees[*ours]),
-                theirs: side(&answer.worktrees[*theirs]),
-                paths: found.paths,
-                more_paths: found.omitted,
-                hunks: found
-                    .hunks
-                    .into_iter()
-                    .map(|hunk| ConflictHunk {
-                        path: hunk.path,
-                        ours: hunk.ours,
-                        theirs: hunk.theirs,
-                    })
-                    .collect(),
-            }),
+            Ok(found) => {
+                answer.conflicts.push(PredictedConflict {
+                    ours: side(&answer.worktrees[*ours]),
+                    theirs: side(&answer.worktrees[*theirs]),
+                    paths: found.paths,
+                    more_paths: found.omitted,
+                });
+                hunks.push(
+                    found
+                        .hunks
+                        .into_iter()
+                        .map(|hunk| ConflictHunk {
+                            path: hunk.path,
+                            ours: hunk.ours,
+                            theirs: hunk.theirs,
+                        })
+                        .collect(),
+                );
+            }
             Err(error) => {
                 answer.complete = false;
                 let reason = format!(
@@ -292,7 +302,7 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> ConflictPrediction {
             }
         }
     }
-    answer
+    Predicted { answer, hunks }
 }
 
 fn side(worktree: &PredictedWorktree) -> ConflictSide {

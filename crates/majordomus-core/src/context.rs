@@ -14,7 +14,7 @@ use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::{BranchWatch, WorktreeList};
 use majordomus_domain::changes::WorktreeChanges;
-use majordomus_domain::conflicts::ConflictSummary;
+use majordomus_domain::conflicts::{ConflictHunk, ConflictSummary};
 use majordomus_domain::peers::PeerId;
 use tokio::sync::watch;
 
@@ -196,6 +196,9 @@ pub struct RepositoryReading {
     pub changes: HashMap<String, WorktreeChanges>,
     /// The merge conflicts predicted between them, in short.
     pub conflicts: ConflictSummary,
+    /// The first conflicting hunks of each conflict `conflicts` lists, in the same order,
+    /// for the pre-edit guard to quote; no answer carries them.
+    pub conflict_hunks: Vec<Vec<ConflictHunk>>,
 }
 
 /// Runs `read` and publishes it as the site's latest reading.

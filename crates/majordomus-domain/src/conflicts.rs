@@ -26,15 +26,11 @@ pub struct PredictedConflict {
     /// Conflicting files beyond those listed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: usize,
-    /// The first conflicting hunk of each of the first few files, each side bounded: kept
-    /// with the prediction for the pre-edit guard to quote, not part of any answer.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub hunks: Vec<ConflictHunk>,
 }
 
 /// The first conflicting hunk of one file: each side's lines between the merge's markers,
-/// at most 20 lines and 1,000 bytes each.
+/// at most 20 lines and 1,000 bytes each. Kept beside a prediction for the pre-edit guard
+/// to quote; no answer carries it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConflictHunk {
     /// The file, repository-relative.

@@ -181,7 +181,7 @@ fn speed_bumps(
             path_list(&changed, 0)
         ));
     }
-    for conflict in &reading.conflicts.conflicts {
+    for (at, conflict) in reading.conflicts.conflicts.iter().enumerate() {
         let (other, other_is_theirs) = if conflict.ours.worktree == here {
             (&conflict.theirs, true)
         } else if conflict.theirs.worktree == here {
@@ -207,8 +207,11 @@ fn speed_bumps(
             },
             path_list(&conflicting, 0)
         );
-        for hunk in conflict
-            .hunks
+        let hunks = reading
+            .conflict_hunks
+            .get(at)
+            .map_or(&[][..], Vec::as_slice);
+        for hunk in hunks
             .iter()
             .filter(|hunk| conflicting.contains(&hunk.path.as_str()))
         {

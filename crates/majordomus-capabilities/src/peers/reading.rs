@@ -9,7 +9,7 @@ use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::conflicts::{ConflictSummary, NotHashed};
 use majordomus_domain::limits;
 
-use crate::conflicts::{ConflictPrediction, predict_repository};
+use crate::conflicts::{ConflictPrediction, Predicted, predict_repository};
 use majordomus_core::context::{Context, RepositoryReading, Site};
 use majordomus_core::survey;
 
@@ -154,22 +154,30 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
     })
     .await
     .unwrap_or_default();
-    let conflicts = match predict_repository(&site).await {
-        Ok(prediction) => summary_of(prediction),
-        Err(error) => ConflictSummary {
-            pairs: 0,
-            conflicts: Vec::new(),
-            more_conflicts: 0,
-            reason: Some(error.message),
-            not_hashed: Vec::new(),
-            predicted_seconds_ago: 0,
-        },
+    let (conflicts, conflict_hunks) = match predict_repository(&site).await {
+        Ok(Predicted { answer, mut hunks }) => {
+            // The summary lists the first conflicts, and the hunks are of those.
+            hunks.truncate(limits::OVERLAPS_LISTED);
+            (summary_of(answer), hunks)
+        }
+        Err(error) => {
+            let summary = ConflictSummary {
+                pairs: 0,
+                conflicts: Vec::new(),
+                more_conflicts: 0,
+                reason: Some(error.message),
+                not_hashed: Vec::new(),
+                predicted_seconds_ago: 0,
+            };
+            (summary, Vec::new())
+        }
     };
     RepositoryReading {
         started,
         took: started.elapsed(),
         changes,
         conflicts,
+        conflict_hunks,
     }
 }
 
@@ -220,7 +228,6 @@ mod tests {
                 theirs: side("gamma"),
                 paths: (0..20).map(|n| format!("src/{n:02}.rs")).collect(),
                 more_paths: 5,
-                hunks: Vec::new(),
             }],
             complete: false,
         };
@@ -272,7 +279,6 @@ mod tests {
                     theirs: side(theirs),
                     paths: vec!["src/lib.rs".into()],
                     more_paths: 0,
-                    hunks: Vec::new(),
                 })
             })
             .collect();
