@@ -2,6 +2,7 @@
 //! it: the file in the common git dir on one machine, or the federation's key when the
 //! repository is federated, so that a message crosses machines.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use majordomus_checkout::mailbox_file::MailboxFile;
@@ -32,16 +33,17 @@ pub(super) enum Place {
     },
 }
 
-/// Which version of the mailbox is there: a file's stamp, or a key's revision.
+/// Which mailbox, and which version of it is there: a file and its stamp, or a key and its
+/// revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stamp {
-    File(FileStamp),
-    Revision(u64),
+    File(PathBuf, FileStamp),
+    Revision(String, u64),
 }
 
-/// The mailbox as last read by this process, and the version it was read at: whether
-/// anything waits for a session is answered from it until the version changes, so a tool
-/// answer reads neither the file nor the federation when nothing was sent.
+/// The mailbox as last read by this process, which one it was and the version it was read
+/// at: whether anything waits for a session is answered from it until the version changes,
+/// so a tool answer reads neither the file nor the federation when nothing was sent.
 static LAST_READ: Mutex<Option<(Stamp, Arc<Mailbox>)>> = Mutex::new(None);
 
 impl Place {
@@ -85,8 +87,12 @@ impl Place {
     /// Which version of the mailbox is there now; `None` when no file was ever written.
     fn stamp(&self) -> Option<Stamp> {
         match self {
-            Place::File(file) => file.stamp().map(Stamp::File),
-            Place::Federated { revision, .. } => Some(Stamp::Revision(*revision)),
+            Place::File(file) => file
+                .stamp()
+                .map(|stamp| Stamp::File(file.path().to_path_buf(), stamp)),
+            Place::Federated { store, revision } => {
+                Some(Stamp::Revision(store.key().to_owned(), *revision))
+            }
         }
     }
 

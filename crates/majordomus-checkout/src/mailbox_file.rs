@@ -37,6 +37,11 @@ impl MailboxFile {
         self.file.stamp()
     }
 
+    /// Where the file is: which repository's mailbox this is.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
     /// Changes the mailbox under the lock: `change` gets it as it is and answers whether it
     /// changed it; a changed mailbox is written before the lock goes.
     pub fn change<T>(&self, change: impl FnOnce(&mut Mailbox) -> (T, bool)) -> io::Result<T> {

@@ -70,6 +70,11 @@ pub struct MailboxStore {
 }
 
 impl MailboxStore {
+    /// The key the mailbox is kept under: which repository's mailbox this is.
+    pub fn key(&self) -> &str {
+        &self.key.key
+    }
+
     /// The mailbox as it is now.
     pub async fn read(&self) -> Result<Mailbox, MailboxStoreError> {
         Ok(read_versioned(&self.key)
