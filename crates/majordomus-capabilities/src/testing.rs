@@ -15,15 +15,15 @@ use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_checkout::config::Config;
 use majordomus_checkout::lease::{LEASE_SCHEMA, LeaseView};
 use majordomus_checkout::process::ExecutableStamp;
-use majordomus_domain::board::CheckedAnnouncement;
 use majordomus_domain::board::Signal;
+use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::coordination::Coordination;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::limits;
 use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{
-    AnnounceInput, Announced, ClientInfo, Peer, PeerId, Transport, WaitHolder, WaitReason, Waiting,
+    AnnounceInput, ClientInfo, Peer, PeerId, Transport, WaitHolder, WaitReason, Waiting,
 };
 use majordomus_domain::sync::LockExt;
 use tempfile::TempDir;
@@ -199,15 +199,15 @@ impl BoardPort for MemoryPort {
         announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, CapabilityError> {
+    ) -> Result<Recorded, CapabilityError> {
         let mut boards = self.boards();
         self.expire(&mut boards, now);
-        let announced = boards
+        let recorded = boards
             .peers_mut()
             .announce_resolved(caller, announcement, paths, now)
             .map_err(CapabilityError::from)?;
         boards.peers_mut().moved_on(caller);
-        Ok(announced)
+        Ok(recorded)
     }
 
     fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList {

@@ -16,12 +16,12 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 use majordomus_checkout::lease::{Lease, LeaseView};
 use majordomus_checkout::standing::Standing;
-use majordomus_domain::board::CheckedAnnouncement;
+use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting};
+use majordomus_domain::peers::{Peer, PeerId, WaitHolder, WaitReason, Waiting};
 
 use crate::api::CapabilityError;
 use majordomus_checkout::ancestry::ProcessStamp;
@@ -120,14 +120,14 @@ pub trait BoardPort: Send + Sync {
     fn listing_slot(&self) -> &KeptSlot;
 
     /// Records `caller`'s claim, whose paths were resolved on disk (one per scope path),
-    /// and answers the claims of this board it meets.
+    /// and answers the claims of this board it meets, with the paths the board holds for it.
     fn announce_resolved(
         &self,
         caller: &PeerId,
         announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, CapabilityError>;
+    ) -> Result<Recorded, CapabilityError>;
 
     /// The episodes held in memory; `mine` is the one `caller`'s connection holds.
     fn list_episodes(&self, caller: Option<&PeerId>) -> EpisodeList;

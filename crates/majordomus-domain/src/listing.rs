@@ -13,7 +13,6 @@
 //! #         scope: scope.iter().map(|s| s.to_string()).collect(),
 //! #         at: "2026-11-30T02:26:47Z".parse().unwrap(),
 //! #         resolved: vec![],
-//! #         compared: Default::default(),
 //! #     };
 //! #     Peer {
 //! #         id: PeerId::nth(n),
@@ -50,7 +49,7 @@
 //! assert_eq!(silent(&peers), 0);
 //! ```
 
-use std::borrow::{Borrow, Cow};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
@@ -120,7 +119,7 @@ pub(crate) struct PeerPath<'a> {
 /// A peer's paths, each once, in the order its claims first name them: the paths of two of
 /// its claims that name the same ground are compared once, so the work of a listing grows
 /// with the distinct paths peers claim, not with the claims that repeat them.
-pub(crate) fn peer_paths<'a>(claims: &'a [Cow<'a, [ClaimPath]>]) -> Vec<PeerPath<'a>> {
+pub(crate) fn peer_paths(claims: &[Vec<ClaimPath>]) -> Vec<PeerPath<'_>> {
     let mut at: HashMap<&[String], usize> = HashMap::new();
     let mut paths: Vec<PeerPath> = Vec::new();
     for (claim, claim_paths) in claims.iter().enumerate() {
@@ -286,7 +285,7 @@ pub struct ClaimMeeting {
 pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<ClaimMeeting> {
     let identity = identities(peers);
     let peer_of = |at: usize| -> &Peer { peers[at].borrow() };
-    let mine: Vec<Cow<[ClaimPath]>> = peer_of(me)
+    let mine: Vec<Vec<ClaimPath>> = peer_of(me)
         .claims
         .iter()
         .map(|claim| claim_paths(peer_of(me), claim))
@@ -299,7 +298,7 @@ pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<Claim
     }
     // (earlier claim, later claim) -> pairs (earlier's path, later's path)
     let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
-    let mut theirs_of: HashMap<(usize, usize), Cow<[ClaimPath]>> = HashMap::new();
+    let mut theirs_of: HashMap<(usize, usize), Vec<ClaimPath>> = HashMap::new();
     for (p, peer) in peers.iter().map(Borrow::borrow).enumerate() {
         if identity[p] == identity[me] {
             continue;
@@ -354,7 +353,7 @@ pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<Claim
 }
 
 /// [`claim_paths`] of every claim of every peer, by peer and claim.
-pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Cow<'_, [ClaimPath]>>> {
+pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
     peers
         .iter()
         .map(|peer| {
@@ -366,15 +365,12 @@ pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Cow<'_, [ClaimPath]>
         .collect()
 }
 
-/// The paths a claim of a listed peer is compared on, without repeats: those its board
-/// compared when the board is in this process (`compared`), else where its server resolved
-/// them on disk when it says so (`resolved`, one per scope path), else its text normalised
-/// against the peer's worktree (or as repository-relative when the peer has no checkout).
-/// A path that cannot be read either way meets nothing.
-pub(crate) fn claim_paths<'a>(peer: &Peer, claim: &'a Announcement) -> Cow<'a, [ClaimPath]> {
-    if let Some(paths) = claim.compared.get() {
-        return Cow::Borrowed(paths);
-    }
+/// The paths a claim of a listed peer is compared on, without repeats: where its server
+/// resolved them on disk when it says so (`resolved`, one per scope path), else its text
+/// normalised against the peer's worktree (or as repository-relative when the peer has no
+/// checkout), as its board compared them. A path that cannot be read either way meets
+/// nothing. The work is one pass over the claim's paths, whichever board it is on.
+pub(crate) fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
     let paths = if !claim.resolved.is_empty() && claim.resolved.len() == claim.scope.len() {
         claim
             .scope
@@ -393,7 +389,7 @@ pub(crate) fn claim_paths<'a>(peer: &Peer, claim: &'a Announcement) -> Cow<'a, [
             })
             .collect()
     };
-    Cow::Owned(without_repeats(paths))
+    without_repeats(paths)
 }
 
 /// Calls `meet` once for every pair of entries whose paths meet (equal, or one an ancestor

@@ -19,7 +19,6 @@
 //! ```
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use crate::limits;
 use crate::text::{RefusedChar, find_refused, for_terminal};
@@ -33,41 +32,6 @@ pub struct ClaimPath {
     /// or a glob-looking name that exists and so is a literal path.
     on_disk: bool,
 }
-
-/// A claim's paths as its board compared them, carried beside the claim's wire form inside
-/// one process so that a listing meets them as the board did, without normalising each
-/// path again on every read. Never on the wire: a claim read off another server's answer
-/// has none and is read from its text ([`crate::listing`]).
-///
-/// Two are always equal: they follow from the claim's `scope` and `resolved`, which the
-/// claim's own equality compares.
-#[derive(Debug, Clone, Default)]
-pub struct ComparedPaths(Option<Arc<[ClaimPath]>>);
-
-impl ComparedPaths {
-    /// The paths a board holds for a claim, without repeats.
-    pub fn new(paths: Arc<[ClaimPath]>) -> Self {
-        ComparedPaths(Some(paths))
-    }
-
-    /// The paths, when the claim came from a board in this process.
-    pub fn get(&self) -> Option<&[ClaimPath]> {
-        self.0.as_deref()
-    }
-
-    /// The paths as the board holds them, for a reader that keeps them: shared, not copied.
-    pub fn shared(&self) -> Option<&Arc<[ClaimPath]>> {
-        self.0.as_ref()
-    }
-}
-
-impl PartialEq for ComparedPaths {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for ComparedPaths {}
 
 /// A scope path checked and split into every component it names, wildcards included, before
 /// anyone decides what it means: its text alone ([`SplitPath::lexical`]) or what the file

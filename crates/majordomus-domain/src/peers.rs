@@ -20,7 +20,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::Stamp;
-use crate::paths::ComparedPaths;
 use crate::{limits, text};
 
 /// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
@@ -135,9 +134,6 @@ pub struct Announcement {
     /// a glob-looking name (`app/[slug]`) that exists and so is a literal path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<String>,
-    /// The paths as this process's board compared them, when it is this process's board's.
-    #[serde(skip)]
-    pub compared: ComparedPaths,
 }
 
 /// Which checkout of the repository a peer is attached to. Peer ids restart at `p1` on

@@ -207,7 +207,6 @@ impl From<PublishedClaim> for Announcement {
             scope: claim.scope,
             at: claim.at,
             resolved: claim.resolved,
-            compared: Default::default(),
         }
     }
 }
@@ -226,7 +225,6 @@ mod tests {
             scope: vec!["src".into(), "app/[slug]".into()],
             at,
             resolved: vec!["src".into(), "app/[slug]".into()],
-            compared: Default::default(),
         };
         let peer = Peer {
             id: PeerId::nth(7),

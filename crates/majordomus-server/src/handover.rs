@@ -364,7 +364,6 @@ mod tests {
                 scope: vec![format!("src/{n}")],
                 at: "2026-12-01T10:00:00Z".parse().unwrap(),
                 resolved: Vec::new(),
-                compared: Default::default(),
             }],
         }
     }

@@ -26,11 +26,11 @@ use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::ancestry::ProcessStamp;
 use majordomus_checkout::lease::{LeaseHandle, LeaseView};
-use majordomus_domain::board::CheckedAnnouncement;
+use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::coordination::{Coordination, Release};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{Announced, ClientInfo, Peer, PeerId, Transport};
+use majordomus_domain::peers::{ClientInfo, Peer, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -484,21 +484,21 @@ impl ServerState {
         announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, CapabilityError> {
+    ) -> Result<Recorded, CapabilityError> {
         let mut coordination = self.coordination();
         self.expire_claims_under(&mut coordination, now);
         let board = coordination.peers_mut();
-        let announced = board
+        let recorded = board
             .announce_resolved(caller, announcement, paths, now)
             .map_err(CapabilityError::from)?;
-        self.events.announced(&announced);
+        self.events.announced(&recorded);
         // An announce is the session moving on: whatever it waited for, it waits no more.
         if board.moved_on(caller) {
             self.events.waiting(caller, None);
         }
-        self.note_claims(&coordination, caller, &announced, now);
+        self.note_claims(&coordination, caller, &recorded.announced, now);
         drop(coordination);
         self.claims_changed();
-        Ok(announced)
+        Ok(recorded)
     }
 }

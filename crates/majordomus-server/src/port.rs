@@ -7,11 +7,11 @@ use std::time::SystemTime;
 use futures::future::BoxFuture;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::LeaseView;
-use majordomus_domain::board::CheckedAnnouncement;
+use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::episodes::{Attached, ConnectionEpisode, EpisodeList};
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{Announced, Peer, PeerId, WaitHolder, WaitReason, Waiting};
+use majordomus_domain::peers::{Peer, PeerId, WaitHolder, WaitReason, Waiting};
 
 use majordomus_checkout::ancestry::ProcessStamp;
 
@@ -86,7 +86,7 @@ impl BoardPort for ServerState {
         announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, CapabilityError> {
+    ) -> Result<Recorded, CapabilityError> {
         ServerState::announce_resolved(self, caller, announcement, paths, now)
     }
 

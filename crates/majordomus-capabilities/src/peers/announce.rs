@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use majordomus_checkout::resolve::resolve_scope;
-use majordomus_domain::board::CheckedAnnouncement;
+use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
@@ -112,20 +112,12 @@ impl Operation for PeersAnnounce {
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (server, caller) = ctx.session().ok_or_else(|| unreached(&Self::DECLARATION))?;
         let paths = resolve(&ctx.site, &announcement.input().scope).await?;
-        let mut announced =
-            server.announce_resolved(caller, announcement, paths, SystemTime::now())?;
-        // The claim just made is the peer's latest, and carries the paths the board holds for
-        // it, without repeats: the siblings' claims and changes are met on those.
-        let Some(mine) = announced
-            .peer
-            .announcement
-            .as_ref()
-            .and_then(|claim| claim.compared.shared().cloned())
-        else {
-            return Err(CapabilityError::internal(
-                "the board answered without the claim just made",
-            ));
-        };
+        let Recorded {
+            mut announced,
+            paths: mine,
+        } = server.announce_resolved(caller, announcement, paths, SystemTime::now())?;
+        // The siblings' claims and changes are met on the paths the board holds for the claim
+        // just made, without repeats.
         let (here, siblings) = read_siblings(ctx).await;
         for overlap in &mut announced.overlaps {
             overlap.checkout = Some(here.clone());

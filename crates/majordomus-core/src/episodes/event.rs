@@ -162,7 +162,6 @@ impl From<JournalClaim> for Announcement {
             scope: claim.scope,
             at: claim.at,
             resolved: claim.resolved,
-            compared: Default::default(),
         }
     }
 }

@@ -742,7 +742,6 @@ mod tests {
                 scope: vec![],
                 at: Stamp::at(now),
                 resolved: vec![],
-                compared: Default::default(),
             };
             let mut queued = 0;
             while recorder
@@ -825,7 +824,6 @@ mod tests {
                 scope: vec!["src/parser".into()],
                 at: Stamp::at(now),
                 resolved: vec![],
-                compared: Default::default(),
             };
             recorder.announced(&on_board, announcement.clone(), now);
             let lost = board

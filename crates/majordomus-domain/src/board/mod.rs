@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use crate::ids::Stamp;
 use crate::index::PathIndex;
 use crate::limits;
-use crate::paths::{ClaimPath, ComparedPaths, normalize, same_places, without_repeats};
+use crate::paths::{ClaimPath, normalize, same_places, without_repeats};
 use crate::peers::{AnnounceInput, Announced, Announcement, ClientInfo, Peer, PeerId, Transport};
 
 mod meeting;
@@ -56,6 +56,17 @@ pub struct ReleasedClaims {
     pub episode: Option<String>,
     /// Its claims as they were, in name order with the unnamed claim first.
     pub claims: Vec<Announcement>,
+}
+
+/// A claim just recorded: the board's answer, and the paths the board compares the claim
+/// on (without repeats). Whoever meets the claim against other boards, or keeps it in an
+/// index of its own, shares these rather than normalising the scope again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// What the announcing peer is answered.
+    pub announced: Announced,
+    /// The claim's paths as the board holds them.
+    pub paths: Arc<[ClaimPath]>,
 }
 
 /// A peer holding claims, as one serving process hands it to the next server of its
@@ -115,8 +126,9 @@ struct Slot {
 #[derive(Debug)]
 struct Claim {
     intent: String,
-    /// Without repeats: no two have the same components. Shared with every listing of the
-    /// claim, which meets these rather than the paths' text normalised again.
+    /// Without repeats: no two have the same components. Shared with whoever meets the claim
+    /// just recorded ([`Recorded`]) and the event stream's index of claims, which meet these
+    /// rather than the paths' text normalised again.
     paths: Arc<[ClaimPath]>,
     at: Stamp,
     /// Order of announcing on this board; timestamps only resolve to the second.
@@ -516,19 +528,21 @@ impl PeerBoard {
             .collect::<Result<Vec<_>, _>>()
             .map_err(InvalidAnnouncement::from)?;
         self.record(number, input.into_input(), paths, now)
+            .map(|recorded| recorded.announced)
     }
 
     /// [`PeerBoard::announce`] with the scope's paths already resolved by the caller, one
     /// per scope path in order: the app asks the file system where each path leads (a
     /// symbolic link followed, a glob-looking name that exists), which the pure board
-    /// cannot. The announcement was checked where it came in.
+    /// cannot. The announcement was checked where it came in. Answers with the paths the
+    /// board holds for the claim beside the answer.
     pub fn announce_resolved(
         &mut self,
         id: &PeerId,
         announcement: CheckedAnnouncement,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, AnnounceError> {
+    ) -> Result<Recorded, AnnounceError> {
         let number = self.attached_number(id)?;
         self.record(number, announcement.into_input(), paths, now)
     }
@@ -539,7 +553,7 @@ impl PeerBoard {
         input: AnnounceInput,
         paths: Vec<ClaimPath>,
         now: SystemTime,
-    ) -> Result<Announced, AnnounceError> {
+    ) -> Result<Recorded, AnnounceError> {
         self.version += 1;
         let intent = input.intent.trim().to_owned();
         let name = input.claim.as_deref().map(|name| name.trim().to_owned());
@@ -586,19 +600,23 @@ impl PeerBoard {
             }
         }
         *last_claim += 1;
+        let paths: Arc<[ClaimPath]> = paths.into();
         let claim = Claim {
             intent,
-            paths: paths.into(),
+            paths: paths.clone(),
             at: Stamp::at(now),
             sequence: *last_claim,
         };
         slot.claims.insert(name, claim);
         slot.last_seen = now;
 
-        Ok(Announced {
-            peer: view(number, slot, now),
-            overlaps,
-            released,
+        Ok(Recorded {
+            announced: Announced {
+                peer: view(number, slot, now),
+                overlaps,
+                released,
+            },
+            paths,
         })
     }
 
@@ -606,6 +624,19 @@ impl PeerBoard {
     pub fn peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
         let number = peer_number(id)?;
         self.peers.get(&number).map(|slot| view(number, slot, now))
+    }
+
+    /// The paths the board compares each claim of the peer `id` on, in the order its
+    /// [`Peer::claims`] lists the claims; empty for a peer not on the board.
+    pub fn compared_paths(&self, id: &PeerId) -> Vec<Arc<[ClaimPath]>> {
+        let slot = peer_number(id).and_then(|number| self.peers.get(&number));
+        slot.map(|slot| {
+            slot.claims
+                .values()
+                .map(|claim| claim.paths.clone())
+                .collect()
+        })
+        .unwrap_or_default()
     }
 
     /// Every peer on the board, departed ones included, in attachment order. `checkout` is
@@ -713,7 +744,6 @@ fn announcement((name, claim): (&Option<String>, &Claim)) -> Announcement {
             .collect(),
         at: claim.at,
         resolved,
-        compared: ComparedPaths::new(claim.paths.clone()),
     }
 }
 
@@ -1126,6 +1156,28 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_claim_shares_the_paths_its_peer_is_listed_with() {
+        let (mut board, ids) = board_with(1);
+        announce(&mut board, &ids[0], &["docs"], Some("d"));
+        let split = crate::paths::split("alias", ROOT).unwrap();
+        let alias = ClaimPath::resolved(&split, vec!["src".into(), "real".into()]).unwrap();
+        let recorded = board
+            .announce_resolved(
+                &ids[0],
+                CheckedAnnouncement::check(input("links", &["alias", "alias/x"], None)).unwrap(),
+                vec![alias.clone(), alias.clone()],
+                at(11),
+            )
+            .unwrap();
+        assert_eq!(*recorded.paths, [alias], "repeats dropped");
+        let compared = board.compared_paths(&ids[0]);
+        assert_eq!(compared.len(), 2, "the unnamed claim, then `d`");
+        assert!(Arc::ptr_eq(&compared[0], &recorded.paths));
+        assert_eq!(compared[1][0].key(), "docs");
+        assert!(board.compared_paths(&PeerId::nth(9)).is_empty());
+    }
+
+    #[test]
     fn a_handed_over_board_keeps_its_claims_departed_for_the_rest_of_their_grace() {
         let grace = Duration::from_secs(10);
         let (mut old, ids) = board_with(3);
@@ -1246,7 +1298,6 @@ mod tests {
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
             at: "2026-11-30T02:26:43Z".parse().unwrap(),
             resolved: Vec::new(),
-            compared: Default::default(),
         };
         let peer = |claims: Vec<Announcement>| HandedOver {
             client: client("codex"),
@@ -1309,7 +1360,8 @@ mod tests {
                 paths,
                 at(3),
             )
-            .unwrap();
+            .unwrap()
+            .announced;
         let pairs: Vec<(&str, &str)> = answer.overlaps[0]
             .paths
             .iter()

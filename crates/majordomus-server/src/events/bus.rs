@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use majordomus_domain::board::{PeerBoard, ReleasedClaims};
+use majordomus_domain::board::{PeerBoard, Recorded, ReleasedClaims};
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::peers::{
     Announced, Announcement, OverlapPath, PeerCheckout, PeerId, Waiting,
@@ -208,8 +208,8 @@ impl EventBus {
             return;
         };
         let mut inner = self.inner();
-        for claim in &view.claims {
-            inner.overlaps.announce(peer, claim);
+        for (claim, compared) in view.claims.iter().zip(board.compared_paths(peer)) {
+            inner.overlaps.announce(peer, claim, &compared);
         }
         inner.overlaps.departed(peer);
     }
@@ -279,13 +279,14 @@ impl EventBus {
     /// A peer announced; the caller holds the board's lock. Publishes the announcement, the
     /// paths it released, and the overlaps it began and ended, and tells each peer whose
     /// claim it newly meets.
-    pub(crate) fn announced(&self, announced: &Announced) {
+    pub(crate) fn announced(&self, recorded: &Recorded) {
+        let announced = &recorded.announced;
         let Some(claim) = &announced.peer.announcement else {
             return;
         };
         let peer = &announced.peer.id;
         let mut inner = self.inner();
-        let delta = inner.overlaps.announce(peer, claim);
+        let delta = inner.overlaps.announce(peer, claim, &recorded.paths);
         self.publish_local(
             &mut inner,
             Change::Announced {

@@ -51,9 +51,15 @@ impl OverlapTracker {
         }
     }
 
-    /// `peer` announced `claim` (as the board recorded it).
-    pub(super) fn announce(&mut self, peer: &PeerId, claim: &Announcement) -> Delta {
-        let paths = self.paths_of(claim);
+    /// `peer` announced `claim` (as the board recorded it), which the board compares on
+    /// `compared`.
+    pub(super) fn announce(
+        &mut self,
+        peer: &PeerId,
+        claim: &Announcement,
+        compared: &Arc<[ClaimPath]>,
+    ) -> Delta {
+        let paths = self.paths_of(claim, compared);
         self.replace(peer, claim.name.clone(), paths)
     }
 
@@ -125,21 +131,21 @@ impl OverlapTracker {
         gone
     }
 
-    /// The claim's paths normalised by their text. A claim this process's board compared
-    /// on its text alone (nothing resolved differently on disk) carries those very paths,
-    /// which are shared rather than normalised again.
-    fn paths_of(&self, claim: &Announcement) -> Arc<[ClaimPath]> {
-        match claim.compared.shared() {
-            Some(compared) if claim.resolved.is_empty() => compared.clone(),
-            _ => without_repeats(
-                claim
-                    .scope
-                    .iter()
-                    .filter_map(|raw| normalize(raw, &self.checkout_root).ok())
-                    .collect(),
-            )
-            .into(),
+    /// The claim's paths normalised by their text. When the board compared it on its text
+    /// alone (nothing resolved differently on disk), those are the board's very paths,
+    /// `compared`, which are shared rather than normalised again.
+    fn paths_of(&self, claim: &Announcement, compared: &Arc<[ClaimPath]>) -> Arc<[ClaimPath]> {
+        if claim.resolved.is_empty() {
+            return compared.clone();
         }
+        without_repeats(
+            claim
+                .scope
+                .iter()
+                .filter_map(|raw| normalize(raw, &self.checkout_root).ok())
+                .collect(),
+        )
+        .into()
     }
 
     fn unindex(&mut self, key: &ClaimKey) {
@@ -182,13 +188,12 @@ impl OverlapTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use majordomus_domain::paths::ComparedPaths;
 
     fn id(n: u64) -> PeerId {
         PeerId::nth(n)
     }
 
-    /// A claim as another server's answer brings it: its scope's text alone.
+    /// A claim as the board answers it: its scope's text alone.
     fn claim(name: Option<&str>, paths: &[&str]) -> Announcement {
         Announcement {
             name: name.map(str::to_owned),
@@ -196,28 +201,38 @@ mod tests {
             scope: paths.iter().map(|p| p.to_string()).collect(),
             at: "2026-01-01T00:00:00Z".parse().unwrap(),
             resolved: Vec::new(),
-            compared: Default::default(),
         }
+    }
+
+    /// The paths the board compares `claim` on, as it normalises them.
+    fn compared(claim: &Announcement) -> Arc<[ClaimPath]> {
+        let paths = claim.scope.iter().map(|raw| normalize(raw, "/repo"));
+        without_repeats(paths.collect::<Result<_, _>>().unwrap()).into()
+    }
+
+    /// `peer` announces `claim` on the paths the board compares it on.
+    fn announce(tracker: &mut OverlapTracker, peer: u64, claim: &Announcement) -> Delta {
+        tracker.announce(&id(peer), claim, &compared(claim))
     }
 
     #[test]
     fn overlaps_begin_and_end_per_pair_of_peers() {
         let mut tracker = OverlapTracker::new("/repo".into());
         assert_eq!(
-            tracker.announce(&id(1), &claim(None, &["src"])),
+            announce(&mut tracker, 1, &claim(None, &["src"])),
             Delta::default()
         );
-        let delta = tracker.announce(&id(2), &claim(None, &["src/lib.rs"]));
+        let delta = announce(&mut tracker, 2, &claim(None, &["src/lib.rs"]));
         assert_eq!(delta.began, [id(1)]);
         // a second claim meeting the same peer begins nothing new
-        let delta = tracker.announce(&id(2), &claim(Some("more"), &["src/main.rs"]));
+        let delta = announce(&mut tracker, 2, &claim(Some("more"), &["src/main.rs"]));
         assert_eq!(delta, Delta::default());
         // moving one claim away ends nothing while the other still meets
-        let delta = tracker.announce(&id(2), &claim(None, &["docs"]));
+        let delta = announce(&mut tracker, 2, &claim(None, &["docs"]));
         assert_eq!(delta, Delta::default());
-        let delta = tracker.announce(&id(2), &claim(Some("more"), &[]));
+        let delta = announce(&mut tracker, 2, &claim(Some("more"), &[]));
         assert_eq!(delta.ended, [id(1)]);
-        let delta = tracker.announce(&id(3), &claim(None, &["."]));
+        let delta = announce(&mut tracker, 3, &claim(None, &["."]));
         assert_eq!(delta.began, [id(1), id(2)]);
         assert_eq!(tracker.remove_peer(&id(3)), [id(1), id(2)]);
         assert!(tracker.partners(&id(1)).is_empty());
@@ -226,24 +241,29 @@ mod tests {
     #[test]
     fn a_claim_of_this_board_is_indexed_on_the_paths_the_board_compared() {
         let mut tracker = OverlapTracker::new("/repo".into());
-        tracker.announce(&id(1), &claim(None, &["src"]));
-        let paths: Arc<[ClaimPath]> = vec![normalize("./src/lib.rs", "/repo").unwrap()].into();
-        let mut compared = claim(None, &["./src/lib.rs"]);
-        compared.compared = ComparedPaths::new(paths.clone());
-        assert_eq!(tracker.announce(&id(2), &compared).began, [id(1)]);
+        announce(&mut tracker, 1, &claim(None, &["src"]));
+        let mine = claim(None, &["./src/lib.rs"]);
+        let paths = compared(&mine);
+        assert_eq!(tracker.announce(&id(2), &mine, &paths).began, [id(1)]);
         let key = ClaimKey {
             peer: id(2),
             name: None,
         };
         assert!(Arc::ptr_eq(&tracker.claims[&key], &paths));
         assert_eq!(tracker.withdraw(&id(2), None).ended, [id(1)]);
+
+        // a claim resolved differently on disk is indexed by its text
+        let mut linked = claim(None, &["alias"]);
+        linked.resolved = vec!["src".into()];
+        let on_disk = compared(&claim(None, &["src"]));
+        assert!(tracker.announce(&id(3), &linked, &on_disk).began.is_empty());
     }
 
     #[test]
     fn departed_peers_are_forgotten_as_the_board_forgets_them() {
         let mut tracker = OverlapTracker::new("/repo".into());
         for n in 1..=3 {
-            tracker.announce(&id(n), &claim(None, &["a"]));
+            announce(&mut tracker, n, &claim(None, &["a"]));
             tracker.departed(&id(n));
         }
         assert!(tracker.forgotten(|_| true).is_empty());
