@@ -1,7 +1,9 @@
 //! The peer board's vocabulary: who is attached, what they claimed, and where claims meet.
 //!
-//! These are the shapes `peers.announce` and `peers.list` answer with; their doc comments
-//! are the descriptions clients read in the tool schemas.
+//! The answers of `peers.announce` and `peers.list` write peers, claims and overlaps as types
+//! of their own, converted from these. The doc comments of the types a schema still names
+//! (a peer's id and checkout, a waiting mark, the input of an announce) are the descriptions
+//! clients read there.
 //!
 //! ```
 //! use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId};
@@ -49,7 +51,7 @@ impl fmt::Display for PeerId {
 }
 
 /// What a client said about itself when it initialized the MCP session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientInfo {
     /// The client's `clientInfo.name`, such as `claude-code`, `codex` or `gemini-cli`.
     pub name: String,
@@ -94,7 +96,7 @@ impl ClientInfo {
 }
 
 /// How a peer's client reached majordomus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[derive(strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
@@ -116,7 +118,7 @@ impl Transport {
 
 /// One claim a peer holds: what it is doing and which paths it expects to touch. A peer
 /// may hold several, told apart by name; announcing under the same name replaces one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Announcement {
     /// The claim's name, when the peer gave one; absent for the peer's unnamed claim.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,7 +160,7 @@ pub struct PeerCheckout {
 }
 
 /// One peer as its board records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
     /// Its id on its board: `p1`, `p2`, …
     pub id: PeerId,
@@ -175,22 +177,17 @@ pub struct Peer {
     /// grace, and then its claims are released.
     pub attached: bool,
     /// For a departed peer, seconds since its connection went; absent while attached.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
     /// Every claim it holds, in name order with the unnamed claim first; empty if it has
     /// announced nothing.
-    #[serde(default)]
     pub claims: Vec<Announcement>,
     /// The most recently announced of its claims, for a reader who wants one line.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub announcement: Option<Announcement>,
     /// The checkout it is attached to, stamped by whoever gathered the listing; absent when
     /// a server answers about its own board.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
     /// Whether the session waits for the person, why and since when; absent while it works
     /// (or its client never said).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
 }
 
@@ -264,7 +261,7 @@ pub struct Waiting {
 }
 
 /// One pair of claimed paths that meet: equal, or one inside the other.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OverlapPath {
     /// Your path, as you wrote it.
     pub yours: String,
@@ -274,7 +271,7 @@ pub struct OverlapPath {
 
 /// Another peer's claim on ground you claimed too, so a collision is known when it is made
 /// rather than at merge time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Overlap {
     /// The other peer.
     pub peer: PeerId,
@@ -282,27 +279,19 @@ pub struct Overlap {
     /// weaker warning than one with a live session, and is listed after those.
     pub attached: bool,
     /// For a departed other peer, seconds since it left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
     /// What the other side is: always `claim`, another peer's claim (what a worktree
     /// changed is listed in `change_overlaps`).
-    #[serde(default)]
     pub kind: SideKind,
     /// What the other peer said that claim is for.
     pub intent: String,
     /// The checkout the other peer is attached to, when the answer knows it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
     /// Pairs of paths that meet, one entry per pair: at most 8, the first by position in
     /// each scope.
     pub paths: Vec<OverlapPath>,
     /// How many more pairs of paths meet than `paths` lists; absent when it lists them all.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// The input of `peers.announce`: what the calling peer is working on and where.
@@ -341,10 +330,9 @@ pub struct AnnounceInput {
 
 /// What the board answers an announcement with: you as the board now records you, whose
 /// claims on this board meet yours, and which paths your update stopped claiming.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Announced {
-    /// The announcing peer, flattened into the answer.
-    #[serde(flatten)]
+    /// The announcing peer.
     pub peer: Peer,
     /// Every claim of another peer that meets the one just made, in every worktree of the
     /// repository whose board could be read, departed peers included (after the live
@@ -356,7 +344,7 @@ pub struct Announced {
 }
 
 /// One peer of an overlap in a listing, and which of its claims meet the other peer's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverlapSide {
     /// The peer.
     pub peer: PeerId,
@@ -364,33 +352,27 @@ pub struct OverlapSide {
     /// warning than one with a live session, and is listed after those.
     pub attached: bool,
     /// For a departed peer, seconds since it left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
     /// What this side is: always `claim`, a peer's claims.
-    #[serde(default)]
     pub kind: SideKind,
     /// The checkout that peer is attached to, when the answer knows it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
     /// The names of that peer's claims that meet the other peer's, in the peer's claim
     /// order, `null` for its unnamed claim. What each is for is its `intent` in `peers`.
-    #[serde(default)]
     pub claims: Vec<Option<String>>,
 }
 
 /// Two peers whose claims meet, as a listing reports them: one entry per pair of peers,
 /// however many of their claims meet. The top-level fields are one peer, `with` the other;
 /// in `paths` `theirs` is the top-level peer's path and `yours` the `with` peer's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedOverlap {
     /// One peer of the pair.
-    #[serde(flatten)]
     pub side: OverlapSide,
     /// Pairs of paths that meet, each once, whichever claims hold them: at most 8, the first
     /// by position in each peer's claims.
     pub paths: Vec<OverlapPath>,
     /// How many more pairs of paths meet than `paths` lists; absent when it lists them all.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: u32,
     /// The other peer of the pair: the one whose paths are `yours` in `paths`.
     pub with: OverlapSide,
@@ -411,31 +393,11 @@ pub enum SideKind {
 mod tests {
     use super::*;
     use crate::testing::assert_serde_words;
+    use serde_json::json;
 
     #[test]
     fn serde_writes_each_transport_as_as_str_says() {
         assert_serde_words(Transport::as_str);
-    }
-    use serde_json::json;
-
-    fn peer() -> Peer {
-        Peer {
-            id: PeerId::nth(1),
-            client: ClientInfo {
-                name: "codex".into(),
-                version: "1.0".into(),
-                title: None,
-            },
-            transport: Transport::Stdio,
-            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
-            last_seen_seconds_ago: 4,
-            attached: true,
-            left_seconds_ago: None,
-            claims: vec![],
-            announcement: None,
-            checkout: None,
-            waiting: None,
-        }
     }
 
     fn schema_of<T: JsonSchema>() -> serde_json::Value {
@@ -458,62 +420,6 @@ mod tests {
     }
 
     #[test]
-    fn absent_options_are_left_out() {
-        let v = serde_json::to_value(peer()).unwrap();
-        let object = v.as_object().unwrap();
-        assert!(!object.contains_key("announcement"));
-        assert!(!object.contains_key("checkout"));
-        assert!(!v["client"].as_object().unwrap().contains_key("title"));
-        assert_eq!(v["transport"], "stdio");
-    }
-
-    #[test]
-    fn announced_flattens_the_peer_in_json_and_schema() {
-        let answer = Announced {
-            peer: peer(),
-            overlaps: vec![],
-            released: vec!["docs".into()],
-        };
-        let v = serde_json::to_value(&answer).unwrap();
-        assert_eq!(v["id"], "p1");
-        assert_eq!(v["released"], json!(["docs"]));
-        let back: Announced = serde_json::from_value(v).unwrap();
-        assert_eq!(back, answer);
-
-        let schema = schema_of::<Announced>();
-        let properties = schema["properties"].as_object().unwrap();
-        for field in [
-            "id",
-            "client",
-            "transport",
-            "connected_at",
-            "last_seen_seconds_ago",
-            "attached",
-            "claims",
-            "announcement",
-            "checkout",
-            "overlaps",
-            "released",
-        ] {
-            assert!(properties.contains_key(field), "{field} missing");
-        }
-        assert!(!properties.contains_key("peer"));
-        assert_eq!(
-            required(&schema),
-            [
-                "attached",
-                "client",
-                "connected_at",
-                "id",
-                "last_seen_seconds_ago",
-                "overlaps",
-                "released",
-                "transport"
-            ]
-        );
-    }
-
-    #[test]
     fn announce_input_matches_the_seed_contract() {
         let schema = schema_of::<AnnounceInput>();
         assert_eq!(schema["additionalProperties"], false);
@@ -525,73 +431,13 @@ mod tests {
     }
 
     #[test]
-    fn peer_schema_requires_what_the_seed_requires() {
-        assert_eq!(
-            required(&schema_of::<Peer>()),
-            [
-                "attached",
-                "client",
-                "connected_at",
-                "id",
-                "last_seen_seconds_ago",
-                "transport"
-            ]
-        );
-        assert_eq!(
-            required(&schema_of::<Overlap>()),
-            ["attached", "intent", "paths", "peer"]
-        );
+    fn a_peer_checkout_schema_requires_what_the_seed_requires() {
         assert_eq!(
             required(&schema_of::<PeerCheckout>()),
             ["id", "this_checkout", "worktree"]
         );
     }
 
-    #[test]
-    fn a_listed_overlap_names_two_peers_and_their_claims() {
-        let listed = ListedOverlap {
-            side: OverlapSide {
-                peer: PeerId::nth(1),
-                attached: false,
-                left_seconds_ago: Some(240),
-                kind: SideKind::Claim,
-                checkout: None,
-                claims: vec![None, Some("parser".into())],
-            },
-            paths: vec![OverlapPath {
-                yours: "src/a".into(),
-                theirs: "src".into(),
-            }],
-            more_paths: 0,
-            with: OverlapSide {
-                peer: PeerId::nth(2),
-                attached: true,
-                left_seconds_ago: None,
-                kind: SideKind::Claim,
-                checkout: None,
-                claims: vec![Some("fix".into())],
-            },
-        };
-        let v = serde_json::to_value(&listed).unwrap();
-        assert_eq!(v["peer"], "p1");
-        assert_eq!(v["with"]["peer"], "p2");
-        assert_eq!(
-            (&v["kind"], &v["with"]["kind"]),
-            (&json!("claim"), &json!("claim"))
-        );
-        assert_eq!(v["left_seconds_ago"], 240);
-        assert!(v["with"].get("left_seconds_ago").is_none(), "{v}");
-        assert_eq!(v["claims"], json!([null, "parser"]));
-        assert!(
-            v.get("intent").is_none(),
-            "an intent is listed once, on its peer"
-        );
-        assert_eq!(v["paths"][0]["theirs"], "src");
-        assert_eq!(serde_json::from_value::<ListedOverlap>(v).unwrap(), listed);
-
-        let schema = schema_of::<ListedOverlap>();
-        assert_eq!(required(&schema), ["attached", "paths", "peer", "with"]);
-    }
     #[test]
     fn announce_input_schema_carries_the_limits() {
         let schema = schema_of::<AnnounceInput>();
@@ -611,14 +457,5 @@ mod tests {
         assert!(scope.contains("1,024 bytes and 64 components"), "{scope}");
         let claim = properties["claim"]["description"].as_str().unwrap();
         assert!(claim.contains(&format!("{} named claims", limits::NAMED_CLAIMS)));
-        let overlap = schema_of::<Overlap>();
-        let paths = overlap["properties"]["paths"]["description"]
-            .as_str()
-            .unwrap();
-        assert!(
-            paths.contains(&format!("at most {}", limits::OVERLAP_PATH_PAIRS)),
-            "{paths}"
-        );
-        assert!(!required(&overlap).contains(&"more_paths"));
     }
 }

@@ -10,7 +10,7 @@ use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::{AnnounceInput, Announced};
+use majordomus_domain::peers::AnnounceInput;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,7 @@ use majordomus_core::registry::{
 
 use super::answer::is_zero;
 use super::siblings::read_siblings;
+use super::wire;
 
 /// `peers.announce`.
 pub struct PeersAnnounce;
@@ -47,7 +48,7 @@ pub struct AnnounceAnswer {
     /// You, the claims that meet yours (at most 32, live peers' first) and the paths you
     /// stopped claiming.
     #[serde(flatten)]
-    pub announced: Announced,
+    pub announced: wire::Announced,
     /// How many more claims of other peers meet yours than `overlaps` lists; absent when it
     /// lists them all.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -153,7 +154,7 @@ impl Operation for PeersAnnounce {
             .saturating_sub(limits::OVERLAPS_LISTED);
         announced.overlaps.truncate(limits::OVERLAPS_LISTED);
         Ok(AnnounceAnswer {
-            announced,
+            announced: announced.into(),
             more_overlaps,
             change_overlaps: changes_meeting(&mine, &changes),
             complete: boards_unread.is_empty(),

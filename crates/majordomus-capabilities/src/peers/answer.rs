@@ -7,10 +7,11 @@ use majordomus_domain::changes::{ListedChangeOverlap, WorktreeChanges, change_ov
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::listing::{overlaps_among, silent};
-use majordomus_domain::peers::{ListedOverlap, Peer, PeerCheckout, PeerId};
+use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::wire;
 use crate::leases::ListedLease;
 use majordomus_federation::FederationStatus;
 
@@ -130,22 +131,38 @@ impl BoardView {
     }
 }
 
-/// One peer as a listing reports it: its board's record, whether a bridge carries its client,
-/// and an id that no other peer of the listing shares.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+/// One peer as a listing holds it: its board's record, which overlaps are found on, whether
+/// a bridge carries its client, and an id that no other peer of the listing shares. Written
+/// and read as [`wire::ListedPeer`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "wire::ListedPeer", from = "wire::ListedPeer")]
 pub struct ListedPeer {
     /// The peer as its board records it.
-    #[serde(flatten)]
     pub peer: Peer,
-    /// Whether its client reaches the server through a `majordomus mcp` bridge (another
-    /// process's, forwarding over HTTP) rather than being served by the process it started
-    /// or connecting over HTTP itself; `transport` says how the client reached majordomus.
-    #[serde(default)]
+    /// Whether its client reaches the server through a `majordomus mcp` bridge.
     pub bridged: bool,
-    /// Its id qualified by its checkout, `p1@<first 8 digits of the checkout id>`: every
-    /// board has its own `p1`, this is unique across the repository's boards.
-    #[serde(default)]
+    /// Its id qualified by its checkout, unique across the repository's boards.
     pub qualified_id: String,
+}
+
+impl From<ListedPeer> for wire::ListedPeer {
+    fn from(listed: ListedPeer) -> Self {
+        wire::ListedPeer {
+            peer: listed.peer.into(),
+            bridged: listed.bridged,
+            qualified_id: listed.qualified_id,
+        }
+    }
+}
+
+impl From<wire::ListedPeer> for ListedPeer {
+    fn from(listed: wire::ListedPeer) -> Self {
+        ListedPeer {
+            peer: listed.peer.into(),
+            bridged: listed.bridged,
+            qualified_id: listed.qualified_id,
+        }
+    }
 }
 
 impl ListedPeer {
@@ -236,12 +253,13 @@ pub struct PeerList {
     pub silent: usize,
     /// The peers, this checkout's board first and then the siblings in git's order, each
     /// stamped with its checkout (and a `qualified_id`) because every board has its own `p1`.
+    #[schemars(with = "Vec<wire::ListedPeer>")]
     pub peers: Vec<ListedPeer>,
     /// Every pair of peers whose claims meet, each pair once, across checkouts too, naming
     /// the claims of each side that meet (their intents are on the peers) and the first
     /// pairs of paths; pairs of live peers first, those with a departed side after; at most
     /// 32, the rest counted in `more_overlaps`. Empty is the ordinary case.
-    pub overlaps: Vec<ListedOverlap>,
+    pub overlaps: Vec<wire::ListedOverlap>,
     /// How many more pairs of peers meet than `overlaps` lists; absent when it lists them
     /// all.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -334,7 +352,11 @@ pub(crate) fn find_overlaps(listing: &mut PeerList) {
         .collect();
     let overlaps = overlaps_among(&peers);
     let change_overlaps = change_overlaps_among(&peers, &changes);
-    listing.overlaps = overlaps.listed;
+    listing.overlaps = overlaps
+        .listed
+        .into_iter()
+        .map(wire::ListedOverlap::from)
+        .collect();
     listing.more_overlaps = overlaps.more;
     listing.change_overlaps = change_overlaps.listed;
     listing.more_change_overlaps = change_overlaps.more;

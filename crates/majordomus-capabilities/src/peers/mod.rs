@@ -1,8 +1,8 @@
 //! `peers.list` and `peers.announce`: the board, repository-wide — every worktree's peers
 //! and their claims, what each worktree actually changed, and where any of them meet.
 //!
-//! One concept a file, each using only those listed before it: the answer's types
-//! ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
+//! One concept a file, each using only those listed before it: the peers as the answers
+//! write them ([`wire`]), the answer's types ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
 //! one worktree's changes ([`changes`]), the background reading of the whole repository
 //! ([`reading`]), a board's entry in a listing ([`boards`]), this board's listing kept
 //! encoded between calls ([`cache`]), the listing for people ([`render`]), `peers.list` and
@@ -20,6 +20,7 @@ mod list;
 mod reading;
 mod render;
 mod siblings;
+pub mod wire;
 
 pub use announce::{AnnounceAnswer, PeersAnnounce, UnreadBoard};
 pub use answer::{BoardView, ListedPeer, PeerList, PeerListInput};
