@@ -109,33 +109,6 @@ pub fn checkout(checkout: &majordomus_domain::peers::PeerCheckout) -> String {
     }
 }
 
-/// A predicted merge conflict, for people: both worktrees and the files, `and N more` for
-/// the files the answer only counts.
-pub fn conflict(conflict: &majordomus_domain::conflicts::PredictedConflict) -> String {
-    let side = |side: &majordomus_domain::conflicts::ConflictSide| match &side.branch {
-        Some(branch) => format!(
-            "{} (branch {})",
-            for_terminal(&side.worktree),
-            for_terminal(branch)
-        ),
-        None => for_terminal(&side.worktree).into_owned(),
-    };
-    let mut paths: Vec<String> = conflict
-        .paths
-        .iter()
-        .map(|path| for_terminal(path).into_owned())
-        .collect();
-    if conflict.more_paths > 0 {
-        paths.push(format!("and {} more", conflict.more_paths));
-    }
-    format!(
-        "{} and {} on {}",
-        side(&conflict.ours),
-        side(&conflict.theirs),
-        paths.join(", ")
-    )
-}
-
 /// What a worktree did to some paths, in words: `uncommitted changes` while any of it is
 /// not committed, `committed changes` otherwise, each path with the ways it was changed.
 ///

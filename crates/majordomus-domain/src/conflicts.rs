@@ -1,13 +1,11 @@
-//! The merge conflicts predicted between worktrees, in the words answers use: two
-//! worktrees whose work would conflict if merged now, and the short form of a whole
-//! prediction that a listing of the repository carries. How the prediction is made (snapshot
-//! commits, `git merge-tree`) is the app's business; these are only what it says.
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+//! The merge conflicts predicted between worktrees: two worktrees whose work would conflict
+//! if merged now, and the short form of a whole prediction that the repository's reading
+//! keeps and a listing of the repository carries. How the prediction is made (snapshot
+//! commits, `git merge-tree`) is the app's business; these are only what it says. The
+//! answers write them as types of their own.
 
 /// One side of a predicted conflict.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug)]
 pub struct ConflictSide {
     pub worktree: String,
     pub branch: Option<String>,
@@ -15,7 +13,7 @@ pub struct ConflictSide {
 }
 
 /// Two worktrees whose work would conflict if merged now.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug)]
 pub struct PredictedConflict {
     /// The worktree listed earlier.
     pub ours: ConflictSide,
@@ -24,7 +22,6 @@ pub struct PredictedConflict {
     /// The files that would conflict, in git's order.
     pub paths: Vec<String>,
     /// Conflicting files beyond those listed.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: usize,
 }
 
@@ -43,23 +40,18 @@ pub struct ConflictHunk {
 
 /// Untracked files of one worktree that a prediction left out, being too large to hash: a
 /// conflict on them is not predicted.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug)]
 pub struct NotHashed {
     /// The worktree they are in.
     pub worktree: String,
     /// The files, repository-relative.
     pub paths: Vec<String>,
     /// Files left out beyond those named.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: usize,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
 /// The merge conflicts `conflicts.predict` finds, in short.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug)]
 pub struct ConflictSummary {
     /// How many pairs of worktrees with changes were merged.
     pub pairs: usize,
@@ -69,19 +61,15 @@ pub struct ConflictSummary {
     pub conflicts: Vec<PredictedConflict>,
     /// How many more pairs of worktrees would conflict than `conflicts` lists; absent when
     /// it lists them all.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_conflicts: usize,
     /// Why the prediction is missing or partial (git too old, a worktree unreadable);
     /// absent when every pair was merged. `conflicts.predict` tells more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Untracked files too large to hash (over 1 MiB), left out of the prediction, for each
     /// worktree that has some: at most 8 named each, the rest counted. Absent in the ordinary
     /// case.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_hashed: Vec<NotHashed>,
     /// How many seconds ago the worktrees were read for this prediction: it is made in the
     /// background, at most about once a second, so a listing never waits for it long.
-    #[serde(default)]
     pub predicted_seconds_ago: u64,
 }

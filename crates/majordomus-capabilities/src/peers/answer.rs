@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::wire;
+use crate::conflicts;
 use crate::leases::ListedLease;
 use majordomus_federation::FederationStatus;
 
@@ -288,7 +289,7 @@ pub struct PeerList {
     /// The merge conflicts predicted between worktrees, in short, for a listing of the
     /// repository; absent for `checkouts: this`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conflicts: Option<ConflictSummary>,
+    pub conflicts: Option<conflicts::wire::ConflictSummary>,
     /// The repository's leases held now, for a listing of the repository: each holder and
     /// who waits, in turn; at most 32. Absent when none is held.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -329,7 +330,7 @@ pub(super) fn listing_of(
         change_overlaps: Vec::new(),
         more_change_overlaps: 0,
         complete: views.iter().all(|view| view.reason.is_none()),
-        conflicts,
+        conflicts: conflicts.map(conflicts::wire::ConflictSummary::from),
         peers,
         boards: views,
         federation: None,

@@ -47,7 +47,7 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
                 .saturating_sub(limits::OVERLAP_PATH_PAIRS);
             conflict.paths.truncate(limits::OVERLAP_PATH_PAIRS);
             conflict.more_paths += beyond;
-            conflict
+            conflict.into()
         })
         .collect();
     let not_hashed = prediction
@@ -185,7 +185,7 @@ async fn read_repository(site: Arc<Site>) -> RepositoryReading {
 mod tests {
     use super::*;
     use crate::conflicts::PredictedWorktree;
-    use majordomus_domain::conflicts::{ConflictSide, PredictedConflict};
+    use crate::conflicts::wire::{ConflictSide, PredictedConflict};
 
     fn side(name: &str) -> ConflictSide {
         ConflictSide {

@@ -166,7 +166,7 @@ pub(super) fn peer_list(output: &PeerList) -> String {
         for conflict in &conflicts.conflicts {
             text.push_str(&format!(
                 "\n  merge conflict predicted: {}",
-                render::conflict(conflict)
+                crate::conflicts::rendered(conflict)
             ));
         }
         if conflicts.more_conflicts > 0 {

@@ -1,5 +1,5 @@
 //! `conflicts.predict`: which worktrees would conflict, and on which files, if they were
-//! merged now — uncommitted work included.
+//! merged now — uncommitted work included. Its answer is written in the types of [`wire`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,15 +10,19 @@ use majordomus_domain::checkouts::Checkouts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use majordomus_domain::conflicts::{ConflictHunk, ConflictSide, PredictedConflict};
+use majordomus_domain::conflicts::ConflictHunk;
+use majordomus_domain::text::for_terminal;
 
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
     Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
-use majordomus_core::render;
 use majordomus_core::survey;
+
+pub mod wire;
+
+use wire::{ConflictSide, PredictedConflict};
 
 /// What to ask of `conflicts.predict`. It always covers every worktree of the repository:
 /// a conflict is between two of them.
@@ -121,7 +125,6 @@ impl Operation for ConflictsPredict {
     };
 
     fn render(output: &ConflictPrediction) -> String {
-        use majordomus_domain::text::for_terminal;
         let mut text = match &output.reason {
             Some(reason) if output.pairs == 0 => {
                 format!("no prediction: {}", for_terminal(reason))
@@ -137,7 +140,7 @@ impl Operation for ConflictsPredict {
             text.push_str(&format!("\n  partial: {}", for_terminal(reason)));
         }
         for conflict in &output.conflicts {
-            text.push_str(&format!("\n  conflict: {}", render::conflict(conflict)));
+            text.push_str(&format!("\n  conflict: {}", rendered(conflict)));
         }
         for worktree in output.worktrees.iter().filter(|w| !w.not_hashed.is_empty()) {
             text.push_str(&format!(
@@ -303,6 +306,33 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
         }
     }
     Predicted { answer, hunks }
+}
+
+/// A predicted merge conflict, for people: both worktrees and the files, `and N more` for
+/// the files the answer only counts.
+pub(crate) fn rendered(conflict: &PredictedConflict) -> String {
+    let side = |side: &ConflictSide| match &side.branch {
+        Some(branch) => format!(
+            "{} (branch {})",
+            for_terminal(&side.worktree),
+            for_terminal(branch)
+        ),
+        None => for_terminal(&side.worktree).into_owned(),
+    };
+    let mut paths: Vec<String> = conflict
+        .paths
+        .iter()
+        .map(|path| for_terminal(path).into_owned())
+        .collect();
+    if conflict.more_paths > 0 {
+        paths.push(format!("and {} more", conflict.more_paths));
+    }
+    format!(
+        "{} and {} on {}",
+        side(&conflict.ours),
+        side(&conflict.theirs),
+        paths.join(", ")
+    )
 }
 
 fn side(worktree: &PredictedWorktree) -> ConflictSide {
