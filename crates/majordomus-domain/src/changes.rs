@@ -4,7 +4,8 @@
 //!
 //! An agent that never announces still leaves changes, so a claim is checked against the
 //! other worktrees' changes too. A worktree's own changes never meet its own peers' claims:
-//! they are that worktree's own work.
+//! they are that worktree's own work. The answers write these as types of their own; only
+//! the ways a path was changed ([`ChangeKind`]) are written as they are here.
 //!
 //! ```
 //! use majordomus_domain::changes::{ChangeKind, ChangedPath, WorktreeChanges, changes_meeting};
@@ -77,7 +78,7 @@ impl ChangeKind {
 }
 
 /// One path a worktree changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangedPath {
     /// Repository-relative, as git writes it.
     pub path: String,
@@ -95,21 +96,18 @@ impl ChangedPath {
 }
 
 /// What a worktree changed, as its board carries it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorktreeChanges {
     /// Changed paths in path order, at most 2,000.
     pub paths: Vec<ChangedPath>,
     /// How many more paths are changed than `paths` lists; absent when it lists them all.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_paths: usize,
     /// Why the changes could not be read (git failed, or the worktree is gone); absent
     /// when they were.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// How many seconds ago git read them, for a worktree without a server, whose changes
     /// are read in the background at most about once a second; absent when its own server
     /// (or the answering one) read them for this answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_seconds_ago: Option<u64>,
 }
 
@@ -143,16 +141,8 @@ impl WorktreeChanges {
     }
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-fn is_zero_u32(n: &u32) -> bool {
-    *n == 0
-}
-
 /// One pair of paths where a claim or a change meets a worktree's change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeOverlapPath {
     /// Your path: the claimed path as you wrote it, or, in a listing, the `with` side's path.
     pub yours: String,
@@ -161,13 +151,12 @@ pub struct ChangeOverlapPath {
     /// How that worktree changed `theirs`.
     pub kinds: Vec<ChangeKind>,
     /// How `yours` was changed, when the `with` side is itself a worktree's changes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub your_kinds: Vec<ChangeKind>,
 }
 
 /// A worktree's changes on ground you claimed: "you claim `src/parser`; worktree `beta`
 /// (branch `feature/beta`) has uncommitted changes to `src/parser/lexer.rs`".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeOverlap {
     /// What this side is: always `change`, a worktree's changes as git knows them.
     pub kind: SideKind,
@@ -176,32 +165,26 @@ pub struct ChangeOverlap {
     /// Pairs of paths that meet: at most 8, the first by position in each list.
     pub paths: Vec<ChangeOverlapPath>,
     /// How many more pairs meet than `paths` lists; absent when it lists them all.
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub more_paths: u32,
 }
 
 /// The other side of a listed overlap with a worktree's changes: a peer's claim, or another
 /// worktree's changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeOverlapSide {
     /// `claim` (a peer's claim) or `change` (another worktree's changes).
     pub kind: SideKind,
     /// The checkout the claiming peer is attached to, or the worktree that changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkout: Option<PeerCheckout>,
     /// The peer, for a claim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerId>,
     /// Whether the peer is still attached, for a claim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attached: Option<bool>,
     /// For a claim of a departed peer, seconds since it left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_seconds_ago: Option<u64>,
     /// For a claim: the names of the peer's claims that meet the changes, in the peer's
     /// claim order, `null` for its unnamed claim. What each is for is its `intent` in
     /// `peers`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<Option<String>>,
 }
 
@@ -209,10 +192,9 @@ pub struct ChangeOverlapSide {
 /// worktree's changes, as a listing reports it — one entry per worktree and peer, or per
 /// pair of worktrees: the top-level fields name the worktree
 /// whose changes are `theirs` in `paths`, and `with` the side whose paths are `yours`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedChangeOverlap {
     /// The changes of one worktree.
-    #[serde(flatten)]
     pub overlap: ChangeOverlap,
     /// The claim or the changes they meet.
     pub with: ChangeOverlapSide,
@@ -546,14 +528,9 @@ mod tests {
                 ("./src/parser/", "src/parser/staged.rs", vec![Staged]),
             ]
         );
-        let json = serde_json::to_value(&met[0]).unwrap();
-        assert_eq!(json["kind"], "change");
-        assert_eq!(
-            json["paths"][0]["kinds"],
-            serde_json::json!(["committed", "unstaged"])
-        );
-        assert!(json["paths"][0].get("your_kinds").is_none(), "{json}");
-        assert!(json.get("more_paths").is_none(), "{json}");
+        assert_eq!(met[0].kind, SideKind::Change);
+        assert!(met[0].paths[0].your_kinds.is_empty());
+        assert_eq!(met[0].more_paths, 0);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::board::{CheckedAnnouncement, Recorded};
-use majordomus_domain::changes::{ChangeOverlap, changes_meeting};
+use majordomus_domain::changes::changes_meeting;
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
 use majordomus_domain::paths::ClaimPath;
@@ -23,7 +23,7 @@ use majordomus_core::registry::{
 
 use super::answer::is_zero;
 use super::siblings::read_siblings;
-use super::wire;
+use super::{wire, wire_changes};
 
 /// `peers.announce`.
 pub struct PeersAnnounce;
@@ -57,7 +57,7 @@ pub struct AnnounceAnswer {
     /// unstaged, untracked), that meet the claim just made: work already done there,
     /// announced or not. Your own worktree's changes are your own work and never listed.
     /// Empty is the ordinary case.
-    pub change_overlaps: Vec<ChangeOverlap>,
+    pub change_overlaps: Vec<wire_changes::ChangeOverlap>,
     /// The other worktrees whose boards could not be read within the probe timeout, and
     /// why: their claims are missing from `overlaps`. Empty is the ordinary case.
     pub boards_unread: Vec<UnreadBoard>,
@@ -135,7 +135,7 @@ impl Operation for PeersAnnounce {
                 });
             }
             if let Some(worktree_changes) = view.changes.clone() {
-                changes.push((view.stamp(), worktree_changes));
+                changes.push((view.stamp(), worktree_changes.into()));
             }
             peers.extend(board_peers.into_iter().map(|listed| listed.peer));
         }
@@ -156,7 +156,10 @@ impl Operation for PeersAnnounce {
         Ok(AnnounceAnswer {
             announced: announced.into(),
             more_overlaps,
-            change_overlaps: changes_meeting(&mine, &changes),
+            change_overlaps: changes_meeting(&mine, &changes)
+                .into_iter()
+                .map(wire_changes::ChangeOverlap::from)
+                .collect(),
             complete: boards_unread.is_empty(),
             boards_unread,
         })

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use majordomus_domain::changes::{ListedChangeOverlap, WorktreeChanges, change_overlaps_among};
+use majordomus_domain::changes::{WorktreeChanges, change_overlaps_among};
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::listing::{overlaps_among, silent};
@@ -11,7 +11,7 @@ use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::wire;
+use super::{wire, wire_changes};
 use crate::conflicts;
 use crate::leases::ListedLease;
 use majordomus_federation::FederationStatus;
@@ -78,7 +78,7 @@ pub struct BoardView {
     /// anybody announced it. Read by the worktree's own server when it answers, else here.
     /// Absent for a checkout outside git.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changes: Option<WorktreeChanges>,
+    pub changes: Option<wire_changes::WorktreeChanges>,
     /// The machine the checkout is on, in a listing across machines (`checkouts:
     /// everywhere`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,7 +282,7 @@ pub struct PeerList {
     /// `more_change_overlaps`. A worktree's changes never meet the claims of its own peers:
     /// they are that worktree's own work. Empty is the ordinary case.
     #[serde(default)]
-    pub change_overlaps: Vec<ListedChangeOverlap>,
+    pub change_overlaps: Vec<wire_changes::ListedChangeOverlap>,
     /// How many more entries `change_overlaps` would have; absent when it lists them all.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub more_change_overlaps: usize,
@@ -349,7 +349,7 @@ pub(crate) fn find_overlaps(listing: &mut PeerList) {
     let changes: Vec<(PeerCheckout, WorktreeChanges)> = listing
         .boards
         .iter()
-        .filter_map(|view| Some((view.stamp(), view.changes.clone()?)))
+        .filter_map(|view| Some((view.stamp(), view.changes.clone()?.into())))
         .collect();
     let overlaps = overlaps_among(&peers);
     let change_overlaps = change_overlaps_among(&peers, &changes);
@@ -359,7 +359,11 @@ pub(crate) fn find_overlaps(listing: &mut PeerList) {
         .map(wire::ListedOverlap::from)
         .collect();
     listing.more_overlaps = overlaps.more;
-    listing.change_overlaps = change_overlaps.listed;
+    listing.change_overlaps = change_overlaps
+        .listed
+        .into_iter()
+        .map(wire_changes::ListedChangeOverlap::from)
+        .collect();
     listing.more_change_overlaps = change_overlaps.more;
     listing.peers = peers
         .into_iter()

@@ -62,7 +62,7 @@ pub(super) fn listed_board(
         url,
         attached: peers.iter().filter(|listed| listed.peer.attached).count(),
         reason,
-        changes,
+        changes: changes.map(Into::into),
         machine: None,
         age_seconds: None,
         age_ms: None,

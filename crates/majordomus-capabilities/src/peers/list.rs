@@ -175,7 +175,7 @@ async fn gather(
     let (mut boards, reading) = tokio::join!(boards, reading);
     for (view, _) in &mut boards {
         if whole_repository && view.changes.is_none() {
-            view.changes = Some(changes_read(reading.as_deref(), view));
+            view.changes = Some(changes_read(reading.as_deref(), view).into());
         }
     }
     let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
@@ -259,7 +259,12 @@ impl<'a> Board<'a> {
                 };
                 match ask::<PeersList>(found, site, &this, site.probe_timeout()).await {
                     Ok(answer) => BoardPeers {
-                        changes: answer.boards.into_iter().next().and_then(|b| b.changes),
+                        changes: answer
+                            .boards
+                            .into_iter()
+                            .next()
+                            .and_then(|b| b.changes)
+                            .map(Into::into),
                         peers: answer.peers,
                         reason: None,
                     },

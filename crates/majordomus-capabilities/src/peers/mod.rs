@@ -2,7 +2,8 @@
 //! and their claims, what each worktree actually changed, and where any of them meet.
 //!
 //! One concept a file, each using only those listed before it: the peers as the answers
-//! write them ([`wire`]), the answer's types ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
+//! write them ([`wire`]), the worktrees' changes as the answers write them
+//! ([`wire_changes`]), the answer's types ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
 //! one worktree's changes ([`changes`]), the background reading of the whole repository
 //! ([`reading`]), a board's entry in a listing ([`boards`]), this board's listing kept
 //! encoded between calls ([`cache`]), the listing for people ([`render`]), `peers.list` and
@@ -21,6 +22,7 @@ mod reading;
 mod render;
 mod siblings;
 pub mod wire;
+pub mod wire_changes;
 
 pub use announce::{AnnounceAnswer, PeersAnnounce, UnreadBoard};
 pub use answer::{BoardView, ListedPeer, PeerList, PeerListInput};

@@ -1,6 +1,6 @@
 //! `peers.list` for people: the table the command line prints.
 
-use majordomus_domain::changes::{ChangeKind, ListedChangeOverlap, WorktreeChanges};
+use majordomus_domain::changes::ChangeKind;
 use majordomus_domain::peers::SideKind;
 use majordomus_domain::peers::{Peer, PeerCheckout, PeerId, WaitReason};
 use majordomus_domain::text::for_terminal;
@@ -9,6 +9,7 @@ use crate::leases::lease_line;
 use majordomus_core::render;
 
 use super::answer::PeerList;
+use super::wire_changes::{ListedChangeOverlap, WorktreeChanges};
 
 /// Why `peer` waits for the person, and since when, on one line escaped for the terminal;
 /// `None` while it works.
@@ -154,7 +155,8 @@ pub(super) fn peer_list(output: &PeerList) -> String {
         ));
     }
     for board in &output.boards {
-        if let Some(changes) = board.changes.as_ref().filter(|c| !c.is_empty()) {
+        let changed = board.changes.as_ref();
+        if let Some(changes) = changed.filter(|c| !c.paths.is_empty() || c.more_paths > 0) {
             text.push_str(&format!(
                 "\n  changed in {}: {}",
                 render::checkout(&board.stamp()),
@@ -361,7 +363,7 @@ fn changed_paths_line(changes: &WorktreeChanges) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use majordomus_domain::changes::ChangeOverlap;
+    use crate::peers::wire_changes::{ChangeOverlap, ChangeOverlapPath, ChangeOverlapSide};
 
     #[test]
     fn people_read_a_change_overlap_as_a_sentence() {
@@ -383,7 +385,7 @@ mod tests {
             overlap: ChangeOverlap {
                 kind: SideKind::Change,
                 checkout: beta,
-                paths: vec![majordomus_domain::changes::ChangeOverlapPath {
+                paths: vec![ChangeOverlapPath {
                     yours: "src/parser".into(),
                     theirs: "src/parser/lexer.rs".into(),
                     kinds: vec![ChangeKind::Unstaged],
@@ -391,7 +393,7 @@ mod tests {
                 }],
                 more_paths: 0,
             },
-            with: majordomus_domain::changes::ChangeOverlapSide {
+            with: ChangeOverlapSide {
                 kind: SideKind::Claim,
                 checkout: Some(alpha),
                 peer: Some(PeerId::nth(1)),

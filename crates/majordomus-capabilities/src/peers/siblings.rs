@@ -81,7 +81,7 @@ pub(super) async fn read_siblings(
         if view.changes.is_none()
             && let Some(reading) = &reading
         {
-            view.changes = reading.changes.get(&view.worktree).cloned();
+            view.changes = reading.changes.get(&view.worktree).cloned().map(Into::into);
         }
     }
     (here, boards)

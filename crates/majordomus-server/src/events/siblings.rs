@@ -128,7 +128,7 @@ impl Siblings {
                 .into_iter()
                 .next()
                 .and_then(|board| board.changes)
-                .map(Arc::new),
+                .map(|changes| Arc::new(changes.into())),
             peers: Arc::new(
                 answer
                     .peers
