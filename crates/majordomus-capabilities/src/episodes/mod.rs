@@ -1,11 +1,8 @@
 //! `episodes.list`, `episodes.attach`, `episodes.detach`: a client's piece of work, named by
 //! the client's own durable id, kept across reconnects and recorded by the repository's
-//! episode driver.
+//! episode driver. The answers are written in the types of [`wire`].
 
-use majordomus_domain::episodes::{
-    AttachInput, Attached, ConnectionEpisode, ConnectionEpisodeState, DetachInput, EpisodeList,
-    validate_external_id,
-};
+use majordomus_domain::episodes::{AttachInput, DetachInput, validate_external_id};
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,6 +14,10 @@ use majordomus_core::episodes::event::CloseReason;
 use majordomus_core::registry::{
     Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability, unreached,
 };
+
+pub mod wire;
+
+use wire::{Attached, ConnectionEpisode, ConnectionEpisodeState, EpisodeList};
 
 /// What to ask of `episodes.list`: nothing.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -185,7 +186,10 @@ impl Operation for EpisodesAttach {
         validate_external_id(&input.external_id)
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (server, caller) = ctx.session().ok_or_else(|| unreached(&Self::DECLARATION))?;
-        Ok(server.attach_episode(caller, &input.external_id).await)
+        Ok(server
+            .attach_episode(caller, &input.external_id)
+            .await
+            .into())
     }
 
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {
@@ -274,7 +278,7 @@ impl Operation for EpisodesDetach {
         })?;
         Ok(Detached {
             external_id,
-            episode,
+            episode: episode.into(),
             reason: CloseReason::Detach,
         })
     }
@@ -288,7 +292,7 @@ impl<'a> Board<'a> {
     /// The episodes the board's server holds in memory; `mine` is the caller's.
     pub(super) async fn episodes(&self, ctx: &Context) -> Result<EpisodeList, Unasked> {
         match self {
-            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller())),
+            Board::Local { port, .. } => Ok(port.list_episodes(ctx.caller()).into()),
             Board::Remote(found) | Board::Viewed { found, .. } => {
                 let site = &ctx.site;
                 ask::<EpisodesList>(found, site, &EpisodeListInput {}, site.probe_timeout()).await
