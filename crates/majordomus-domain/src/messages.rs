@@ -17,6 +17,9 @@
 //! counted), the messages waiting for one recipient ([`MESSAGES_QUEUED_PER_RECIPIENT`], the
 //! oldest waiting dropped and told to the recipient as a count), the recipients of one
 //! message and the claims one handoff names. No I/O, no clock: every instant is a parameter.
+//!
+//! The mailbox's file and the federation's key are written in these types; the answers of
+//! `messages.send` and `messages.list` in types of their own.
 
 use std::collections::VecDeque;
 
@@ -31,7 +34,7 @@ use crate::limits::{
 
 /// A session as a message names it: by its qualified id and when it connected, so a later
 /// session that happens to get the same id on a restarted server is not taken for it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Party {
     /// `p1@<first 8 digits of the checkout id>`, as the session's own server names it
     /// (another machine's listing names it `p1@<machine>`); `command-line` for a message sent
@@ -39,7 +42,6 @@ pub struct Party {
     pub qualified_id: String,
     /// When the session attached, RFC 3339, as its board says.
     #[serde(default, with = "stamp_or_blank")]
-    #[schemars(with = "String")]
     pub connected_at: Option<Stamp>,
     /// Who it is, as people read it (`p3 claude-code in feature`).
     pub label: String,
@@ -76,7 +78,7 @@ impl Party {
 }
 
 /// Where a message stands for one recipient.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReceiptState {
     /// Waiting for the recipient's next hook event or majordomus tool answer.
@@ -106,7 +108,7 @@ pub struct Hand {
 }
 
 /// One recipient's receipt of a message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
     pub to: Party,
     pub state: ReceiptState,
@@ -129,7 +131,6 @@ pub struct Receipt {
     /// While queued: the hook it was handed to, waiting for that hook's confirmation. Kept
     /// with the mailbox, never shown in a listing (its token is the hook's alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(skip)]
     pub handed: Option<Hand>,
 }
 
@@ -170,13 +171,14 @@ fn is_zero(n: &u64) -> bool {
 /// A party's `connected_at` as answers and mailbox files write it: the session's stamp, or
 /// an empty string for a message sent without a session (`command-line`), which no board
 /// attached.
-mod stamp_or_blank {
+pub mod stamp_or_blank {
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use crate::ids::Stamp;
 
-    pub(super) fn serialize<S: Serializer>(
+    /// Writes the stamp, or an empty string for none.
+    pub fn serialize<S: Serializer>(
         stamp: &Option<Stamp>,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
@@ -186,7 +188,9 @@ mod stamp_or_blank {
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+    /// Reads a stamp, or none from an empty string; anything else that is no stamp is
+    /// refused.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<Stamp>, D::Error> {
         let text = String::deserialize(deserializer)?;
@@ -207,7 +211,7 @@ pub struct HandedClaim {
 }
 
 /// Where a handoff stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HandoffState {
     /// The sender keeps the claims until the recipient accepts.
@@ -221,7 +225,7 @@ pub enum HandoffState {
 }
 
 /// Claims a message offers to its one recipient.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     pub claims: Vec<HandedClaim>,
     pub state: HandoffState,
@@ -234,7 +238,7 @@ pub struct Handoff {
 }
 
 /// One message, with a receipt per recipient.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// Its number in the repository's mailbox; replies name it.
     pub id: u64,

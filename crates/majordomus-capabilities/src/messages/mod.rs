@@ -14,12 +14,13 @@
 
 mod delivery;
 mod parties;
+pub mod wire;
 
 use std::time::{Duration, SystemTime};
 
 use majordomus_domain::leases::millis;
 use majordomus_domain::limits::{HANDOFF_CLAIMS, MESSAGE_TEXT_CHARS};
-use majordomus_domain::messages::{Message, MessageError, Outgoing, Party, ReceiptState};
+use majordomus_domain::messages::{HandoffState, MessageError, Outgoing, ReceiptState};
 use majordomus_domain::text::{self, Field, for_terminal};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -107,7 +108,7 @@ pub struct Sent {
     /// The message's id: replies name it.
     pub id: u64,
     /// Each recipient, queued until its next hook event or majordomus tool answer.
-    pub to: Vec<Party>,
+    pub to: Vec<wire::Party>,
     /// With `accept`: the claims that are yours now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted: Vec<String>,
@@ -247,7 +248,7 @@ impl Operation for MessagesSend {
         }
         Ok(Sent {
             id,
-            to: recipients,
+            to: recipients.into_iter().map(wire::Party::from).collect(),
             accepted,
         })
     }
@@ -287,7 +288,7 @@ pub struct MessageList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// Sent and received, oldest first, each with a receipt per recipient.
-    pub messages: Vec<Message>,
+    pub messages: Vec<wire::Message>,
     /// Older messages no longer kept.
     pub dropped: u64,
 }
@@ -349,15 +350,7 @@ impl Operation for MessagesList {
                         || m.receipts.iter().any(|r| r.to.qualified_id == who)
                 })
             })
-            .map(|message| {
-                let mut message = message.clone();
-                // A hand's token is the hook's alone: with it, anyone could mark the message
-                // delivered.
-                for receipt in &mut message.receipts {
-                    receipt.handed = None;
-                }
-                message
-            })
+            .map(|message| wire::Message::from(message.clone()))
             .collect();
         Ok(MessageList {
             session: who,
@@ -398,10 +391,11 @@ fn render_list(list: &MessageList) -> String {
             for_terminal(&message.text)
         ));
         for receipt in &message.receipts {
-            let how = match receipt.state {
+            let state = ReceiptState::from(receipt.state);
+            let how = match state {
                 ReceiptState::Delivered | ReceiptState::Answered => format!(
                     "{} through {}{}",
-                    receipt.state.word(),
+                    state.word(),
                     for_terminal(receipt.through.as_deref().unwrap_or("?")),
                     receipt
                         .reply
@@ -421,7 +415,7 @@ fn render_list(list: &MessageList) -> String {
             out.push_str(&format!(
                 "  handoff of {}: {}\n",
                 for_terminal(&names.join(", ")),
-                handoff.state.word()
+                HandoffState::from(handoff.state).word()
             ));
         }
     }
