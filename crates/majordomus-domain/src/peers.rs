@@ -2,8 +2,8 @@
 //!
 //! The answers of `peers.announce` and `peers.list` write peers, claims and overlaps as types
 //! of their own, converted from these. The doc comments of the types a schema still names
-//! (a peer's id and checkout, a waiting mark, the input of an announce) are the descriptions
-//! clients read there.
+//! (a peer's id and checkout, why a session waits, the input of an announce) are the
+//! descriptions clients read there.
 //!
 //! ```
 //! use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId};
@@ -218,7 +218,7 @@ impl WaitReason {
 }
 
 /// The live session that holds what a blocked session meant to change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaitHolder {
     /// Its id on its checkout's board.
     pub peer: PeerId,
@@ -245,7 +245,7 @@ impl WaitHolder {
 }
 
 /// A session waiting for the person: why, since when, and what its client said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Waiting {
     /// Why it waits.
     pub reason: WaitReason,

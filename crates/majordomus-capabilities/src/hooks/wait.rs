@@ -4,7 +4,7 @@
 //! until the session moves on: its next prompt, tool call or announce clears the mark.
 
 use majordomus_checkout::ancestry::{self, ProcessStamp};
-use majordomus_domain::peers::{PeerId, WaitHolder, WaitReason, Waiting};
+use majordomus_domain::peers::{PeerId, WaitHolder, WaitReason};
 use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,7 @@ pub struct Waited {
     pub peer: PeerId,
     /// The mark as the board shows it; absent when the peer is no longer attached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<Waiting>,
+    pub waiting: Option<crate::peers::wire::Waiting>,
 }
 
 /// `hooks.wait`.
@@ -173,7 +173,10 @@ impl Operation for HooksWait {
             input.message.as_deref(),
             input.holder.map(WaitHolder::from),
         );
-        Ok(Waited { peer, waiting })
+        Ok(Waited {
+            peer,
+            waiting: waiting.map(Into::into),
+        })
     }
 
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {

@@ -1,9 +1,9 @@
-//! The peers of `peers.list` and `peers.announce` as their answers write them: types of the
-//! answers' own, converted from the board's when an answer is made and back into them when a
-//! sibling's listing is read. Clients, scripts and other servers read these answers, so they
-//! change only when this file does, never because a type of the board did; their doc
-//! comments are the descriptions the schemas carry. The wire contract test pins what these
-//! types write.
+//! The peers of `peers.list` and `peers.announce` as their answers write them, and the
+//! waiting mark `hooks.wait` answers with: types of the answers' own, converted from the
+//! board's when an answer is made and back into them when a sibling's listing is read.
+//! Clients, scripts and other servers read these answers, so they change only when this file
+//! does, never because a type of the board did; their doc comments are the descriptions the
+//! schemas carry. The wire contract test pins what these types write.
 //!
 //! The peer's id, its checkout and the kind of an overlap's side are the board's own types
 //! still: the changes an answer lists name them too.
