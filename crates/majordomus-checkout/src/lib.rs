@@ -5,8 +5,9 @@
 //! `majordomus.toml` and the user's own configuration ([`config`]), what the person allowed
 //! a repository to suggest ([`allowances`]), what each worktree changed ([`changes`]) and the
 //! merge conflicts between them ([`conflicts`]) with the private object directories their git
-//! objects go to ([`scratch`]), where a claimed path leads on disk ([`resolve`]), and a
-//! notice on the person's desktop ([`desktop`]).
+//! objects go to ([`scratch`]), where a claimed path leads on disk ([`resolve`]), a
+//! notice on the person's desktop ([`desktop`]), and the text every wire and file above the
+//! domain writes an instant as ([`stamp_text`]).
 //!
 //! The crate is synchronous and speaks no HTTP: the app probes servers and drives the
 //! election loop; this crate supplies the building blocks and the pure decisions.
@@ -27,6 +28,7 @@ pub mod process;
 pub mod resolve;
 pub mod scratch;
 pub mod shared_file;
+pub mod stamp_text;
 pub mod standing;
 
 pub use config::{CONFIG_FILE, ChangesConfig, Config, ConfigError, EpisodesConfig, Timings};

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use majordomus_checkout::config::{FEDERATION_NAME_CHARS, FEDERATION_TTL_SECS};
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::ids::{Stamp, identity_digest};
 use majordomus_domain::limits;
@@ -55,7 +56,7 @@ pub struct BoardDocument {
     /// How many seconds the board is to be believed unless it is published again.
     pub ttl_secs: u64,
     /// When it was published, RFC 3339 in UTC.
-    pub published_at: Stamp,
+    pub published_at: StampText,
     /// The board's peers, as `peers.list` with `checkouts: this` answers them.
     pub peers: Vec<PublishedPeer>,
     /// Peers left out to keep the document within [`BOARD_BYTES`] and [`BOARD_PEERS`].
@@ -162,7 +163,7 @@ impl BoardDocument {
             checkout,
             standing,
             ttl_secs,
-            published_at: Stamp::at(now),
+            published_at: Stamp::at(now).into(),
             peers: peers.into_iter().map(PublishedPeer::from).collect(),
             omitted_peers: 0,
         };

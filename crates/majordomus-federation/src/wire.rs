@@ -4,7 +4,7 @@
 //! other's documents, so the document changes only when this file does, never because a
 //! type of the board did. The wire contract test pins what these types write.
 
-use majordomus_domain::ids::Stamp;
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::peers::{
     Announcement, ClientInfo, Peer, PeerCheckout, PeerId, Transport, WaitHolder, WaitReason,
     Waiting,
@@ -17,7 +17,7 @@ pub struct PublishedPeer {
     id: String,
     client: PublishedClient,
     transport: PublishedTransport,
-    connected_at: Stamp,
+    connected_at: StampText,
     last_seen_seconds_ago: u64,
     attached: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,7 +53,7 @@ struct PublishedClaim {
     name: Option<String>,
     intent: String,
     scope: Vec<String>,
-    at: Stamp,
+    at: StampText,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     resolved: Vec<String>,
 }
@@ -72,7 +72,7 @@ struct PublishedPeerCheckout {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct PublishedWaiting {
     reason: PublishedWaitReason,
-    since: Stamp,
+    since: StampText,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,7 +109,7 @@ impl From<Peer> for PublishedPeer {
                 Transport::Stdio => PublishedTransport::Stdio,
                 Transport::Http => PublishedTransport::Http,
             },
-            connected_at: peer.connected_at,
+            connected_at: peer.connected_at.into(),
             last_seen_seconds_ago: peer.last_seen_seconds_ago,
             attached: peer.attached,
             left_seconds_ago: peer.left_seconds_ago,
@@ -129,7 +129,7 @@ impl From<Peer> for PublishedPeer {
                     WaitReason::Finished => PublishedWaitReason::Finished,
                     WaitReason::Blocked => PublishedWaitReason::Blocked,
                 },
-                since: waiting.since,
+                since: waiting.since.into(),
                 message: waiting.message,
                 holder: waiting.holder.map(|holder| PublishedWaitHolder {
                     peer: holder.peer.0,
@@ -155,7 +155,7 @@ impl From<PublishedPeer> for Peer {
                 PublishedTransport::Stdio => Transport::Stdio,
                 PublishedTransport::Http => Transport::Http,
             },
-            connected_at: peer.connected_at,
+            connected_at: peer.connected_at.into(),
             last_seen_seconds_ago: peer.last_seen_seconds_ago,
             attached: peer.attached,
             left_seconds_ago: peer.left_seconds_ago,
@@ -175,7 +175,7 @@ impl From<PublishedPeer> for Peer {
                     PublishedWaitReason::Finished => WaitReason::Finished,
                     PublishedWaitReason::Blocked => WaitReason::Blocked,
                 },
-                since: waiting.since,
+                since: waiting.since.into(),
                 message: waiting.message,
                 holder: waiting.holder.map(|holder| WaitHolder {
                     peer: PeerId(holder.peer),
@@ -193,7 +193,7 @@ impl From<Announcement> for PublishedClaim {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }
@@ -205,7 +205,7 @@ impl From<PublishedClaim> for Announcement {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }
@@ -214,6 +214,7 @@ impl From<PublishedClaim> for Announcement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::ids::Stamp;
 
     /// Every field a peer can have, each set: what a reader gets back is what was published.
     #[test]

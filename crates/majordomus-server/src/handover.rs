@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use majordomus_checkout::lease::read_beside;
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::board::{DEPARTED_CAP, HandedOver};
-use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::{Announcement, ClientInfo, PeerId, Transport};
 use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,7 @@ struct Document {
 struct Record {
     client: ClientInfo,
     transport: Transport,
-    connected_at: Stamp,
+    connected_at: StampText,
     /// When it left, in milliseconds since 1970; absent for a peer attached when written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     left_at_ms: Option<u64>,
@@ -138,7 +138,7 @@ pub(crate) fn restore(state: &ServerState) {
             let handed = HandedOver {
                 client: record.client,
                 transport: record.transport,
-                connected_at: record.connected_at,
+                connected_at: record.connected_at.into(),
                 left_at: record
                     .left_at_ms
                     .map(|ms| (UNIX_EPOCH + Duration::from_millis(ms)).min(now)),
@@ -295,7 +295,7 @@ fn snapshot(state: &ServerState) -> Vec<Record> {
                     .or_else(|| attached.then(|| episodes.held_by(&id)).flatten()),
                 client: peer.client,
                 transport: peer.transport,
-                connected_at: peer.connected_at,
+                connected_at: peer.connected_at.into(),
                 left_at_ms: peer.left_at.map(unix_ms),
                 claims: peer.claims,
             }

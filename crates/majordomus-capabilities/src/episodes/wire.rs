@@ -3,8 +3,8 @@
 //! when this file does, never because a type of the domain did. Their doc comments are the
 //! descriptions the schemas carry; the wire contract test pins what they write.
 
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::episodes as domain;
-use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::PeerId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,7 @@ pub struct ConnectionEpisode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerId>,
     /// When it was first opened, RFC 3339 in UTC; a resume does not change it.
-    pub opened_at: Stamp,
+    pub opened_at: StampText,
     /// Seconds since its client last spoke, through any connection.
     pub last_activity_seconds_ago: u64,
     /// How many times a connection has taken it up, the first attach included.
@@ -87,7 +87,7 @@ impl From<domain::ConnectionEpisode> for ConnectionEpisode {
             external_id: episode.external_id,
             provider: episode.provider,
             peer: episode.peer,
-            opened_at: episode.opened_at,
+            opened_at: episode.opened_at.into(),
             last_activity_seconds_ago: episode.last_activity_seconds_ago,
             attachments: episode.attachments,
             state: episode.state.into(),

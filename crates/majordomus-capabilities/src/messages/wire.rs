@@ -4,7 +4,7 @@
 //! has no place here: its token is the hook's alone. Their doc comments are the descriptions
 //! the schemas carry; the wire contract test pins what they write.
 
-use majordomus_domain::ids::Stamp;
+use majordomus_checkout::stamp_text::{self, StampText};
 use majordomus_domain::messages as domain;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,9 +18,9 @@ pub struct Party {
     /// without a session.
     pub qualified_id: String,
     /// When the session attached, RFC 3339, as its board says.
-    #[serde(default, with = "domain::stamp_or_blank")]
+    #[serde(default, with = "stamp_text::or_blank")]
     #[schemars(with = "String")]
-    pub connected_at: Option<Stamp>,
+    pub connected_at: Option<StampText>,
     /// Who it is, as people read it (`p3 claude-code in feature`).
     pub label: String,
     /// The id of the checkout whose board holds it.
@@ -131,7 +131,7 @@ impl From<domain::Party> for Party {
     fn from(party: domain::Party) -> Self {
         Party {
             qualified_id: party.qualified_id,
-            connected_at: party.connected_at,
+            connected_at: party.connected_at.map(StampText::from),
             label: party.label,
             checkout: party.checkout,
             machine: party.machine,
@@ -236,6 +236,7 @@ impl From<domain::Message> for Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::ids::Stamp;
 
     #[test]
     fn a_listed_message_never_carries_a_hooks_token() {

@@ -8,7 +8,7 @@
 //! The peer's id, its checkout and the kind of an overlap's side are the board's own types
 //! still: the changes an answer lists name them too.
 
-use majordomus_domain::ids::Stamp;
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::peers::{self as board, PeerCheckout, PeerId, SideKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,7 +49,7 @@ pub struct Announcement {
     /// to others, not a lock: nothing enforces it.
     pub scope: Vec<String>,
     /// When it was announced, RFC 3339 in UTC.
-    pub at: Stamp,
+    pub at: StampText,
     /// Where each path of `scope` is on disk, in the same order, repository-relative (`.`
     /// for the whole repository) with symbolic links followed: what overlaps are found on.
     /// Present only when one of them differs from what its text says: a link followed, or
@@ -68,7 +68,7 @@ pub struct Peer {
     /// How it is connected.
     pub transport: Transport,
     /// When it attached, RFC 3339 in UTC.
-    pub connected_at: Stamp,
+    pub connected_at: StampText,
     /// Seconds since its last message.
     pub last_seen_seconds_ago: u64,
     /// Whether its connection is still open. A peer that leaves holding claims stays on the
@@ -127,7 +127,7 @@ pub struct Waiting {
     /// Why it waits.
     pub reason: WaitReason,
     /// When it began waiting, RFC 3339 in UTC: a new reason in the same spell keeps it.
-    pub since: Stamp,
+    pub since: StampText,
     /// What its client said, one line cleaned and cut to 200 characters; absent when the
     /// client said nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -298,7 +298,7 @@ impl From<board::Announcement> for Announcement {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }
@@ -310,7 +310,7 @@ impl From<Announcement> for board::Announcement {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }
@@ -342,7 +342,7 @@ impl From<board::Waiting> for Waiting {
     fn from(waiting: board::Waiting) -> Self {
         Waiting {
             reason: waiting.reason.into(),
-            since: waiting.since,
+            since: waiting.since.into(),
             message: waiting.message,
             holder: waiting.holder.map(|holder| WaitHolder {
                 peer: holder.peer,
@@ -357,7 +357,7 @@ impl From<Waiting> for board::Waiting {
     fn from(waiting: Waiting) -> Self {
         board::Waiting {
             reason: waiting.reason.into(),
-            since: waiting.since,
+            since: waiting.since.into(),
             message: waiting.message,
             holder: waiting.holder.map(|holder| board::WaitHolder {
                 peer: holder.peer,
@@ -374,7 +374,7 @@ impl From<board::Peer> for Peer {
             id: peer.id,
             client: peer.client.into(),
             transport: peer.transport.into(),
-            connected_at: peer.connected_at,
+            connected_at: peer.connected_at.into(),
             last_seen_seconds_ago: peer.last_seen_seconds_ago,
             attached: peer.attached,
             left_seconds_ago: peer.left_seconds_ago,
@@ -393,7 +393,7 @@ impl From<Peer> for board::Peer {
             id: peer.id,
             client: peer.client.into(),
             transport: peer.transport.into(),
-            connected_at: peer.connected_at,
+            connected_at: peer.connected_at.into(),
             last_seen_seconds_ago: peer.last_seen_seconds_ago,
             attached: peer.attached,
             left_seconds_ago: peer.left_seconds_ago,
@@ -470,6 +470,7 @@ impl From<board::ListedOverlap> for ListedOverlap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::ids::Stamp;
     use majordomus_domain::limits;
     use serde_json::json;
 
@@ -482,7 +483,7 @@ mod tests {
                 title: None,
             },
             transport: Transport::Stdio,
-            connected_at: "2026-11-30T02:26:47Z".parse().unwrap(),
+            connected_at: "2026-11-30T02:26:47Z".parse::<Stamp>().unwrap().into(),
             last_seen_seconds_ago: 4,
             attached: true,
             left_seconds_ago: None,

@@ -2,7 +2,7 @@
 //! writes it as a line (with its sequence number); a repository's own command reads it on
 //! stdin.
 
-use majordomus_domain::ids::Stamp;
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::peers::Announcement;
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +97,7 @@ impl EventServer {
 pub struct Event {
     pub event: EventKind,
     /// When it happened, RFC 3339 UTC.
-    pub at: Stamp,
+    pub at: StampText,
     /// The client's own id for the episode.
     pub external_id: String,
     /// The provider the client's name maps to in `providers.toml` (`generic` when none).
@@ -114,7 +114,7 @@ pub struct Event {
     pub peer: Option<String>,
     pub server: EventServer,
     /// When the episode was first opened.
-    pub opened_at: Stamp,
+    pub opened_at: StampText,
     /// How many times a connection has taken it up so far.
     pub attachments: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,7 +137,7 @@ pub struct JournalClaim {
     pub name: Option<String>,
     pub intent: String,
     pub scope: Vec<String>,
-    pub at: Stamp,
+    pub at: StampText,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<String>,
 }
@@ -148,7 +148,7 @@ impl From<Announcement> for JournalClaim {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }
@@ -160,7 +160,7 @@ impl From<JournalClaim> for Announcement {
             name: claim.name,
             intent: claim.intent,
             scope: claim.scope,
-            at: claim.at,
+            at: claim.at.into(),
             resolved: claim.resolved,
         }
     }

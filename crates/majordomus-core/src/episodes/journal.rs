@@ -101,7 +101,7 @@ impl Index {
         let event = &record.event;
         let mark = || OpenMark {
             opened_seq: record.seq,
-            opened_at: event.opened_at,
+            opened_at: event.opened_at.into(),
             attachments: event.attachments,
             server: event.server,
             worktree: event.worktree.clone(),

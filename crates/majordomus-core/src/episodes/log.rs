@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::ids::Stamp;
 use majordomus_domain::peers::Announcement;
 use majordomus_domain::text::for_terminal;
@@ -51,10 +52,10 @@ pub struct LoggedEpisode {
     /// The client that held it last.
     pub client: EventClient,
     /// When it was opened.
-    pub started: Stamp,
+    pub started: StampText,
     /// When it was closed, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended: Option<Stamp>,
+    pub ended: Option<StampText>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<CloseReason>,
     pub state: LoggedState,
@@ -74,7 +75,7 @@ pub struct LoggedEpisode {
     /// The journal's numbers of its records.
     pub records: Vec<u64>,
     /// When its last record was written.
-    pub last_at: Stamp,
+    pub last_at: StampText,
     #[serde(skip)]
     last_server: EventServer,
     #[serde(skip)]
@@ -219,7 +220,7 @@ pub fn since(episodes: Vec<LoggedEpisode>, since: SystemTime) -> Vec<LoggedEpiso
         .into_iter()
         .filter(|episode| {
             matches!(episode.state, LoggedState::Open | LoggedState::Detached)
-                || SystemTime::from(episode.last_at) >= since
+                || SystemTime::from(Stamp::from(episode.last_at)) >= since
         })
         .collect()
 }

@@ -597,7 +597,7 @@ impl Worker {
         let track = self.tracks.get(&episode.external_id);
         Event {
             event: kind,
-            at: Stamp::at(at),
+            at: Stamp::at(at).into(),
             external_id: episode.external_id.clone(),
             provider: track
                 .map(|t| t.provider.clone())
@@ -608,7 +608,7 @@ impl Worker {
             branch: self.checkout.current_branch(),
             peer: episode.peer.as_ref().map(|p| p.to_string()),
             server: self.server,
-            opened_at: episode.opened_at,
+            opened_at: episode.opened_at.into(),
             attachments: episode.attachments,
             reason,
             note,
