@@ -6,7 +6,7 @@
 //! beside it, so no two processes change it from the same reading; the kernel lets the lock
 //! go when its process dies, so a killed server never leaves the file locked. The file is
 //! replaced whole (written beside it, synced, renamed over it), so a reader needs no lock and
-//! never reads half of it.
+//! never reads half of it. What it holds is written in a wire type of its own ([`Stored`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -20,6 +20,25 @@ use crate::files;
 /// The most bytes such a file is read to: a full lease table (every lease with a full queue)
 /// or a full mailbox is far smaller; a larger file is not majordomus's and is refused.
 const FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A value kept as JSON in a shared file, and in a federated repository's key: written in a
+/// wire type of its own, converted from the domain's value on writing and back into it on
+/// reading. The domain's types know no serialisation, and a file outlives the build that
+/// wrote it, so what is kept changes only where its wire type is written down.
+pub trait Stored: Default + From<Self::Wire> {
+    /// The value as it is written.
+    type Wire: Serialize + DeserializeOwned + From<Self>;
+
+    /// The value read from its JSON.
+    fn read(bytes: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice::<Self::Wire>(bytes).map(Self::from)
+    }
+
+    /// The JSON it is written as.
+    fn written(self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&Self::Wire::from(self))
+    }
+}
 
 /// What identifies one version of the file: it is replaced whole by every change, so a new
 /// inode (or time, or size) says it changed.
@@ -57,7 +76,7 @@ impl SharedFile {
     }
 
     /// What the file holds now; the empty value when nobody wrote it yet.
-    pub(crate) fn read<V: DeserializeOwned + Default>(&self) -> io::Result<V> {
+    pub(crate) fn read<V: Stored>(&self) -> io::Result<V> {
         let bytes = match File::open(&self.path) {
             Ok(file) => {
                 let mut bytes = Vec::new();
@@ -74,7 +93,7 @@ impl SharedFile {
                 self.what
             )));
         }
-        serde_json::from_slice(&bytes).map_err(|error| {
+        V::read(&bytes).map_err(|error| {
             io::Error::other(format!(
                 "{} is not a {} ({error}); remove it to start again",
                 self.path.display(),
@@ -98,7 +117,7 @@ impl SharedFile {
 
     /// Changes what the file holds under the lock: `change` gets it as it is and answers
     /// whether it changed it; a changed value is written before the lock goes.
-    pub(crate) fn change<V: Serialize + DeserializeOwned + Default, T>(
+    pub(crate) fn change<V: Stored, T>(
         &self,
         change: impl FnOnce(&mut V) -> (T, bool),
     ) -> io::Result<T> {
@@ -118,7 +137,7 @@ impl SharedFile {
         if changed {
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             files::set_mode(file.path(), 0o600)?;
-            let mut bytes = serde_json::to_vec(&value).map_err(io::Error::other)?;
+            let mut bytes = value.written().map_err(io::Error::other)?;
             bytes.push(b'\n');
             file.write_all(&bytes)?;
             file.as_file().sync_all()?;

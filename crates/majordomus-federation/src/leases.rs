@@ -112,6 +112,7 @@ mod tests {
     use std::sync::Mutex;
     use std::time::UNIX_EPOCH;
 
+    use majordomus_checkout::shared_file::Stored;
     use majordomus_domain::leases::{Holder, LeaseTtl, Life, ProcessId, Standing};
 
     use super::*;
@@ -151,10 +152,10 @@ mod tests {
                     let current = self.value.lock().unwrap().clone();
                     // Another server's change, on top of what is there.
                     let mut table: LeaseTable = current
-                        .map(|(bytes, _)| serde_json::from_slice(&bytes).unwrap())
+                        .map(|(bytes, _)| LeaseTable::read(&bytes).unwrap())
                         .unwrap_or_default();
                     table.next_ticket += 1;
-                    self.write(serde_json::to_vec(&table).unwrap().into());
+                    self.write(table.written().unwrap().into());
                 }
             }
             let latest = self.value.lock().unwrap().as_ref().map(|(_, r)| *r);

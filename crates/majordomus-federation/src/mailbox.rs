@@ -12,6 +12,7 @@
 //! for a session is answered from the revision the federation last told of, without asking
 //! it again ([`super::Federation::mailbox_revision`]).
 
+use majordomus_checkout::mailbox_file::wire;
 use majordomus_domain::messages::Mailbox;
 
 use super::versioned::{
@@ -56,7 +57,8 @@ impl Kept for Mailbox {
     /// written (and its comma).
     fn make_room(&mut self, excess: usize) -> bool {
         self.drop_oldest(excess, |message| {
-            serde_json::to_vec(message).map_or(0, |bytes| bytes.len() + 1)
+            serde_json::to_vec(&wire::Message::from(message.clone()))
+                .map_or(0, |bytes| bytes.len() + 1)
         })
     }
 }

@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use majordomus_checkout::shared_file::Stored;
 
 /// The JetStream key-value bucket the values of federated repositories are kept in, each
 /// under `<repository>.<what>`: one value a key, kept until replaced (the boards' bucket lets
@@ -74,8 +73,9 @@ pub trait Versioned {
     }
 }
 
-/// A value kept under a key: JSON, empty until first written.
-pub trait Kept: Serialize + DeserializeOwned + Default {
+/// A value kept under a key: JSON in the wire type its file is written in too, empty until
+/// first written.
+pub trait Kept: Stored + Clone {
     /// Makes the value at least `excess` bytes smaller, when it can drop something (the
     /// oldest messages of a mailbox); answers whether it did. A lease table cannot: a table
     /// over its bound is refused.
@@ -116,8 +116,10 @@ pub async fn change_versioned<S: Versioned, V: Kept, T>(
 /// large its messages.
 fn fitted<V: Kept>(value: &mut V, bound: usize) -> Result<Vec<u8>, KeyError> {
     loop {
-        let mut bytes =
-            serde_json::to_vec(value).map_err(|error| KeyError::Unreadable(error.to_string()))?;
+        let mut bytes = value
+            .clone()
+            .written()
+            .map_err(|error| KeyError::Unreadable(error.to_string()))?;
         bytes.push(b'\n');
         if bytes.len() <= bound {
             return Ok(bytes);
@@ -138,8 +140,7 @@ pub async fn read_versioned<S: Versioned, V: Kept>(
             if bytes.len() > store.bound() {
                 return Err(KeyError::TooLarge(bytes.len()));
             }
-            let value = serde_json::from_slice(&bytes)
-                .map_err(|error| KeyError::Unreadable(error.to_string()))?;
+            let value = V::read(&bytes).map_err(|error| KeyError::Unreadable(error.to_string()))?;
             Ok((value, Some(revision)))
         }
     }

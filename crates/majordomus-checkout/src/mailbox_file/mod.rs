@@ -4,14 +4,21 @@
 //!
 //! It is changed under its lock (`messages.lock`) and replaced whole, as every shared file is
 //! ([`crate::shared_file`]), so a reader needs no lock and never reads half a mailbox. The
-//! mailbox bounds itself (`majordomus_domain::messages`), so the file stays small.
+//! mailbox bounds itself (`majordomus_domain::messages`), so the file stays small. It is
+//! written in types of its own ([`wire`]), which the federation's key is written in too.
+
+pub mod wire;
 
 use std::io;
 use std::path::Path;
 
 use majordomus_domain::messages::Mailbox;
 
-use crate::shared_file::{FileStamp, SharedFile};
+use crate::shared_file::{FileStamp, SharedFile, Stored};
+
+impl Stored for Mailbox {
+    type Wire = wire::Mailbox;
+}
 
 /// The mailbox of one repository, by its common git dir.
 #[derive(Clone, Debug)]

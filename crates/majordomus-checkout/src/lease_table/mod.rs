@@ -4,7 +4,10 @@
 //! It is changed under its lock (`leases.lock`) and replaced whole, as every shared file is
 //! ([`crate::shared_file`]), so two processes never both grant one lease, a killed server
 //! never leaves the table locked, and a reader needs no lock. It outlives every server: a
-//! restart finds the holders and the ports handed out as they were.
+//! restart finds the holders and the ports handed out as they were. It is written in types of
+//! its own ([`wire`]), which the federation's key is written in too.
+
+pub mod wire;
 
 use std::io;
 use std::path::Path;
@@ -12,7 +15,11 @@ use std::path::Path;
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 
 use crate::process::{process_alive, process_start_time};
-use crate::shared_file::{FileStamp, SharedFile};
+use crate::shared_file::{FileStamp, SharedFile, Stored};
+
+impl Stored for LeaseTable {
+    type Wire = wire::LeaseTable;
+}
 
 /// The lease table of one repository, by its common git dir.
 #[derive(Clone, Debug)]
