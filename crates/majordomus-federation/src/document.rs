@@ -17,7 +17,7 @@ use majordomus_domain::peers::{Announcement, Peer, WaitHolder};
 use majordomus_domain::text::{self, Field};
 use serde::{Deserialize, Serialize};
 
-use crate::wire::PublishedPeer;
+use crate::wire::{PublishedPeer, PublishedStanding};
 
 /// The version of the document this code writes and reads. A reader ignores, with a reason,
 /// a board of any other version rather than guess at it.
@@ -52,7 +52,7 @@ pub struct BoardDocument {
     /// The checkout the board is of.
     pub checkout: PublishedCheckout,
     /// Where the checkout's server stands, as it knows it.
-    pub standing: ServerStanding,
+    pub standing: PublishedStanding,
     /// How many seconds the board is to be believed unless it is published again.
     pub ttl_secs: u64,
     /// When it was published, RFC 3339 in UTC.
@@ -161,7 +161,7 @@ impl BoardDocument {
             version: DOCUMENT_VERSION,
             machine: machine.to_owned(),
             checkout,
-            standing,
+            standing: standing.into(),
             ttl_secs,
             published_at: Stamp::at(now).into(),
             peers: peers.into_iter().map(PublishedPeer::from).collect(),
@@ -266,7 +266,7 @@ impl BoardDocument {
         Ok(RemoteBoard {
             machine: document.machine,
             checkout: document.checkout,
-            standing: document.standing,
+            standing: document.standing.into(),
             ttl_secs: document.ttl_secs,
             peers,
             omitted_peers: document.omitted_peers,

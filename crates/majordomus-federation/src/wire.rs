@@ -1,10 +1,11 @@
-//! The peers of a published board as the federation document writes them: types of the
-//! document's own, converted from the board's peers when a board is published and back into
-//! them when another machine's board is read. Machines running different builds read each
+//! The peers of a published board, and where its server stands, as the federation document
+//! writes them: types of the document's own, converted from the board's when a board is
+//! published and back into them when another machine's board is read. Machines running different builds read each
 //! other's documents, so the document changes only when this file does, never because a
 //! type of the board did. The wire contract test pins what these types write.
 
 use majordomus_checkout::stamp_text::StampText;
+use majordomus_domain::checkouts::ServerStanding;
 use majordomus_domain::peers::{
     Announcement, ClientInfo, Peer, PeerCheckout, PeerId, Transport, WaitHolder, WaitReason,
     Waiting,
@@ -94,6 +95,41 @@ struct PublishedWaitHolder {
     client: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     worktree: Option<String>,
+}
+
+/// Where the published board's server stands, as it knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PublishedStanding {
+    Absent,
+    Starting,
+    Ready,
+    Outdated,
+    Stale,
+}
+
+impl From<ServerStanding> for PublishedStanding {
+    fn from(standing: ServerStanding) -> Self {
+        match standing {
+            ServerStanding::Absent => PublishedStanding::Absent,
+            ServerStanding::Starting => PublishedStanding::Starting,
+            ServerStanding::Ready => PublishedStanding::Ready,
+            ServerStanding::Outdated => PublishedStanding::Outdated,
+            ServerStanding::Stale => PublishedStanding::Stale,
+        }
+    }
+}
+
+impl From<PublishedStanding> for ServerStanding {
+    fn from(standing: PublishedStanding) -> Self {
+        match standing {
+            PublishedStanding::Absent => ServerStanding::Absent,
+            PublishedStanding::Starting => ServerStanding::Starting,
+            PublishedStanding::Ready => ServerStanding::Ready,
+            PublishedStanding::Outdated => ServerStanding::Outdated,
+            PublishedStanding::Stale => ServerStanding::Stale,
+        }
+    }
 }
 
 impl From<Peer> for PublishedPeer {
@@ -262,5 +298,21 @@ mod tests {
         let written = serde_json::to_vec(&PublishedPeer::from(peer.clone())).unwrap();
         let read: PublishedPeer = serde_json::from_slice(&written).unwrap();
         assert_eq!(Peer::from(read), peer);
+    }
+
+    #[test]
+    fn every_standing_is_written_as_its_word_and_reads_back() {
+        for standing in [
+            ServerStanding::Absent,
+            ServerStanding::Starting,
+            ServerStanding::Ready,
+            ServerStanding::Outdated,
+            ServerStanding::Stale,
+        ] {
+            let written = serde_json::to_value(PublishedStanding::from(standing)).unwrap();
+            assert_eq!(written, standing.as_str());
+            let read: PublishedStanding = serde_json::from_value(written).unwrap();
+            assert_eq!(ServerStanding::from(read), standing);
+        }
     }
 }
