@@ -21,6 +21,9 @@
 //!   and keeps the rest of its grace; a bridge re-attaching with its worker identity or a
 //!   client resuming its episode takes its claims back, so a worker never overlaps its
 //!   former slot. It then writes the file as its own.
+//! - *How*: in types of the file's own, converted from the board's when it is written and
+//!   back into them when it is read: the next server may be of another build, so what is on
+//!   disk changes only where these types are written down, never because the board's did.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -64,8 +67,8 @@ struct Document {
 /// One peer holding claims.
 #[derive(Serialize, Deserialize)]
 struct Record {
-    client: ClientInfo,
-    transport: Transport,
+    client: ClientRecord,
+    transport: TransportRecord,
     connected_at: StampText,
     /// When it left, in milliseconds since 1970; absent for a peer attached when written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,13 +79,104 @@ struct Record {
     /// The worker that its connection named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     worker: Option<WorkerRecord>,
-    claims: Vec<Announcement>,
+    claims: Vec<ClaimRecord>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct WorkerRecord {
     identity: String,
     bridged: bool,
+}
+
+/// What the peer's client said about itself.
+#[derive(Serialize, Deserialize)]
+struct ClientRecord {
+    name: String,
+    version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+}
+
+/// How the peer's client reached the server.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TransportRecord {
+    Stdio,
+    Http,
+}
+
+/// One claim the peer holds.
+#[derive(Serialize, Deserialize)]
+struct ClaimRecord {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    intent: String,
+    scope: Vec<String>,
+    at: StampText,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    resolved: Vec<String>,
+}
+
+impl From<ClientInfo> for ClientRecord {
+    fn from(client: ClientInfo) -> Self {
+        ClientRecord {
+            name: client.name,
+            version: client.version,
+            title: client.title,
+        }
+    }
+}
+
+impl From<ClientRecord> for ClientInfo {
+    fn from(client: ClientRecord) -> Self {
+        ClientInfo {
+            name: client.name,
+            version: client.version,
+            title: client.title,
+        }
+    }
+}
+
+impl From<Transport> for TransportRecord {
+    fn from(transport: Transport) -> Self {
+        match transport {
+            Transport::Stdio => TransportRecord::Stdio,
+            Transport::Http => TransportRecord::Http,
+        }
+    }
+}
+
+impl From<TransportRecord> for Transport {
+    fn from(transport: TransportRecord) -> Self {
+        match transport {
+            TransportRecord::Stdio => Transport::Stdio,
+            TransportRecord::Http => Transport::Http,
+        }
+    }
+}
+
+impl From<Announcement> for ClaimRecord {
+    fn from(claim: Announcement) -> Self {
+        ClaimRecord {
+            name: claim.name,
+            intent: claim.intent,
+            scope: claim.scope,
+            at: claim.at.into(),
+            resolved: claim.resolved,
+        }
+    }
+}
+
+impl From<ClaimRecord> for Announcement {
+    fn from(claim: ClaimRecord) -> Self {
+        Announcement {
+            name: claim.name,
+            intent: claim.intent,
+            scope: claim.scope,
+            at: claim.at.into(),
+            resolved: claim.resolved,
+        }
+    }
 }
 
 fn unix_ms(at: SystemTime) -> u64 {
@@ -136,14 +230,14 @@ pub(crate) fn restore(state: &ServerState) {
         let mut workers = state.workers();
         for record in records {
             let handed = HandedOver {
-                client: record.client,
-                transport: record.transport,
+                client: record.client.into(),
+                transport: record.transport.into(),
                 connected_at: record.connected_at.into(),
                 left_at: record
                     .left_at_ms
                     .map(|ms| (UNIX_EPOCH + Duration::from_millis(ms)).min(now)),
                 episode: record.episode,
-                claims: record.claims,
+                claims: record.claims.into_iter().map(Announcement::from).collect(),
             };
             let (peer, released) = match board.restore(handed, ended) {
                 Ok(Some(restored)) => restored,
@@ -293,11 +387,11 @@ fn snapshot(state: &ServerState) -> Vec<Record> {
                 episode: peer
                     .episode
                     .or_else(|| attached.then(|| episodes.held_by(&id)).flatten()),
-                client: peer.client,
-                transport: peer.transport,
+                client: peer.client.into(),
+                transport: peer.transport.into(),
                 connected_at: peer.connected_at.into(),
                 left_at_ms: peer.left_at.map(unix_ms),
-                claims: peer.claims,
+                claims: peer.claims.into_iter().map(ClaimRecord::from).collect(),
             }
         })
         .collect()
@@ -348,17 +442,17 @@ mod tests {
 
     fn record(n: usize, intent_chars: usize, attached: bool) -> Record {
         Record {
-            client: ClientInfo {
+            client: ClientRecord {
                 name: format!("agent-{n}"),
                 version: "1".into(),
                 title: None,
             },
-            transport: Transport::Stdio,
+            transport: TransportRecord::Stdio,
             connected_at: "2026-12-01T10:00:00Z".parse().unwrap(),
             left_at_ms: (!attached).then_some(1_000 + n as u64),
             episode: None,
             worker: None,
-            claims: vec![Announcement {
+            claims: vec![ClaimRecord {
                 name: None,
                 intent: "i".repeat(intent_chars),
                 scope: vec![format!("src/{n}")],
@@ -412,5 +506,38 @@ mod tests {
         );
         assert_eq!(document.peers[kept - 1].client.name, "agent-199");
         assert!(live);
+    }
+
+    /// Two peers, one with every field a record has set and one with none of the optional
+    /// ones, as the board's own types wrote them before the file had types of its own.
+    const WRITTEN: &str = concat!(
+        r#"{"schema":"majordomus-claims/v1","root":"/repo","peers":[{"client":{"name":"codex","version":"0.171.0","title":"Codex"},"transport":"http","connected_at":"2026-12-01T10:00:00Z","left_at_ms":1796000000000,"episode":"conv-42","worker":{"identity":"w-1","bridged":true},"claims":[{"intent":"fix","scope":["src","app/[slug]"],"at":"2026-12-01T10:00:05Z","resolved":["src","app/[slug]"]},{"name":"docs","intent":"docs","scope":[],"at":"2026-12-01T10:00:06Z"}]},"#,
+        "\n",
+        r#"{"client":{"name":"claude-code","version":"2"},"transport":"stdio","connected_at":"2026-12-01T10:00:01Z","claims":[]}]}"#,
+        "\n"
+    );
+
+    #[test]
+    fn a_file_the_boards_types_wrote_reads_into_the_board_and_is_written_back_to_the_byte() {
+        let document = decode(WRITTEN.as_bytes());
+        let records: Vec<Record> = document
+            .peers
+            .into_iter()
+            .map(|record| {
+                let client = ClientInfo::from(record.client);
+                let transport = Transport::from(record.transport);
+                let claims: Vec<Announcement> =
+                    record.claims.into_iter().map(Announcement::from).collect();
+                Record {
+                    client: client.into(),
+                    transport: transport.into(),
+                    claims: claims.into_iter().map(ClaimRecord::from).collect(),
+                    ..record
+                }
+            })
+            .collect();
+        let (bytes, live) = encode("/repo", records);
+        assert_eq!(String::from_utf8(bytes.unwrap()).unwrap(), WRITTEN);
+        assert!(live, "the second peer was attached");
     }
 }
