@@ -16,6 +16,7 @@ pub mod server;
 mod table_tests;
 #[cfg(test)]
 mod testing;
+pub mod wire;
 
 use std::sync::OnceLock;
 

@@ -1,11 +1,11 @@
 //! `server.status`: where every checkout's server stands.
 
 use majordomus_checkout::lease::LeaseView;
-use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::board::{Board, ask};
+use crate::wire::{Checkouts, ServerStanding};
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
@@ -137,7 +137,9 @@ impl Operation for ServerStatus {
                     },
                     server.worktree.clone(),
                     server.branch.clone().unwrap_or_else(|| "-".into()),
-                    server.standing.as_str().into(),
+                    majordomus_domain::checkouts::ServerStanding::from(server.standing)
+                        .as_str()
+                        .into(),
                     server.peers.map_or_else(|| "-".into(), |n| n.to_string()),
                     server
                         .lease
@@ -174,7 +176,7 @@ impl Operation for ServerStatus {
         input: ServerStatusInput,
     ) -> Result<ServerStatusOutput, CapabilityError> {
         let site = &ctx.site;
-        let checkouts = survey::covered_checkouts(site, input.checkouts).await?;
+        let checkouts = survey::covered_checkouts(site, input.checkouts.into()).await?;
         let answers =
             futures::future::join_all(checkouts.into_iter().map(|checkout| view(ctx, checkout)))
                 .await;
@@ -239,7 +241,7 @@ async fn view(
         checkout_id: checkout.id.clone(),
         primary: checkout.primary,
         this_checkout: checkout.id == ctx.site.checkout.id,
-        standing: board.standing(),
+        standing: board.standing().into(),
         reason: board.standing_reason(),
         lease: board.lease(),
         peers,

@@ -1,7 +1,7 @@
 //! Connection episodes: a client's piece of work, named by the client's own durable id,
 //! held by at most one connection at a time and kept for a grace period after that
 //! connection is lost so that a reconnecting client gets the same episode back. The
-//! answers write episodes as types of their own; only the inputs are written as they are here.
+//! answers write episodes, and the inputs name them, in types of their own.
 //!
 //! ```
 //! use std::time::{Duration, SystemTime};
@@ -27,11 +27,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::ids::Stamp;
-use crate::limits;
 use crate::peers::PeerId;
 use crate::text::{self, Field, TextError};
 
@@ -75,32 +71,6 @@ pub struct ConnectionEpisode {
     pub repository: String,
 }
 
-/// The input of `episodes.attach`: the id under which this connection's work is kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AttachInput {
-    /// Your client's own durable id for this piece of work, such as its conversation id;
-    /// never the peer id, which changes with every connection. One line of plain text.
-    #[schemars(
-        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
-        regex(pattern = text::PLAIN_TEXT_PATTERN)
-    )]
-    pub external_id: String,
-}
-
-/// The input of `episodes.detach`: which episode to close deliberately.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DetachInput {
-    /// The episode to close, as attached (plain text); leave it out for your connection's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
-        regex(pattern = text::PLAIN_TEXT_PATTERN)
-    )]
-    pub external_id: Option<String>,
-}
-
 /// The answer of `episodes.attach`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attached {
@@ -139,7 +109,7 @@ pub struct AttachOutcome {
 }
 
 /// Checks an `external_id` before it names an episode: one non-blank line of at most
-/// [`limits::EXTERNAL_ID_CHARS`] characters, without control or bidirectional formatting
+/// [`crate::limits::EXTERNAL_ID_CHARS`] characters, without control or bidirectional formatting
 /// characters.
 pub fn validate_external_id(external_id: &str) -> Result<(), TextError> {
     text::check(Field::ExternalId, external_id)
@@ -393,6 +363,7 @@ impl EpisodeBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits;
     use std::time::UNIX_EPOCH;
 
     const GRACE: Duration = Duration::from_secs(900);
@@ -438,29 +409,6 @@ mod tests {
             message.contains("at most 256 characters; this one has 257"),
             "{message}"
         );
-    }
-
-    #[test]
-    fn episode_inputs_carry_the_id_limits_in_their_schemas() {
-        let attach = serde_json::to_value(schemars::schema_for!(AttachInput)).unwrap();
-        let id = &attach["properties"]["external_id"];
-        assert_eq!(id["minLength"], 1);
-        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
-        let detach = serde_json::to_value(schemars::schema_for!(DetachInput)).unwrap();
-        let id = &detach["properties"]["external_id"];
-        assert_eq!(id["minLength"], 1, "{detach:#}");
-        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
-    }
-
-    #[test]
-    fn inputs_refuse_unknown_fields() {
-        let attach: AttachInput = serde_json::from_str(r#"{"external_id":"c"}"#).unwrap();
-        assert_eq!(attach.external_id, "c");
-        assert!(serde_json::from_str::<AttachInput>(r#"{"external_id":"c","peer":"p1"}"#).is_err());
-        assert!(serde_json::from_str::<AttachInput>("{}").is_err());
-        let detach: DetachInput = serde_json::from_str("{}").unwrap();
-        assert!(detach.external_id.is_none());
-        assert!(serde_json::from_str::<DetachInput>(r#"{"id":"c"}"#).is_err());
     }
 
     #[test]

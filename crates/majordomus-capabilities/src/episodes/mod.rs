@@ -2,7 +2,7 @@
 //! the client's own durable id, kept across reconnects and recorded by the repository's
 //! episode driver. The answers are written in the types of [`wire`].
 
-use majordomus_domain::episodes::{AttachInput, DetachInput, validate_external_id};
+use majordomus_domain::episodes::validate_external_id;
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,9 @@ use majordomus_core::registry::{
 
 pub mod wire;
 
-use wire::{Attached, ConnectionEpisode, ConnectionEpisodeState, EpisodeList};
+use wire::{
+    AttachInput, Attached, ConnectionEpisode, ConnectionEpisodeState, DetachInput, EpisodeList,
+};
 
 /// What to ask of `episodes.list`: nothing.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -121,7 +123,7 @@ fn render_list(list: &EpisodeList) -> String {
 
 fn render_episode(episode: &ConnectionEpisode, mine: bool) -> String {
     let holder = match (&episode.peer, episode.state) {
-        (Some(peer), _) => format!("held by {peer}"),
+        (Some(peer), _) => format!("held by {}", peer.0),
         (None, ConnectionEpisodeState::Detached) => "waiting for its client".to_string(),
         (None, ConnectionEpisodeState::Open) => "open".to_string(),
     };

@@ -1,13 +1,42 @@
-//! Episodes as `episodes.list`, `episodes.attach` and `episodes.detach` write them: types of
-//! the answers' own, converted from the domain's episode board, so the answers change only
-//! when this file does, never because a type of the domain did. Their doc comments are the
+//! Episodes as `episodes.list`, `episodes.attach` and `episodes.detach` write them, and the
+//! inputs of the last two: types of the answers' own, converted from the domain's episode
+//! board, so the answers change only when this file does, never because a type of the domain
+//! did. Their doc comments are the
 //! descriptions the schemas carry; the wire contract test pins what they write.
 
 use majordomus_checkout::stamp_text::StampText;
 use majordomus_domain::episodes as domain;
-use majordomus_domain::peers::PeerId;
+use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::wire::PeerId;
+
+/// The input of `episodes.attach`: the id under which this connection's work is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachInput {
+    /// Your client's own durable id for this piece of work, such as its conversation id;
+    /// never the peer id, which changes with every connection. One line of plain text.
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub external_id: String,
+}
+
+/// The input of `episodes.detach`: which episode to close deliberately.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetachInput {
+    /// The episode to close, as attached (plain text); leave it out for your connection's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = limits::EXTERNAL_ID_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub external_id: Option<String>,
+}
 
 /// Whether an episode is held by a live connection or waiting for its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -86,7 +115,7 @@ impl From<domain::ConnectionEpisode> for ConnectionEpisode {
         ConnectionEpisode {
             external_id: episode.external_id,
             provider: episode.provider,
-            peer: episode.peer,
+            peer: episode.peer.map(PeerId::from),
             opened_at: episode.opened_at.into(),
             last_activity_seconds_ago: episode.last_activity_seconds_ago,
             attachments: episode.attachments,
@@ -124,10 +153,11 @@ impl From<domain::EpisodeList> for EpisodeList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::peers as board;
 
     #[test]
     fn a_detached_episode_is_written_without_a_peer_and_reads_back() {
-        let episode = |peer: Option<PeerId>, state| domain::ConnectionEpisode {
+        let episode = |peer: Option<board::PeerId>, state| domain::ConnectionEpisode {
             external_id: "conversation-1".into(),
             provider: "claude-code".into(),
             peer,
@@ -141,7 +171,10 @@ mod tests {
             open: 1,
             detached: 1,
             episodes: vec![
-                episode(Some(PeerId::nth(1)), domain::ConnectionEpisodeState::Open),
+                episode(
+                    Some(board::PeerId::nth(1)),
+                    domain::ConnectionEpisodeState::Open,
+                ),
                 episode(None, domain::ConnectionEpisodeState::Detached),
             ],
             mine: None,
@@ -170,5 +203,28 @@ mod tests {
                 .iter()
                 .any(|f| f == "peer")
         );
+    }
+
+    #[test]
+    fn episode_inputs_carry_the_id_limits_in_their_schemas() {
+        let attach = serde_json::to_value(schemars::schema_for!(AttachInput)).unwrap();
+        let id = &attach["properties"]["external_id"];
+        assert_eq!(id["minLength"], 1);
+        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
+        let detach = serde_json::to_value(schemars::schema_for!(DetachInput)).unwrap();
+        let id = &detach["properties"]["external_id"];
+        assert_eq!(id["minLength"], 1, "{detach:#}");
+        assert_eq!(id["maxLength"], limits::EXTERNAL_ID_CHARS);
+    }
+
+    #[test]
+    fn inputs_refuse_unknown_fields() {
+        let attach: AttachInput = serde_json::from_str(r#"{"external_id":"c"}"#).unwrap();
+        assert_eq!(attach.external_id, "c");
+        assert!(serde_json::from_str::<AttachInput>(r#"{"external_id":"c","peer":"p1"}"#).is_err());
+        assert!(serde_json::from_str::<AttachInput>("{}").is_err());
+        let detach: DetachInput = serde_json::from_str("{}").unwrap();
+        assert!(detach.external_id.is_none());
+        assert!(serde_json::from_str::<DetachInput>(r#"{"id":"c"}"#).is_err());
     }
 }

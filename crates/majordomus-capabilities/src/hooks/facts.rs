@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::peers::{self, Detail, PeerList};
+use crate::wire;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::clients::NewsMoment;
 use majordomus_core::context::Context;
@@ -49,11 +50,11 @@ const PATHS_SHOWN: usize = 3;
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     /// The other peer, on its checkout's board.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// The other peer's client, as it named itself.
     pub client: String,
     /// The checkout the other peer works in.
-    pub checkout: Option<PeerCheckout>,
+    pub checkout: Option<wire::PeerCheckout>,
     /// Whether the other peer is still attached; a departed peer's claim still stands.
     pub attached: bool,
     /// The claim's name, when it has one; `edits` is the files a session edited.
@@ -115,7 +116,7 @@ pub async fn guard(
         None => Vec::new(),
     };
     Ok(Guarded {
-        peer: peer.clone(),
+        peer: peer.clone().into(),
         findings,
         more_findings,
         lines,
@@ -337,9 +338,9 @@ fn findings(list: &PeerList, me: &Me, paths: &[ClaimPath]) -> (Vec<Finding>, usi
             );
             let (theirs, more_theirs) = listed(theirs.into_iter());
             found.push(Finding {
-                peer: peer.id.clone(),
+                peer: peer.id.clone().into(),
                 client: peer.client.name.clone(),
-                checkout: peer.checkout.clone(),
+                checkout: peer.checkout.clone().map(Into::into),
                 attached: peer.attached,
                 claim: claim.name.clone(),
                 intent: claim.intent.clone(),
@@ -566,7 +567,7 @@ pub fn working_here_line(finding: &Finding) -> String {
 /// The peer a listing shows, described as every fact describes a peer.
 fn describe_peer(peer: &Peer) -> String {
     describe(
-        &peer.id,
+        peer.id.as_str(),
         &peer.client.name,
         peer.checkout.as_ref(),
         peer.attached,
@@ -576,21 +577,16 @@ fn describe_peer(peer: &Peer) -> String {
 /// The other session whose claim a finding meets, described as every fact describes a peer.
 fn describe_holder(finding: &Finding) -> String {
     describe(
-        &finding.peer,
+        &finding.peer.0,
         &finding.client,
-        finding.checkout.as_ref(),
+        finding.checkout.clone().map(PeerCheckout::from).as_ref(),
         finding.attached,
     )
 }
 
 /// `p2 ("codex" in worktree "/w/beta", branch "beta")`, with `, departed` for a peer whose
 /// connection is gone.
-fn describe(
-    peer: &PeerId,
-    client: &str,
-    checkout: Option<&PeerCheckout>,
-    attached: bool,
-) -> String {
+fn describe(peer: &str, client: &str, checkout: Option<&PeerCheckout>, attached: bool) -> String {
     let mut text = format!("{peer} ({}", quoted(client, QUOTED_BYTES));
     if let Some(checkout) = checkout {
         text.push_str(&format!(
@@ -648,7 +644,7 @@ pub fn bounded(lines: Vec<String>) -> Vec<String> {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Guarded {
     /// The peer that speaks for the session on this checkout's board.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// Each other claim that meets one of the files, live sessions first; at most 8.
     pub findings: Vec<Finding>,
     /// How many more claims meet the files than `findings` lists.
@@ -676,7 +672,7 @@ pub struct Guarded {
 mod tests {
     use super::*;
     use crate::peers::{BoardView, ListedPeer};
-    use majordomus_domain::checkouts::ServerStanding;
+    use crate::wire::ServerStanding;
     use majordomus_domain::peers::{Announcement, ClientInfo, Transport};
 
     const ROOT: &str = "/w/repo";

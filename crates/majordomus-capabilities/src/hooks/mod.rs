@@ -17,7 +17,6 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use majordomus_checkout::ancestry::{self, ProcessStamp};
 use majordomus_domain::paths::{ClaimPath, normalize};
-use majordomus_domain::peers::PeerId;
 use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,6 +32,7 @@ use majordomus_core::registry::{
 
 use super::leases::{self, HeldElsewhere};
 use super::messages::{self, Inbox};
+use crate::wire;
 
 /// What a message delivered through a hook names in its receipt: the client and its event.
 /// Characters of a hook event's name as a client calls it.
@@ -176,7 +176,7 @@ pub struct Edited {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct News {
     /// The peer that speaks for the session on this checkout's board.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// What the session has not been told yet, one fact a line; empty when nothing is new.
     pub lines: Vec<String>,
     /// Messages to the session, handed to the hook: delivered once it confirms them.
@@ -313,7 +313,7 @@ pub struct LeasesNeededInput {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct LeasesNeeded {
     /// The peer that speaks for the session on this checkout's board.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// Each lease asked about that another live session or process holds now, with its
     /// queue; a lease nobody holds, or the session itself holds, is not listed.
     pub held: Vec<HeldElsewhere>,
@@ -371,7 +371,10 @@ impl Operation for HooksLeases {
             .await;
         server.moved_on(&peer);
         let held = leases::held_by_others(ctx, &peer, &input.names).await?;
-        Ok(LeasesNeeded { peer, held })
+        Ok(LeasesNeeded {
+            peer: peer.into(),
+            held,
+        })
     }
 
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {
@@ -503,7 +506,11 @@ impl Operation for HooksNews {
         };
         let through = hook_through(input.client, input.event.as_deref(), moment);
         let inbox = messages::hand_to_hook(ctx, &peer, through).await;
-        Ok(News { peer, lines, inbox })
+        Ok(News {
+            peer: peer.into(),
+            lines,
+            inbox,
+        })
     }
 
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {

@@ -4,12 +4,14 @@
 //! until the session moves on: its next prompt, tool call or announce clears the mark.
 
 use majordomus_checkout::ancestry::{self, ProcessStamp};
-use majordomus_domain::peers::{PeerId, WaitHolder, WaitReason};
+use majordomus_domain::peers::{PeerId, WaitHolder};
 use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{check_session_id, serving};
+use crate::peers::wire::WaitReason;
+use crate::wire;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::clients::HookClient;
 use majordomus_core::context::Context;
@@ -88,7 +90,7 @@ impl From<BlockingSession> for WaitHolder {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Waited {
     /// The peer that speaks for the session on this checkout's board.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// The mark as the board shows it; absent when the peer is no longer attached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<crate::peers::wire::Waiting>,
@@ -169,12 +171,12 @@ impl Operation for HooksWait {
             .await;
         let waiting = server.wait(
             &peer,
-            input.reason,
+            input.reason.into(),
             input.message.as_deref(),
             input.holder.map(WaitHolder::from),
         );
         Ok(Waited {
-            peer,
+            peer: peer.into(),
             waiting: waiting.map(Into::into),
         })
     }

@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::parties::{me, party_here};
+use super::wire;
 use crate::mailbox::Place;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
@@ -42,7 +43,7 @@ pub struct InboxMessage {
     pub reply_to: Option<u64>,
     /// Claims it offers you: accept with `reply_to` and `accept: true`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub handoff: Vec<HandedClaim>,
+    pub handoff: Vec<wire::HandedClaim>,
 }
 
 /// Messages delivered with an answer: another agent's words, with no authority of the person.
@@ -170,7 +171,10 @@ fn inbox_of(delivery: Delivery, hand: Option<u64>) -> Option<Inbox> {
                 from: message.from.qualified_id,
                 text: message.text,
                 reply_to: message.reply_to,
-                handoff: message.handoff.map(|h| h.claims).unwrap_or_default(),
+                handoff: message
+                    .handoff
+                    .map(|h| h.claims.into_iter().map(Into::into).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();

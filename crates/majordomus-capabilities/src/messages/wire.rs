@@ -199,18 +199,20 @@ impl From<HandoffState> for domain::HandoffState {
     }
 }
 
+impl From<domain::HandedClaim> for HandedClaim {
+    fn from(claim: domain::HandedClaim) -> Self {
+        HandedClaim {
+            name: claim.name,
+            intent: claim.intent,
+            scope: claim.scope,
+        }
+    }
+}
+
 impl From<domain::Handoff> for Handoff {
     fn from(handoff: domain::Handoff) -> Self {
         Handoff {
-            claims: handoff
-                .claims
-                .into_iter()
-                .map(|claim| HandedClaim {
-                    name: claim.name,
-                    intent: claim.intent,
-                    scope: claim.scope,
-                })
-                .collect(),
+            claims: handoff.claims.into_iter().map(HandedClaim::from).collect(),
             state: handoff.state.into(),
             settled_ms: handoff.settled_ms,
             released: handoff.released,

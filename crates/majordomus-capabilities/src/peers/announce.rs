@@ -10,7 +10,6 @@ use majordomus_domain::changes::changes_meeting;
 use majordomus_domain::limits;
 use majordomus_domain::listing::claims_meeting;
 use majordomus_domain::paths::ClaimPath;
-use majordomus_domain::peers::AnnounceInput;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +22,8 @@ use majordomus_core::registry::{
 
 use super::answer::is_zero;
 use super::siblings::read_siblings;
-use super::{wire, wire_changes};
+use super::wire::{self, AnnounceInput};
+use super::wire_changes;
 
 /// `peers.announce`.
 pub struct PeersAnnounce;
@@ -109,7 +109,7 @@ impl Operation for PeersAnnounce {
     };
 
     async fn run(ctx: &Context, input: AnnounceInput) -> Result<AnnounceAnswer, CapabilityError> {
-        let announcement = CheckedAnnouncement::check(input)
+        let announcement = CheckedAnnouncement::check(input.into())
             .map_err(|error| CapabilityError::invalid_input(error.to_string()))?;
         let (server, caller) = ctx.session().ok_or_else(|| unreached(&Self::DECLARATION))?;
         let paths = resolve(&ctx.site, &announcement.input().scope).await?;

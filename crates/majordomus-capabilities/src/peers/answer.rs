@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 
 use majordomus_domain::changes::{WorktreeChanges, change_overlaps_among};
-use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::conflicts::ConflictSummary;
 use majordomus_domain::listing::{overlaps_among, silent};
 use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
@@ -14,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{wire, wire_changes};
 use crate::conflicts;
 use crate::leases::ListedLease;
+use crate::wire::{Checkouts, ServerStanding};
 use majordomus_federation::FederationStatus;
 
 /// What to ask of `peers.list`: how wide the board is.
@@ -249,7 +249,7 @@ pub struct PeerList {
     pub count: usize,
     /// The caller's own peer id, when the call came through an MCP session. It is a position
     /// on this checkout's board and is handed out anew after a reconnect.
-    pub caller: Option<PeerId>,
+    pub caller: Option<crate::wire::PeerId>,
     /// Attached peers that claim nothing: five peers and five silent is not "no collisions".
     pub silent: usize,
     /// The peers, this checkout's board first and then the siblings in git's order, each
@@ -323,7 +323,7 @@ pub(super) fn listing_of(
             .filter(|view| view.reason.is_none())
             .map(|view| view.attached)
             .sum(),
-        caller,
+        caller: caller.map(Into::into),
         silent: silent(&peers),
         overlaps: Vec::new(),
         more_overlaps: 0,

@@ -58,7 +58,7 @@ pub(super) fn listed_board(
         worktree: stamp.worktree.clone(),
         branch: stamp.branch.clone(),
         this_checkout: stamp.this_checkout,
-        standing,
+        standing: standing.into(),
         url,
         attached: peers.iter().filter(|listed| listed.peer.attached).count(),
         reason,

@@ -52,7 +52,7 @@ pub(super) fn merge_everywhere(
             worktree: board.checkout.worktree.clone(),
             branch: board.checkout.branch.clone(),
             this_checkout: false,
-            standing: board.standing,
+            standing: board.standing.into(),
             url: None,
             attached,
             reason,
@@ -290,7 +290,8 @@ mod tests {
         super::super::answer::find_overlaps(&mut merged);
         assert_eq!(merged.overlaps.len(), 1);
         let overlap = &merged.overlaps[0];
-        let side = |c: &Option<PeerCheckout>| c.as_ref().unwrap().machine.clone().unwrap();
+        let side =
+            |c: &Option<crate::wire::PeerCheckout>| c.as_ref().unwrap().machine.clone().unwrap();
         assert_eq!(side(&overlap.side.checkout), "laptop");
         assert_eq!(side(&overlap.with.checkout), "sandbox");
         let board = &merged.boards[0];

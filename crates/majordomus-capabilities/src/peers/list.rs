@@ -10,6 +10,7 @@ use majordomus_domain::checkouts::Checkouts;
 
 use crate::board::{Board, Unasked, ask};
 use crate::leases::listed_leases;
+use crate::wire;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
@@ -76,7 +77,7 @@ impl Operation for PeersList {
     }
 
     async fn run(ctx: &Context, input: PeerListInput) -> Result<PeerList, CapabilityError> {
-        listing(ctx, input.checkouts, Detail::Whole).await
+        listing(ctx, input.checkouts.into(), Detail::Whole).await
     }
 
     fn encoded_size_estimate(output: &PeerList) -> usize {
@@ -91,7 +92,7 @@ impl Operation for PeersList {
         input: PeerListInput,
     ) -> Result<Reply<PeerList>, CapabilityError> {
         match (input.checkouts, ctx.port()) {
-            (Checkouts::This, Some(port)) => {
+            (wire::Checkouts::This, Some(port)) => {
                 this_board_encoded(ctx, port).await.map(Reply::Encoded)
             }
             _ => Self::run(ctx, input).await.map(Reply::Typed),
@@ -255,7 +256,7 @@ impl<'a> Board<'a> {
             },
             Board::Remote(found) => {
                 let this = PeerListInput {
-                    checkouts: Checkouts::This,
+                    checkouts: wire::Checkouts::This,
                 };
                 match ask::<PeersList>(found, site, &this, site.probe_timeout()).await {
                     Ok(answer) => BoardPeers {
@@ -310,7 +311,7 @@ impl<'a> Board<'a> {
                 let config = &site.config.federation;
                 if config.url.is_some() {
                     let everywhere = PeerListInput {
-                        checkouts: Checkouts::Everywhere,
+                        checkouts: wire::Checkouts::Everywhere,
                     };
                     let patience = site.probe_timeout() * 2 + Duration::from_secs(1);
                     if let Ok(answer) = ask::<PeersList>(found, site, &everywhere, patience).await {

@@ -1,15 +1,15 @@
 //! `peers.list` for people: the table the command line prints.
 
 use majordomus_domain::changes::ChangeKind;
-use majordomus_domain::peers::SideKind;
-use majordomus_domain::peers::{Peer, PeerCheckout, PeerId, WaitReason};
+use majordomus_domain::peers::{Peer, PeerCheckout, WaitReason};
 use majordomus_domain::text::for_terminal;
 
 use crate::leases::lease_line;
+use crate::wire::{self, SideKind};
 use majordomus_core::render;
 
 use super::answer::PeerList;
-use super::wire_changes::{ListedChangeOverlap, WorktreeChanges};
+use super::wire_changes::{self, ListedChangeOverlap, WorktreeChanges};
 
 /// Why `peer` waits for the person, and since when, on one line escaped for the terminal;
 /// `None` while it works.
@@ -18,7 +18,7 @@ fn waiting_line(peer: &Peer) -> Option<String> {
     let mut line = format!(
         "{} ({}): {} since {}",
         peer_side(
-            &peer.id,
+            peer.id.as_str(),
             &peer.checkout,
             peer.attached,
             peer.left_seconds_ago
@@ -123,15 +123,15 @@ pub(super) fn peer_list(output: &PeerList) -> String {
         text.push_str(&format!(
             "\n  overlap: {} ({}) and {} ({}) on {}",
             peer_side(
-                &side.peer,
-                &side.checkout,
+                &side.peer.0,
+                &board_checkout(&side.checkout),
                 side.attached,
                 side.left_seconds_ago
             ),
             claim_names(&side.claims),
             peer_side(
-                &with.peer,
-                &with.checkout,
+                &with.peer.0,
+                &board_checkout(&with.checkout),
                 with.attached,
                 with.left_seconds_ago
             ),
@@ -261,9 +261,20 @@ fn claim_names(claims: &[Option<String>]) -> String {
     names.join(", ")
 }
 
+/// A checkout as an answer writes it, as the board names it: what the words for people are
+/// written from.
+fn board_checkout(checkout: &Option<wire::PeerCheckout>) -> Option<PeerCheckout> {
+    checkout.clone().map(PeerCheckout::from)
+}
+
+/// The ways a path was changed as an answer writes them, as the domain names them.
+fn board_kinds(kinds: &[wire_changes::ChangeKind]) -> Vec<ChangeKind> {
+    kinds.iter().copied().map(ChangeKind::from).collect()
+}
+
 /// One side of an overlap for people: the peer, its worktree, and when it left if it did.
 fn peer_side(
-    peer: &PeerId,
+    peer: &str,
     checkout: &Option<PeerCheckout>,
     attached: bool,
     left_seconds_ago: Option<u64>,
@@ -290,16 +301,23 @@ fn peer_side(
 /// p1 in `/wt/alpha` claims `src/parser` (rewrite the parser)".
 fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
     let pairs = &overlap.overlap.paths;
-    let mut theirs: Vec<(&str, &[ChangeKind])> = Vec::new();
-    let mut yours: Vec<(&str, &[ChangeKind])> = Vec::new();
+    let mut theirs: Vec<(&str, Vec<ChangeKind>)> = Vec::new();
+    let mut yours: Vec<(&str, Vec<ChangeKind>)> = Vec::new();
     for pair in pairs {
         if !theirs.iter().any(|(path, _)| *path == pair.theirs) {
-            theirs.push((&pair.theirs, &pair.kinds));
+            theirs.push((&pair.theirs, board_kinds(&pair.kinds)));
         }
         if !yours.iter().any(|(path, _)| *path == pair.yours) {
-            yours.push((&pair.yours, &pair.your_kinds));
+            yours.push((&pair.yours, board_kinds(&pair.your_kinds)));
         }
     }
+    let changes_to = |paths: &[(&str, Vec<ChangeKind>)]| {
+        let paths: Vec<(&str, &[ChangeKind])> = paths
+            .iter()
+            .map(|(path, kinds)| (*path, kinds.as_slice()))
+            .collect();
+        render::changes_to(&paths)
+    };
     let with = &overlap.with;
     let other = match (with.kind, &with.peer) {
         (SideKind::Claim, Some(peer)) => {
@@ -310,8 +328,8 @@ fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
             format!(
                 "{} claims {} ({})",
                 peer_side(
-                    peer,
-                    &with.checkout,
+                    &peer.0,
+                    &board_checkout(&with.checkout),
                     with.attached.unwrap_or(true),
                     with.left_seconds_ago
                 ),
@@ -321,10 +339,10 @@ fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
         }
         _ => format!(
             "{} has {}",
-            with.checkout
+            board_checkout(&with.checkout)
                 .as_ref()
                 .map_or_else(|| "another worktree".into(), render::checkout),
-            render::changes_to(&yours)
+            changes_to(&yours)
         ),
     };
     let more = if overlap.overlap.more_paths > 0 {
@@ -334,8 +352,8 @@ fn change_overlap_line(overlap: &ListedChangeOverlap) -> String {
     };
     format!(
         "change overlap: {} has {}; {other}{more}",
-        render::checkout(&overlap.overlap.checkout),
-        render::changes_to(&theirs)
+        render::checkout(&overlap.overlap.checkout.clone().into()),
+        changes_to(&theirs)
     )
 }
 
@@ -349,7 +367,10 @@ fn changed_paths_line(changes: &WorktreeChanges) -> String {
         .iter()
         .take(SHOWN)
         .map(|changed| {
-            let kinds: Vec<&str> = changed.kinds.iter().map(|k| k.as_str()).collect();
+            let kinds: Vec<&str> = board_kinds(&changed.kinds)
+                .into_iter()
+                .map(ChangeKind::as_str)
+                .collect();
             format!("{} ({})", for_terminal(&changed.path), kinds.join(", "))
         })
         .collect();
@@ -367,14 +388,14 @@ mod tests {
 
     #[test]
     fn people_read_a_change_overlap_as_a_sentence() {
-        let beta = PeerCheckout {
+        let beta = wire::PeerCheckout {
             id: "b".into(),
             worktree: "/wt/beta".into(),
             branch: Some("feature/beta".into()),
             this_checkout: false,
             machine: None,
         };
-        let alpha = PeerCheckout {
+        let alpha = wire::PeerCheckout {
             id: "a".into(),
             worktree: "/wt/alpha".into(),
             branch: Some("alpha".into()),
@@ -388,7 +409,7 @@ mod tests {
                 paths: vec![ChangeOverlapPath {
                     yours: "src/parser".into(),
                     theirs: "src/parser/lexer.rs".into(),
-                    kinds: vec![ChangeKind::Unstaged],
+                    kinds: vec![wire_changes::ChangeKind::Unstaged],
                     your_kinds: vec![],
                 }],
                 more_paths: 0,
@@ -396,7 +417,7 @@ mod tests {
             with: ChangeOverlapSide {
                 kind: SideKind::Claim,
                 checkout: Some(alpha),
-                peer: Some(PeerId::nth(1)),
+                peer: Some(wire::PeerId("p1".into())),
                 attached: Some(false),
                 left_seconds_ago: Some(240),
                 claims: vec![None, Some("parser\u{1b}[2J".into())],

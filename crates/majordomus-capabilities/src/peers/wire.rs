@@ -1,17 +1,55 @@
-//! The peers of `peers.list` and `peers.announce` as their answers write them, and the
-//! waiting mark `hooks.wait` answers with: types of the answers' own, converted from the
-//! board's when an answer is made and back into them when a sibling's listing is read.
+//! The peers of `peers.list` and `peers.announce` as their answers write them, the waiting
+//! mark `hooks.wait` answers with, and the input of `peers.announce`: types of the answers'
+//! own, converted from the board's when an answer is made and into them when an input or a
+//! sibling's listing is read.
 //! Clients, scripts and other servers read these answers, so they change only when this file
 //! does, never because a type of the board did; their doc comments are the descriptions the
 //! schemas carry. The wire contract test pins what these types write.
 //!
-//! The peer's id, its checkout and the kind of an overlap's side are the board's own types
-//! still: the changes an answer lists name them too.
+//! The peer's id, its checkout and the kind of an overlap's side are written in the words
+//! every answer shares ([`crate::wire`]): the changes an answer lists name them too.
 
 use majordomus_checkout::stamp_text::StampText;
-use majordomus_domain::peers::{self as board, PeerCheckout, PeerId, SideKind};
+use majordomus_domain::peers as board;
+use majordomus_domain::{limits, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::wire::{PeerCheckout, PeerId, SideKind};
+
+/// The input of `peers.announce`: what the calling peer is working on and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnnounceInput {
+    /// One line in your own words: the task, question or intent; no line breaks, control or
+    /// format characters.
+    #[schemars(
+        length(min = 1, max = limits::INTENT_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub intent: String,
+    /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
+    /// the whole repository. Others read it to stay clear; nothing enforces it. A path holds
+    /// at most 1,024 bytes and 64 components; repeated (in any spelling) it counts once.
+    #[serde(default)]
+    #[schemars(
+        length(max = limits::SCOPE_PATHS),
+        inner(
+            length(min = 1, max = limits::PATH_BYTES),
+            regex(pattern = text::PLAIN_TEXT_PATTERN)
+        )
+    )]
+    pub scope: Vec<String>,
+    /// Names this claim when one session carries several pieces of work (subagents); the
+    /// same name announced again replaces it (`released` lists the paths let go). Leave it
+    /// out to update your one unnamed claim. At most 32 named claims.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = limits::CLAIM_NAME_CHARS),
+        regex(pattern = text::PLAIN_TEXT_PATTERN)
+    )]
+    pub claim: Option<String>,
+}
 
 /// What a client said about itself when it initialized the MCP session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -254,6 +292,16 @@ pub struct ListedPeer {
     pub qualified_id: String,
 }
 
+impl From<AnnounceInput> for board::AnnounceInput {
+    fn from(input: AnnounceInput) -> Self {
+        board::AnnounceInput {
+            intent: input.intent,
+            scope: input.scope,
+            claim: input.claim,
+        }
+    }
+}
+
 impl From<board::ClientInfo> for ClientInfo {
     fn from(client: board::ClientInfo) -> Self {
         ClientInfo {
@@ -345,7 +393,7 @@ impl From<board::Waiting> for Waiting {
             since: waiting.since.into(),
             message: waiting.message,
             holder: waiting.holder.map(|holder| WaitHolder {
-                peer: holder.peer,
+                peer: holder.peer.into(),
                 client: holder.client,
                 worktree: holder.worktree,
             }),
@@ -360,7 +408,7 @@ impl From<Waiting> for board::Waiting {
             since: waiting.since.into(),
             message: waiting.message,
             holder: waiting.holder.map(|holder| board::WaitHolder {
-                peer: holder.peer,
+                peer: holder.peer.into(),
                 client: holder.client,
                 worktree: holder.worktree,
             }),
@@ -371,7 +419,7 @@ impl From<Waiting> for board::Waiting {
 impl From<board::Peer> for Peer {
     fn from(peer: board::Peer) -> Self {
         Peer {
-            id: peer.id,
+            id: peer.id.into(),
             client: peer.client.into(),
             transport: peer.transport.into(),
             connected_at: peer.connected_at.into(),
@@ -380,7 +428,7 @@ impl From<board::Peer> for Peer {
             left_seconds_ago: peer.left_seconds_ago,
             claims: peer.claims.into_iter().map(Announcement::from).collect(),
             announcement: peer.announcement.map(Announcement::from),
-            checkout: peer.checkout,
+            checkout: peer.checkout.map(Into::into),
             waiting: peer.waiting.map(Waiting::from),
         }
     }
@@ -390,7 +438,7 @@ impl From<Peer> for board::Peer {
     /// The peer as its answer wrote it: what the reader believes of it is its own decision.
     fn from(peer: Peer) -> Self {
         board::Peer {
-            id: peer.id,
+            id: peer.id.into(),
             client: peer.client.into(),
             transport: peer.transport.into(),
             connected_at: peer.connected_at.into(),
@@ -403,7 +451,7 @@ impl From<Peer> for board::Peer {
                 .map(board::Announcement::from)
                 .collect(),
             announcement: peer.announcement.map(board::Announcement::from),
-            checkout: peer.checkout,
+            checkout: peer.checkout.map(Into::into),
             waiting: peer.waiting.map(board::Waiting::from),
         }
     }
@@ -421,12 +469,12 @@ impl From<board::OverlapPath> for OverlapPath {
 impl From<board::Overlap> for Overlap {
     fn from(overlap: board::Overlap) -> Self {
         Overlap {
-            peer: overlap.peer,
+            peer: overlap.peer.into(),
             attached: overlap.attached,
             left_seconds_ago: overlap.left_seconds_ago,
-            kind: overlap.kind,
+            kind: overlap.kind.into(),
             intent: overlap.intent,
-            checkout: overlap.checkout,
+            checkout: overlap.checkout.map(Into::into),
             paths: overlap.paths.into_iter().map(OverlapPath::from).collect(),
             more_paths: overlap.more_paths,
         }
@@ -446,11 +494,11 @@ impl From<board::Announced> for Announced {
 impl From<board::OverlapSide> for OverlapSide {
     fn from(side: board::OverlapSide) -> Self {
         OverlapSide {
-            peer: side.peer,
+            peer: side.peer.into(),
             attached: side.attached,
             left_seconds_ago: side.left_seconds_ago,
-            kind: side.kind,
-            checkout: side.checkout,
+            kind: side.kind.into(),
+            checkout: side.checkout.map(Into::into),
             claims: side.claims,
         }
     }
@@ -471,12 +519,11 @@ impl From<board::ListedOverlap> for ListedOverlap {
 mod tests {
     use super::*;
     use majordomus_domain::ids::Stamp;
-    use majordomus_domain::limits;
     use serde_json::json;
 
     fn peer() -> Peer {
         Peer {
-            id: PeerId::nth(1),
+            id: board::PeerId::nth(1).into(),
             client: ClientInfo {
                 name: "codex".into(),
                 version: "1.0".into(),
@@ -519,7 +566,7 @@ mod tests {
             resolved: vec!["src".into(), "app/[slug]".into()],
         };
         let held = board::Peer {
-            id: PeerId::nth(7),
+            id: board::PeerId::nth(7),
             client: board::ClientInfo {
                 name: "codex".into(),
                 version: "0.171.0".into(),
@@ -532,7 +579,7 @@ mod tests {
             left_seconds_ago: Some(12),
             claims: vec![claim(None), claim(Some("docs"))],
             announcement: Some(claim(Some("docs"))),
-            checkout: Some(PeerCheckout {
+            checkout: Some(board::PeerCheckout {
                 id: "c0ffee".into(),
                 worktree: "/repo".into(),
                 branch: Some("main".into()),
@@ -544,7 +591,7 @@ mod tests {
                 since: at,
                 message: Some("held".into()),
                 holder: Some(board::WaitHolder {
-                    peer: PeerId::nth(2),
+                    peer: board::PeerId::nth(2),
                     client: "claude-code".into(),
                     worktree: Some("/repo-wt".into()),
                 }),
@@ -640,10 +687,10 @@ mod tests {
     fn a_listed_overlap_names_two_peers_and_their_claims() {
         let side = |n: u64, left_seconds_ago: Option<u64>, claims: Vec<Option<String>>| {
             board::OverlapSide {
-                peer: PeerId::nth(n),
+                peer: board::PeerId::nth(n),
                 attached: left_seconds_ago.is_none(),
                 left_seconds_ago,
-                kind: SideKind::Claim,
+                kind: board::SideKind::Claim,
                 checkout: None,
                 claims,
             }
@@ -677,5 +724,59 @@ mod tests {
 
         let schema = schema_of::<ListedOverlap>();
         assert_eq!(required(&schema), ["attached", "paths", "peer", "with"]);
+    }
+
+    #[test]
+    fn announce_input_matches_the_seed_contract() {
+        let schema = schema_of::<AnnounceInput>();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(required(&schema), ["intent"]);
+        assert_eq!(schema["properties"]["scope"]["default"], json!([]));
+        let input: AnnounceInput = serde_json::from_str(r#"{"intent":"x"}"#).unwrap();
+        assert!(input.scope.is_empty() && input.claim.is_none());
+        assert!(serde_json::from_str::<AnnounceInput>(r#"{"scope":[]}"#).is_err());
+        assert!(serde_json::from_str::<AnnounceInput>(r#"{"intent":"x","paths":[]}"#).is_err());
+        let input: AnnounceInput = serde_json::from_str(
+            r#"{"intent":"fix the parser","scope":["src/parse"],"claim":"p"}"#,
+        )
+        .unwrap();
+        let board = board::AnnounceInput::from(input);
+        assert_eq!(
+            (board.intent.as_str(), board.scope, board.claim),
+            (
+                "fix the parser",
+                vec!["src/parse".to_owned()],
+                Some("p".into())
+            )
+        );
+    }
+
+    #[test]
+    fn announce_input_schema_carries_the_limits() {
+        let schema = schema_of::<AnnounceInput>();
+        let properties = &schema["properties"];
+        assert_eq!(properties["intent"]["minLength"], 1);
+        assert_eq!(properties["intent"]["maxLength"], limits::INTENT_CHARS);
+        assert_eq!(properties["scope"]["maxItems"], limits::SCOPE_PATHS);
+        assert_eq!(properties["scope"]["items"]["minLength"], 1);
+        assert_eq!(
+            properties["scope"]["items"]["maxLength"],
+            limits::PATH_BYTES
+        );
+        assert_eq!(properties["claim"]["minLength"], 1, "{schema:#}");
+        assert_eq!(properties["claim"]["maxLength"], limits::CLAIM_NAME_CHARS);
+        // the descriptions state the limits the board applies
+        let scope = properties["scope"]["description"].as_str().unwrap();
+        assert!(scope.contains("1,024 bytes and 64 components"), "{scope}");
+        let claim = properties["claim"]["description"].as_str().unwrap();
+        assert!(claim.contains(&format!("{} named claims", limits::NAMED_CLAIMS)));
+    }
+
+    #[test]
+    fn a_peer_checkout_schema_requires_what_the_seed_requires() {
+        assert_eq!(
+            required(&schema_of::<PeerCheckout>()),
+            ["id", "this_checkout", "worktree"]
+        );
     }
 }

@@ -4,13 +4,28 @@
 //! change only when this file does. Their doc comments are the descriptions the schemas
 //! carry; the wire contract test pins what they write.
 //!
-//! The ways a path was changed, a checkout, a peer's id and the kind of a side are the
-//! domain's own words still, shared with the peers the same answers list.
+//! A checkout, a peer's id and the kind of a side are written in the words every answer
+//! shares ([`crate::wire`]), as the peers the same answers list are.
 
-use majordomus_domain::changes::{self as domain, ChangeKind};
-use majordomus_domain::peers::{PeerCheckout, PeerId, SideKind};
+use majordomus_domain::changes as domain;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::wire::{PeerCheckout, PeerId, SideKind};
+
+/// How a worktree changed a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// Committed on the worktree's branch since the merge base with the default branch.
+    Committed,
+    /// Staged in the index, not committed.
+    Staged,
+    /// Changed in the working tree, not staged.
+    Unstaged,
+    /// A new file git does not track and does not ignore.
+    Untracked,
+}
 
 /// One path a worktree changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -116,11 +131,38 @@ fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
 
+impl From<domain::ChangeKind> for ChangeKind {
+    fn from(kind: domain::ChangeKind) -> Self {
+        match kind {
+            domain::ChangeKind::Committed => ChangeKind::Committed,
+            domain::ChangeKind::Staged => ChangeKind::Staged,
+            domain::ChangeKind::Unstaged => ChangeKind::Unstaged,
+            domain::ChangeKind::Untracked => ChangeKind::Untracked,
+        }
+    }
+}
+
+impl From<ChangeKind> for domain::ChangeKind {
+    fn from(kind: ChangeKind) -> Self {
+        match kind {
+            ChangeKind::Committed => domain::ChangeKind::Committed,
+            ChangeKind::Staged => domain::ChangeKind::Staged,
+            ChangeKind::Unstaged => domain::ChangeKind::Unstaged,
+            ChangeKind::Untracked => domain::ChangeKind::Untracked,
+        }
+    }
+}
+
+/// The kinds of a path as the answers write them.
+fn kinds(kinds: Vec<domain::ChangeKind>) -> Vec<ChangeKind> {
+    kinds.into_iter().map(ChangeKind::from).collect()
+}
+
 impl From<domain::ChangedPath> for ChangedPath {
     fn from(changed: domain::ChangedPath) -> Self {
         ChangedPath {
             path: changed.path,
-            kinds: changed.kinds,
+            kinds: kinds(changed.kinds),
         }
     }
 }
@@ -129,7 +171,11 @@ impl From<ChangedPath> for domain::ChangedPath {
     fn from(changed: ChangedPath) -> Self {
         domain::ChangedPath {
             path: changed.path,
-            kinds: changed.kinds,
+            kinds: changed
+                .kinds
+                .into_iter()
+                .map(domain::ChangeKind::from)
+                .collect(),
         }
     }
 }
@@ -165,8 +211,8 @@ impl From<domain::ChangeOverlapPath> for ChangeOverlapPath {
         ChangeOverlapPath {
             yours: pair.yours,
             theirs: pair.theirs,
-            kinds: pair.kinds,
-            your_kinds: pair.your_kinds,
+            kinds: kinds(pair.kinds),
+            your_kinds: kinds(pair.your_kinds),
         }
     }
 }
@@ -174,8 +220,8 @@ impl From<domain::ChangeOverlapPath> for ChangeOverlapPath {
 impl From<domain::ChangeOverlap> for ChangeOverlap {
     fn from(overlap: domain::ChangeOverlap) -> Self {
         ChangeOverlap {
-            kind: overlap.kind,
-            checkout: overlap.checkout,
+            kind: overlap.kind.into(),
+            checkout: overlap.checkout.into(),
             paths: overlap
                 .paths
                 .into_iter()
@@ -189,9 +235,9 @@ impl From<domain::ChangeOverlap> for ChangeOverlap {
 impl From<domain::ChangeOverlapSide> for ChangeOverlapSide {
     fn from(side: domain::ChangeOverlapSide) -> Self {
         ChangeOverlapSide {
-            kind: side.kind,
-            checkout: side.checkout,
-            peer: side.peer,
+            kind: side.kind.into(),
+            checkout: side.checkout.map(Into::into),
+            peer: side.peer.map(Into::into),
             attached: side.attached,
             left_seconds_ago: side.left_seconds_ago,
             claims: side.claims,
@@ -211,13 +257,15 @@ impl From<domain::ListedChangeOverlap> for ListedChangeOverlap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use majordomus_domain::changes::ChangeKind as Kind;
+    use majordomus_domain::peers as board;
 
     #[test]
     fn a_worktrees_changes_read_back_as_the_domain_had_them() {
         let held = domain::WorktreeChanges {
             paths: vec![domain::ChangedPath {
                 path: "src/lib.rs".into(),
-                kinds: vec![ChangeKind::Committed, ChangeKind::Unstaged],
+                kinds: vec![Kind::Committed, Kind::Unstaged],
             }],
             more_paths: 3,
             reason: Some("partly read".into()),
@@ -232,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_listed_change_overlap_flattens_the_changes_and_leaves_out_what_is_empty() {
-        let checkout = PeerCheckout {
+        let checkout = board::PeerCheckout {
             id: "b".into(),
             worktree: "/wt/beta".into(),
             branch: None,
@@ -241,20 +289,20 @@ mod tests {
         };
         let listed = ListedChangeOverlap::from(domain::ListedChangeOverlap {
             overlap: domain::ChangeOverlap {
-                kind: SideKind::Change,
+                kind: board::SideKind::Change,
                 checkout,
                 paths: vec![domain::ChangeOverlapPath {
                     yours: "src".into(),
                     theirs: "src/lib.rs".into(),
-                    kinds: vec![ChangeKind::Staged],
+                    kinds: vec![Kind::Staged],
                     your_kinds: vec![],
                 }],
                 more_paths: 0,
             },
             with: domain::ChangeOverlapSide {
-                kind: SideKind::Claim,
+                kind: board::SideKind::Claim,
                 checkout: None,
-                peer: Some(PeerId::nth(1)),
+                peer: Some(board::PeerId::nth(1)),
                 attached: Some(true),
                 left_seconds_ago: None,
                 claims: vec![None],
@@ -270,5 +318,22 @@ mod tests {
             serde_json::from_value::<ListedChangeOverlap>(v).unwrap(),
             listed
         );
+    }
+
+    /// The words a change is written as are the words the domain names it by in text for
+    /// people.
+    #[test]
+    fn every_change_kind_is_written_as_the_domain_names_it() {
+        for kind in [
+            Kind::Committed,
+            Kind::Staged,
+            Kind::Unstaged,
+            Kind::Untracked,
+        ] {
+            let written = serde_json::to_value(ChangeKind::from(kind)).unwrap();
+            assert_eq!(written, kind.as_str());
+            let read: ChangeKind = serde_json::from_value(written).unwrap();
+            assert_eq!(Kind::from(read), kind);
+        }
     }
 }

@@ -186,7 +186,7 @@ async fn follow_one(state: Follow, checkout: Checkout, stop: CancellationToken) 
     let watch = Arc::new(Mutex::new(LeaseWatch::new(lease_path(&checkout), &lease)));
     let mut events = read_stream(response);
     let this = PeerListInput {
-        checkouts: Checkouts::This,
+        checkouts: majordomus_capabilities::wire::Checkouts::This,
     };
     // The stream was open before the first read, so no change slips between the two.
     let mut following = Following {

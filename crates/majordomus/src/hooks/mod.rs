@@ -593,7 +593,7 @@ async fn ask(
             let input = WaitInput {
                 client,
                 session_id: event.session_id.clone(),
-                reason,
+                reason: reason.into(),
                 message: message
                     .map(|message| text::sanitized(&message, limits::WAIT_MESSAGE_CHARS))
                     .filter(|message| !message.is_empty()),
@@ -628,7 +628,7 @@ async fn claimed(
         let input = WaitInput {
             client,
             session_id: session_id.to_owned(),
-            reason: WaitReason::Blocked,
+            reason: WaitReason::Blocked.into(),
             message: None,
             holder: Some(BlockingSession {
                 peer: holder.peer.to_string(),
@@ -671,7 +671,7 @@ fn found(answers: Vec<Guarded>) -> Found {
         let line = facts::finding_line(finding);
         if finding.attached && found.holder.is_none() {
             found.holder = Some(WaitHolder {
-                peer: finding.peer.clone(),
+                peer: finding.peer.clone().into(),
                 client: finding.client.clone(),
                 worktree: finding
                     .checkout
