@@ -50,7 +50,7 @@ use majordomus_core::api::{ErrorKind, Rejection};
 #[serde(deny_unknown_fields)]
 pub(crate) struct StreamQuery {
     #[serde(default)]
-    checkouts: Checkouts,
+    checkouts: majordomus_capabilities::wire::Checkouts,
     /// The token may ride in the query; the guard has checked it.
     #[serde(default, rename = "token")]
     _token: Option<String>,
@@ -85,7 +85,8 @@ pub(crate) fn stream(
     let last_seen = headers
         .get("last-event-id")
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-    let subscription = match events.subscribe(query.checkouts, last_seen.as_deref()) {
+    let checkouts = Checkouts::from(query.checkouts);
+    let subscription = match events.subscribe(checkouts, last_seen.as_deref()) {
         Ok(subscription) => subscription,
         Err(full) => {
             let mut refusal = majordomus_core::api::error_response(
@@ -99,7 +100,7 @@ pub(crate) fn stream(
             return refusal;
         }
     };
-    if query.checkouts != Checkouts::This {
+    if checkouts != Checkouts::This {
         events.siblings.wake();
     }
     let keep_alive = match query.alive_ms {

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use majordomus_capabilities::peers::wire::OverlapPath;
+use majordomus_capabilities::wire::{self, PeerCheckout};
 use majordomus_domain::board::{PeerBoard, Recorded, ReleasedClaims};
 use majordomus_domain::checkouts::Checkouts;
-use majordomus_domain::peers::{
-    Announced, Announcement, OverlapPath, PeerCheckout, PeerId, Waiting,
-};
+use majordomus_domain::peers::{Announced, Announcement, PeerId, Waiting};
 use majordomus_domain::sync::LockExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
@@ -44,7 +44,7 @@ pub(crate) struct OverlapNotice {
     /// One line for a person.
     pub message: String,
     /// The peer whose announcement made the overlap.
-    pub peer: PeerId,
+    pub peer: wire::PeerId,
     /// What that peer said its claim is for.
     pub intent: String,
     /// Pairs of paths that meet: `yours` is the notified peer's path.
@@ -154,8 +154,12 @@ impl EventBus {
     /// caller holds the board's lock.
     pub(crate) fn waiting(&self, peer: &PeerId, waiting: Option<&Waiting>) {
         let mut inner = self.inner();
+        let peer = peer.as_str();
         let change = match waiting {
-            Some(waiting) => Change::Waiting { peer, waiting },
+            Some(waiting) => Change::Waiting {
+                peer,
+                waiting: waiting.clone().into(),
+            },
             None => Change::WaitingOver { peer },
         };
         self.publish_local(&mut inner, change);
@@ -173,13 +177,13 @@ impl EventBus {
         self.publish_local(
             &mut inner,
             Change::HandedOver {
-                peer,
+                peer: peer.as_str(),
                 claim: name,
                 to,
             },
         );
         for with in &delta.ended {
-            self.publish_local(&mut inner, Change::OverlapEnded { peer, with });
+            self.publish_local(&mut inner, ended(peer, with));
         }
     }
 
@@ -192,9 +196,9 @@ impl EventBus {
         self.publish_local(
             &mut inner,
             Change::Attached {
-                peer,
-                client: &view.client,
-                transport: view.transport,
+                peer: peer.as_str(),
+                client: view.client.into(),
+                transport: view.transport.into(),
             },
         );
     }
@@ -229,7 +233,13 @@ impl EventBus {
         if claims_kept {
             inner.overlaps.departed(peer);
         }
-        self.publish_local(&mut inner, Change::Left { peer, claims_kept });
+        self.publish_local(
+            &mut inner,
+            Change::Left {
+                peer: peer.as_str(),
+                claims_kept,
+            },
+        );
         for forgotten in inner
             .overlaps
             .forgotten(|id| board.peer(id, SystemTime::now()).is_some())
@@ -261,18 +271,12 @@ impl EventBus {
         self.publish_local(
             inner,
             Change::Removed {
-                peer,
+                peer: peer.as_str(),
                 reason: reason.to_string(),
             },
         );
         for partner in &ended {
-            self.publish_local(
-                inner,
-                Change::OverlapEnded {
-                    peer,
-                    with: partner,
-                },
-            );
+            self.publish_local(inner, self::ended(peer, partner));
         }
     }
 
@@ -290,7 +294,7 @@ impl EventBus {
         self.publish_local(
             &mut inner,
             Change::Announced {
-                peer,
+                peer: peer.as_str(),
                 claim: ClaimSample::of(claim),
             },
         );
@@ -315,17 +319,17 @@ impl EventBus {
             self.publish_local(
                 &mut inner,
                 Change::OverlapBegan {
-                    peer,
-                    with,
+                    peer: peer.as_str(),
+                    with: with.as_str(),
                     intent: &claim.intent,
                     with_intent: &overlap.intent,
-                    paths: &overlap.paths,
+                    paths: overlap.paths.iter().cloned().map(Into::into).collect(),
                     more_paths: overlap.more_paths,
                 },
             );
             let notice = OverlapNotice {
                 message: overlap_message(announced, claim, overlap),
-                peer: peer.clone(),
+                peer: peer.clone().into(),
                 intent: claim.intent.clone(),
                 paths: overlap
                     .paths
@@ -342,7 +346,7 @@ impl EventBus {
             }
         }
         for with in &delta.ended {
-            self.publish_local(&mut inner, Change::OverlapEnded { peer, with });
+            self.publish_local(&mut inner, ended(peer, with));
         }
     }
 
@@ -444,6 +448,14 @@ impl EventBus {
     /// Changes of this checkout's board, coalesced: the receiver sees the latest id.
     pub(crate) fn local_changes(&self) -> watch::Receiver<u64> {
         self.latest_local.subscribe()
+    }
+}
+
+/// That no claim of `peer` and `with` meets any more.
+fn ended<'a>(peer: &'a PeerId, with: &'a PeerId) -> Change<'a> {
+    Change::OverlapEnded {
+        peer: peer.as_str(),
+        with: with.as_str(),
     }
 }
 

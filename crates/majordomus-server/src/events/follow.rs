@@ -302,7 +302,7 @@ fn heard(state: &Follow, stamp: &PeerCheckout, event: ReceivedEvent) -> Heard {
 fn tell_streams(state: &Follow, stamp: &PeerCheckout, change: Change<'_>) {
     if state.events.repository_streams() > 0 {
         let data = serde_json::to_string(&Envelope {
-            checkout: stamp,
+            checkout: &stamp.clone().into(),
             change,
         })
         .expect("events serialise");
