@@ -4,8 +4,8 @@
 //!
 //! An agent that never announces still leaves changes, so a claim is checked against the
 //! other worktrees' changes too. A worktree's own changes never meet its own peers' claims:
-//! they are that worktree's own work. The answers write these as types of their own; only
-//! the ways a path was changed ([`ChangeKind`]) are written as they are here.
+//! they are that worktree's own work. The answers write these, the ways a path was changed
+//! ([`ChangeKind`]) too, as types of their own.
 //!
 //! ```
 //! use majordomus_domain::changes::{ChangeKind, ChangedPath, WorktreeChanges, changes_meeting};
@@ -35,9 +35,6 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::index::PathIndex;
 use crate::listing::{
     ClaimsMet, Listed, PeerPath, every_claims_paths, for_each_meeting_pair, peer_paths,
@@ -52,13 +49,8 @@ use crate::peers::{Peer, PeerCheckout, PeerId, SideKind};
 pub const CHANGED_PATHS: usize = 2_000;
 
 /// How a worktree changed a path.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
-#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ChangeKind {
     /// Committed on the worktree's branch since the merge base with the default branch.
     Committed,
@@ -434,12 +426,6 @@ pub fn change_overlaps_among(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::assert_serde_words;
-
-    #[test]
-    fn serde_writes_each_change_kind_as_as_str_says() {
-        assert_serde_words(ChangeKind::as_str);
-    }
     use crate::paths::normalize;
     use crate::peers::{Announcement, ClientInfo, Transport};
     use crate::testing::Lcg;

@@ -1,31 +1,30 @@
-//! The words for how wide a question is and where a checkout's server stands.
+//! The words for how wide a question is and where a checkout's server stands. The answers
+//! and inputs write them in types of their own, in the same words.
 //!
 //! ```
 //! use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 //!
 //! assert_eq!(Checkouts::default(), Checkouts::Repository);
 //! assert_eq!("this".parse::<Checkouts>().unwrap(), Checkouts::This);
-//! assert_eq!(serde_json::to_value(Checkouts::This).unwrap(), "this");
+//! assert_eq!(Checkouts::This.to_string(), "this");
 //! assert_eq!("everywhere".parse::<Checkouts>().unwrap(), Checkouts::Everywhere);
 //! let err = "everything".parse::<Checkouts>().unwrap_err();
 //! assert!(err.contains("`repository` or `this`"));
 //!
 //! assert_eq!(ServerStanding::Outdated.as_str(), "outdated");
-//! assert_eq!(serde_json::from_str::<ServerStanding>("\"stale\"").unwrap(), ServerStanding::Stale);
+//! assert_eq!(ServerStanding::Stale.to_string(), "stale");
 //! ```
 
 use std::fmt;
 use std::str::FromStr;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strum::VariantArray;
 
 /// Which checkouts of the repository a question covers. The whole repository costs a lease
 /// read and a probe per checkout; this checkout alone costs nothing beyond its own memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr, strum::VariantArray)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantArray,
+)]
 #[strum(serialize_all = "lowercase")]
 pub enum Checkouts {
     /// Every checkout git registers for the repository, this one first. The default.
@@ -55,8 +54,8 @@ impl fmt::Display for Checkouts {
 impl FromStr for Checkouts {
     type Err = String;
 
-    /// Accepts exactly the words serde writes; anything else is refused with a message
-    /// naming the words that would have worked.
+    /// Accepts exactly the words [`Checkouts::as_str`] gives; anything else is refused with a
+    /// message naming the words that would have worked.
     fn from_str(word: &str) -> Result<Self, Self::Err> {
         Checkouts::VARIANTS
             .iter()
@@ -73,11 +72,8 @@ impl FromStr for Checkouts {
 
 /// Where a checkout's server stands, judged from its lease, whether the server the lease
 /// names answers for that checkout, and whether it runs this executable's code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
-#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ServerStanding {
     /// There is no lease: no server serves this checkout.
     Absent,
@@ -107,23 +103,14 @@ impl fmt::Display for ServerStanding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::assert_serde_words;
 
     #[test]
-    fn serde_writes_each_word_as_as_str_says() {
-        assert_serde_words(Checkouts::as_str);
-        assert_serde_words(ServerStanding::as_str);
-    }
-
-    #[test]
-    fn checkouts_words_round_trip_through_serde_and_from_str() {
+    fn checkouts_words_round_trip_through_from_str() {
         for choice in [
             Checkouts::Repository,
             Checkouts::This,
             Checkouts::Everywhere,
         ] {
-            let json = serde_json::to_value(choice).unwrap();
-            assert_eq!(json, choice.as_str());
             assert_eq!(choice.as_str().parse::<Checkouts>().unwrap(), choice);
             assert_eq!(choice.to_string(), choice.as_str());
         }
@@ -137,27 +124,20 @@ mod tests {
              other machines too"
         );
         assert!("Repository".parse::<Checkouts>().is_err());
-        assert!(serde_json::from_str::<Checkouts>("\"all\"").is_err());
+        assert!("all".parse::<Checkouts>().is_err());
     }
 
     #[test]
-    fn standing_words_match_serde() {
-        for standing in [
-            ServerStanding::Absent,
-            ServerStanding::Starting,
-            ServerStanding::Ready,
-            ServerStanding::Outdated,
-            ServerStanding::Stale,
+    fn standings_are_written_in_lowercase() {
+        for (standing, word) in [
+            (ServerStanding::Absent, "absent"),
+            (ServerStanding::Starting, "starting"),
+            (ServerStanding::Ready, "ready"),
+            (ServerStanding::Outdated, "outdated"),
+            (ServerStanding::Stale, "stale"),
         ] {
-            assert_eq!(serde_json::to_value(standing).unwrap(), standing.as_str());
+            assert_eq!(standing.as_str(), word);
+            assert_eq!(standing.to_string(), word);
         }
-    }
-
-    #[test]
-    fn every_standing_is_described_in_the_schema() {
-        let schema = serde_json::to_value(schemars::schema_for!(ServerStanding)).unwrap();
-        let variants = schema["oneOf"].as_array().unwrap();
-        assert_eq!(variants.len(), 5);
-        assert!(variants.iter().all(|v| v["description"].is_string()));
     }
 }

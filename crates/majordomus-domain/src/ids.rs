@@ -1,4 +1,4 @@
-//! Identities and timestamps as they appear in answers.
+//! Identities and the instants the domain hands out.
 //!
 //! ```
 //! use std::time::{Duration, UNIX_EPOCH};
@@ -13,14 +13,10 @@
 //! assert!("1970-01-01T00:00:01.5Z".parse::<Stamp>().is_err());
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
@@ -61,8 +57,9 @@ const QUOTED_CHARS: usize = 40;
 ///
 /// Seconds are what every timestamp in an answer carries; sub-second digits would only
 /// suggest a precision the board does not have. Kept as an instant rather than as its text,
-/// so the domain compares instants; the text is written where a stamp leaves the process:
-/// serialised (a JSON string, whose schema is a string's) or shown to a person.
+/// so the domain compares instants. Its text is what [`fmt::Display`] writes and
+/// [`FromStr`] reads back; every wire and file above the domain writes and reads it through
+/// that text, and the domain itself serialises nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp {
     /// Seconds since 1970, from [`FIRST_SECOND`] to [`LAST_SECOND`].
@@ -137,35 +134,6 @@ impl FromStr for Stamp {
             .ok_or_else(|| StampError {
                 quoted: text::sanitized(written, QUOTED_CHARS),
             })
-    }
-}
-
-impl Serialize for Stamp {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Stamp {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Stamp, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(D::Error::custom)
-    }
-}
-
-/// A stamp's schema is that of the string it is written as, in place as a string field's
-/// is: a schema tells a client what it reads, not how majordomus keeps it.
-impl JsonSchema for Stamp {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Stamp".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        String::json_schema(generator)
     }
 }
 
@@ -253,38 +221,5 @@ mod tests {
         assert!(message.contains("RFC 3339"), "{message}");
         assert!(!message.contains('\u{1b}'), "{message}");
         assert!(message.chars().count() < 200, "{message}");
-    }
-
-    #[test]
-    fn a_stamp_is_a_json_string_with_a_string_schema() {
-        let at = stamp("2026-11-30T02:26:47Z").unwrap();
-        let json = serde_json::to_string(&at).unwrap();
-        assert_eq!(json, r#""2026-11-30T02:26:47Z""#);
-        assert_eq!(serde_json::from_str::<Stamp>(&json).unwrap(), at);
-        let refused = serde_json::from_str::<Stamp>(r#""yesterday""#).unwrap_err();
-        assert!(
-            refused
-                .to_string()
-                .contains("`yesterday` is not an instant"),
-            "{refused}"
-        );
-        assert!(serde_json::from_str::<Stamp>("1796005607").is_err());
-
-        #[derive(JsonSchema)]
-        #[allow(dead_code)]
-        struct AsText {
-            /// When, RFC 3339 in UTC.
-            at: String,
-        }
-        #[derive(JsonSchema)]
-        #[allow(dead_code)]
-        struct AsStamp {
-            /// When, RFC 3339 in UTC.
-            at: Stamp,
-        }
-        assert_eq!(
-            schemars::schema_for!(AsStamp).get("properties"),
-            schemars::schema_for!(AsText).get("properties")
-        );
     }
 }

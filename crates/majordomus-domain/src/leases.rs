@@ -1,12 +1,13 @@
 //! Leases on shared resources: a named resource (`test-suite`, `db:staging`, `port:5432`)
 //! has at most one holder, and a first-in first-out queue of the others who asked for it.
 //!
-//! The table is one value for the whole repository, kept on disk by the app and changed
-//! under a lock, so every rule here is a pure change of that value: a request takes a ticket
-//! (a serial number, never reused), the holder is the request granted, and whoever leaves —
-//! by releasing, by its time running out, by its session or process ending — hands the lease
-//! to the first request still queued. Whether a holder still lives is the caller's
-//! question ([`LeaseTable::sweep`] asks it); the table only records what its life hangs on.
+//! The table is one value for the whole repository, kept on disk by the app (in a file format
+//! of its own, converted from this value) and changed under a lock, so every rule here is a
+//! pure change of that value: a request takes a ticket (a serial number, never reused), the
+//! holder is the request granted, and whoever leaves — by releasing, by its time running out,
+//! by its session or process ending — hands the lease to the first request still queued.
+//! Whether a holder still lives is the caller's question ([`LeaseTable::sweep`] asks it); the
+//! table only records what its life hangs on.
 //!
 //! When the table is shared by several machines (a federation), a holder names its machine,
 //! and its life there cannot be asked of this machine's processes: its own server renews a
@@ -20,9 +21,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::limits::{
     LEASE_NAME_BYTES, LEASE_QUEUE, LEASE_TTL_SECS_MAX, LEASES, LEASES_PER_HOLDER, PORT_ASSIGNMENTS,
@@ -86,15 +84,14 @@ pub enum LeaseError {
 
 /// A process, by pid and start time (clock ticks since boot, where known) so that a pid the
 /// system gives to another process later is never taken for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProcessId {
     pub pid: u32,
     pub start: Option<u64>,
 }
 
 /// What a holder's life hangs on: the lease dies with it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Life {
     /// A session of a majordomus server: it lasts while the server runs and keeps the peer
     /// on its board; the server removes the session's leases when the peer departs.
@@ -105,7 +102,7 @@ pub enum Life {
 }
 
 /// Who asks for a lease.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {
     /// Says which requests are the same holder's: a second request of one holder is the
     /// first one asked again.
@@ -117,7 +114,6 @@ pub struct Holder {
     pub life: Life,
     /// The machine it works on, when the table is shared by several (a federation): only
     /// that machine can tell whether its life goes on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
 }
 
@@ -136,7 +132,7 @@ pub fn server_key(machine: &str, checkout: &str) -> String {
 }
 
 /// A server's latest renewal of its holders in a table shared by machines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Beat {
     /// When, in milliseconds since the epoch, by the renewing machine's clock.
     pub renewed_ms: u64,
@@ -145,7 +141,7 @@ pub struct Beat {
 }
 
 /// One request in a lease: its holder, and since when it holds or waits.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub holder: Holder,
     /// The request's serial number in the table: queue order is ticket order.
@@ -161,14 +157,14 @@ pub struct Request {
 }
 
 /// A lease: its holder and who waits behind it. A lease with neither leaves the table.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lease {
     pub holder: Option<Request>,
     pub queue: VecDeque<Request>,
 }
 
 /// A port handed to a worktree from a range.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortAssignment {
     /// The range as written (`port:3000-3099`).
     pub range: String,
@@ -241,16 +237,14 @@ pub struct Handed {
 }
 
 /// The repository's leases and the ports handed to its worktrees.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LeaseTable {
     /// The ticket the next request takes.
     pub next_ticket: u64,
     pub leases: BTreeMap<String, Lease>,
-    #[serde(default)]
     pub ports: Vec<PortAssignment>,
     /// The beats of the servers whose holders are in a table shared by machines, by
     /// [`server_key`]; empty on one machine.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub beats: BTreeMap<String, Beat>,
 }
 
@@ -803,16 +797,5 @@ mod tests {
         table.release("db", "b", at(11)).unwrap();
         table.forget_idle_beats();
         assert!(table.beats.is_empty(), "no holder, no beat");
-    }
-
-    #[test]
-    fn the_table_reads_back_as_written() {
-        let mut table = LeaseTable::default();
-        table.acquire("a", who("a", "w"), TTL, at(0)).unwrap();
-        table.acquire("a", who("b", "w"), TTL, at(0)).unwrap();
-        let range = Resource::parse("port:4000-4010").unwrap();
-        table.assign_port(&range, "w", at(0), |_| true).unwrap();
-        let json = serde_json::to_string(&table).unwrap();
-        assert_eq!(serde_json::from_str::<LeaseTable>(&json).unwrap(), table);
     }
 }

@@ -7,7 +7,10 @@
 //!
 //! Nothing here does I/O, spawns, sleeps or reads a clock: every operation that needs the
 //! current time takes it as a [`std::time::SystemTime`], so the rules can be tested exactly
-//! and the app decides where time comes from.
+//! and the app decides where time comes from. Nothing here is serialised either: every
+//! answer, input, event, journal line, published board and file is written in types of its
+//! own in the crate that writes it, converted from and into these, so a change of the
+//! domain's types never changes what another program reads.
 
 pub mod board;
 pub mod briefing;

@@ -18,13 +18,10 @@
 //! oldest waiting dropped and told to the recipient as a count), the recipients of one
 //! message and the claims one handoff names. No I/O, no clock: every instant is a parameter.
 //!
-//! The mailbox's file and the federation's key are written in these types; the answers of
-//! `messages.send` and `messages.list` in types of their own.
+//! The mailbox's file, the federation's key and the answers of `messages.send` and
+//! `messages.list` are each written in types of their own, converted from these.
 
 use std::collections::VecDeque;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::ids::Stamp;
 use crate::limits::{
@@ -34,23 +31,20 @@ use crate::limits::{
 
 /// A session as a message names it: by its qualified id and when it connected, so a later
 /// session that happens to get the same id on a restarted server is not taken for it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Party {
     /// `p1@<first 8 digits of the checkout id>`, as the session's own server names it
     /// (another machine's listing names it `p1@<machine>`); `command-line` for a message sent
     /// without a session.
     pub qualified_id: String,
     /// When the session attached, RFC 3339, as its board says.
-    #[serde(default, with = "stamp_or_blank")]
     pub connected_at: Option<Stamp>,
     /// Who it is, as people read it (`p3 claude-code in feature`).
     pub label: String,
     /// The id of the checkout whose board holds it.
-    #[serde(default)]
     pub checkout: String,
     /// The machine whose board holds it, in a repository federated across machines: a
     /// checkout's id is the digest of its path, which two machines may share.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
 }
 
@@ -78,8 +72,7 @@ impl Party {
 }
 
 /// Where a message stands for one recipient.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiptState {
     /// Waiting for the recipient's next hook event or majordomus tool answer.
     Queued,
@@ -97,7 +90,7 @@ pub enum ReceiptState {
 pub const HANDED_FOR_MS: u64 = 5_000;
 
 /// A message handed to a hook that has not yet said it printed it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hand {
     /// What the hook confirms with; known only to it.
     pub token: u64,
@@ -108,29 +101,23 @@ pub struct Hand {
 }
 
 /// One recipient's receipt of a message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Receipt {
     pub to: Party,
     pub state: ReceiptState,
     /// When it was delivered, in milliseconds since the epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_ms: Option<u64>,
     /// The hook event or tool that carried it (`UserPromptSubmit`, `majordomus_peers`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through: Option<String>,
     /// The reply that answered it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<u64>,
     /// Why it expired, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expired: Option<String>,
     /// How many older messages to the same recipient were dropped unread from its full
     /// queue before this one: told with this one.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_before: u64,
     /// While queued: the hook it was handed to, waiting for that hook's confirmation. Kept
     /// with the mailbox, never shown in a listing (its token is the hook's alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handed: Option<Hand>,
 }
 
@@ -164,45 +151,8 @@ impl Receipt {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// A party's `connected_at` as answers and mailbox files write it: the session's stamp, or
-/// an empty string for a message sent without a session (`command-line`), which no board
-/// attached.
-pub mod stamp_or_blank {
-    use serde::de::Error as _;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::ids::Stamp;
-
-    /// Writes the stamp, or an empty string for none.
-    pub fn serialize<S: Serializer>(
-        stamp: &Option<Stamp>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        match stamp {
-            Some(stamp) => stamp.serialize(serializer),
-            None => serializer.serialize_str(""),
-        }
-    }
-
-    /// Reads a stamp, or none from an empty string; anything else that is no stamp is
-    /// refused.
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<Stamp>, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        if text.is_empty() {
-            return Ok(None);
-        }
-        text.parse().map(Some).map_err(D::Error::custom)
-    }
-}
-
 /// A claim offered with a message, as the sender holds it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HandedClaim {
     /// The claim's name on the sender's board.
     pub name: String,
@@ -211,8 +161,7 @@ pub struct HandedClaim {
 }
 
 /// Where a handoff stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HandoffState {
     /// The sender keeps the claims until the recipient accepts.
     Offered,
@@ -225,20 +174,18 @@ pub enum HandoffState {
 }
 
 /// Claims a message offers to its one recipient.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handoff {
     pub claims: Vec<HandedClaim>,
     pub state: HandoffState,
     /// When it was accepted, refused or expired.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_ms: Option<u64>,
     /// Whether the sender's board has let the claims go (they moved on another board).
-    #[serde(default)]
     pub released: bool,
 }
 
 /// One message, with a receipt per recipient.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
     /// Its number in the repository's mailbox; replies name it.
     pub id: u64,
@@ -246,12 +193,10 @@ pub struct Message {
     /// The address as the sender wrote it (`p2@3f9a0c1e`, `path:src/lib.rs`, `worktree:beta`).
     pub addressed: String,
     pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<u64>,
     /// When it was sent, in milliseconds since the epoch.
     pub sent_ms: u64,
     pub receipts: Vec<Receipt>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
 }
 
@@ -311,13 +256,12 @@ pub struct Accepted {
 }
 
 /// The repository's messages, oldest first.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mailbox {
     /// The last id handed out.
     pub last_id: u64,
     pub messages: VecDeque<Message>,
     /// How many messages were dropped as older than the last [`MESSAGES_KEPT`].
-    #[serde(default)]
     pub dropped: u64,
 }
 
@@ -1055,29 +999,5 @@ mod tests {
             id
         );
         assert_eq!(mailbox.expire(beta, |_| false), 0, "delivered, not queued");
-    }
-
-    #[test]
-    fn a_party_without_a_session_is_written_with_a_blank_stamp() {
-        let mut party = party("p1");
-        let written = serde_json::to_value(&party).unwrap();
-        assert_eq!(written["connected_at"], "2026-12-01T10:00:00Z");
-        assert_eq!(serde_json::from_value::<Party>(written).unwrap(), party);
-
-        party.connected_at = None;
-        let mut written = serde_json::to_value(&party).unwrap();
-        assert_eq!(written["connected_at"], "");
-        assert_eq!(
-            serde_json::from_value::<Party>(written.clone()).unwrap(),
-            party
-        );
-        written.as_object_mut().unwrap().remove("connected_at");
-        assert_eq!(
-            serde_json::from_value::<Party>(written.clone()).unwrap(),
-            party
-        );
-        written["connected_at"] = "yesterday".into();
-        let refused = serde_json::from_value::<Party>(written).unwrap_err();
-        assert!(refused.to_string().contains("RFC 3339"), "{refused}");
     }
 }

@@ -1,35 +1,26 @@
 //! The peer board's vocabulary: who is attached, what they claimed, and where claims meet.
 //!
-//! The answers of `peers.announce` and `peers.list` write peers, claims and overlaps as types
-//! of their own, converted from these. The doc comments of the types a schema still names
-//! (a peer's id and checkout, why a session waits, the input of an announce) are the
-//! descriptions clients read there.
+//! The answers of `peers.announce` and `peers.list`, the input of an announce, the events of
+//! the board, the published board and the hand-over file write these in types of their own,
+//! converted from and into these; what clients read is described there.
 //!
 //! ```
-//! use majordomus_domain::peers::{AnnounceInput, ClientInfo, PeerId};
+//! use majordomus_domain::peers::{ClientInfo, PeerId, Transport, WaitReason};
 //!
 //! assert_eq!(PeerId::nth(3).as_str(), "p3");
-//! let input: AnnounceInput =
-//!     serde_json::from_str(r#"{"intent": "fix the parser", "scope": ["src/parse"]}"#).unwrap();
-//! assert_eq!(input.scope, ["src/parse"]);
-//! assert!(serde_json::from_str::<AnnounceInput>(r#"{"intent": "x", "paths": []}"#).is_err());
+//! assert_eq!(Transport::Stdio.as_str(), "stdio");
+//! assert_eq!(WaitReason::Blocked.as_str(), "blocked");
 //! assert_eq!(ClientInfo::uninitialized().name, "(not initialized)");
 //! ```
 
 use std::fmt;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::ids::Stamp;
 use crate::{limits, text};
 
 /// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
 /// that server runs. A position on one board, not a durable identity.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerId(pub String);
 
 impl PeerId {
@@ -51,14 +42,13 @@ impl fmt::Display for PeerId {
 }
 
 /// What a client said about itself when it initialized the MCP session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
     /// The client's `clientInfo.name`, such as `claude-code`, `codex` or `gemini-cli`.
     pub name: String,
     /// The client's `clientInfo.version`.
     pub version: String,
     /// The client's `clientInfo.title`, when it sent one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
 }
 
@@ -96,11 +86,8 @@ impl ClientInfo {
 }
 
 /// How a peer's client reached majordomus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
-#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum Transport {
     /// Over the stdin and stdout of the `majordomus mcp` process it started: the process that
     /// serves, or a bridge to it.
@@ -118,10 +105,9 @@ impl Transport {
 
 /// One claim a peer holds: what it is doing and which paths it expects to touch. A peer
 /// may hold several, told apart by name; announcing under the same name replaces one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Announcement {
     /// The claim's name, when the peer gave one; absent for the peer's unnamed claim.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// One line in the peer's own words: the task, question or intent.
     pub intent: String,
@@ -134,13 +120,12 @@ pub struct Announcement {
     /// for the whole repository) with symbolic links followed: what overlaps are found on.
     /// Present only when one of them differs from what its text says: a link followed, or
     /// a glob-looking name (`app/[slug]`) that exists and so is a literal path.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<String>,
 }
 
 /// Which checkout of the repository a peer is attached to. Peer ids restart at `p1` on
 /// every board, so a repository-wide answer qualifies each peer with this.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PeerCheckout {
     /// The checkout's identity digest, as `server.status` reports `checkout_id`: stable
     /// across restarts and never a path.
@@ -148,14 +133,12 @@ pub struct PeerCheckout {
     /// Where the checkout is on disk; unlike a peer id, it survives a reconnect.
     pub worktree: String,
     /// The branch checked out there, when it could be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// Whether this is the checkout of the server that answered.
     pub this_checkout: bool,
     /// The machine the checkout is on, in an answer that reaches other machines (a listing
     /// with `checkouts: everywhere`, an announce meeting another machine's claim); absent
     /// otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
 }
 
@@ -192,13 +175,8 @@ pub struct Peer {
 }
 
 /// Why a session waits for the person.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
-#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum WaitReason {
     /// Its client asks the person to allow a tool call.
     Permission,
@@ -218,14 +196,13 @@ impl WaitReason {
 }
 
 /// The live session that holds what a blocked session meant to change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitHolder {
     /// Its id on its checkout's board.
     pub peer: PeerId,
     /// Its client, as it named itself.
     pub client: String,
     /// The worktree it works in, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<String>,
 }
 
@@ -245,7 +222,7 @@ impl WaitHolder {
 }
 
 /// A session waiting for the person: why, since when, and what its client said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
     /// Why it waits.
     pub reason: WaitReason,
@@ -253,15 +230,13 @@ pub struct Waiting {
     pub since: Stamp,
     /// What its client said, one line cleaned and cut to 200 characters; absent when the
     /// client said nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// For `blocked`: the session that holds what it meant to change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<WaitHolder>,
 }
 
 /// One pair of claimed paths that meet: equal, or one inside the other.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OverlapPath {
     /// Your path, as you wrote it.
     pub yours: String,
@@ -294,37 +269,17 @@ pub struct Overlap {
     pub more_paths: u32,
 }
 
-/// The input of `peers.announce`: what the calling peer is working on and where.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// What a peer announces, as `peers.announce` was asked it: what it is working on and where,
+/// not yet checked ([`crate::board::CheckedAnnouncement`] checks it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnnounceInput {
-    /// One line in your own words: the task, question or intent; no line breaks, control or
-    /// format characters.
-    #[schemars(
-        length(min = 1, max = limits::INTENT_CHARS),
-        regex(pattern = text::PLAIN_TEXT_PATTERN)
-    )]
+    /// One line in the peer's own words: the task, question or intent.
     pub intent: String,
-    /// Repository-relative paths (directories, files or globs) you expect to touch; `.` is
-    /// the whole repository. Others read it to stay clear; nothing enforces it. A path holds
-    /// at most 1,024 bytes and 64 components; repeated (in any spelling) it counts once.
-    #[serde(default)]
-    #[schemars(
-        length(max = limits::SCOPE_PATHS),
-        inner(
-            length(min = 1, max = limits::PATH_BYTES),
-            regex(pattern = text::PLAIN_TEXT_PATTERN)
-        )
-    )]
+    /// Repository-relative paths (directories, files or globs) it expects to touch; `.` is
+    /// the whole repository.
     pub scope: Vec<String>,
-    /// Names this claim when one session carries several pieces of work (subagents); the
-    /// same name announced again replaces it (`released` lists the paths let go). Leave it
-    /// out to update your one unnamed claim. At most 32 named claims.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = limits::CLAIM_NAME_CHARS),
-        regex(pattern = text::PLAIN_TEXT_PATTERN)
-    )]
+    /// The claim's name, when one session carries several pieces of work; none for the
+    /// peer's one unnamed claim.
     pub claim: Option<String>,
 }
 
@@ -379,8 +334,7 @@ pub struct ListedOverlap {
 }
 
 /// What one side of an overlap is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum SideKind {
     /// A peer's claim: what it said it would touch.
     #[default]
@@ -392,70 +346,10 @@ pub enum SideKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::assert_serde_words;
-    use serde_json::json;
-
-    #[test]
-    fn serde_writes_each_transport_as_as_str_says() {
-        assert_serde_words(Transport::as_str);
-    }
-
-    fn schema_of<T: JsonSchema>() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(T)).unwrap()
-    }
-
-    fn required(schema: &serde_json::Value) -> Vec<&str> {
-        let mut names: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|r| r.iter().map(|v| v.as_str().unwrap()).collect())
-            .unwrap_or_default();
-        names.sort_unstable();
-        names
-    }
 
     #[test]
     fn peer_ids_count_from_one() {
         assert_eq!(PeerId::nth(1).to_string(), "p1");
-        assert_eq!(serde_json::to_value(PeerId::nth(12)).unwrap(), "p12");
-    }
-
-    #[test]
-    fn announce_input_matches_the_seed_contract() {
-        let schema = schema_of::<AnnounceInput>();
-        assert_eq!(schema["additionalProperties"], false);
-        assert_eq!(required(&schema), ["intent"]);
-        assert_eq!(schema["properties"]["scope"]["default"], json!([]));
-        let input: AnnounceInput = serde_json::from_str(r#"{"intent":"x"}"#).unwrap();
-        assert!(input.scope.is_empty() && input.claim.is_none());
-        assert!(serde_json::from_str::<AnnounceInput>(r#"{"scope":[]}"#).is_err());
-    }
-
-    #[test]
-    fn a_peer_checkout_schema_requires_what_the_seed_requires() {
-        assert_eq!(
-            required(&schema_of::<PeerCheckout>()),
-            ["id", "this_checkout", "worktree"]
-        );
-    }
-
-    #[test]
-    fn announce_input_schema_carries_the_limits() {
-        let schema = schema_of::<AnnounceInput>();
-        let properties = &schema["properties"];
-        assert_eq!(properties["intent"]["minLength"], 1);
-        assert_eq!(properties["intent"]["maxLength"], limits::INTENT_CHARS);
-        assert_eq!(properties["scope"]["maxItems"], limits::SCOPE_PATHS);
-        assert_eq!(properties["scope"]["items"]["minLength"], 1);
-        assert_eq!(
-            properties["scope"]["items"]["maxLength"],
-            limits::PATH_BYTES
-        );
-        assert_eq!(properties["claim"]["minLength"], 1, "{schema:#}");
-        assert_eq!(properties["claim"]["maxLength"], limits::CLAIM_NAME_CHARS);
-        // the descriptions state the limits the board applies
-        let scope = properties["scope"]["description"].as_str().unwrap();
-        assert!(scope.contains("1,024 bytes and 64 components"), "{scope}");
-        let claim = properties["claim"]["description"].as_str().unwrap();
-        assert!(claim.contains(&format!("{} named claims", limits::NAMED_CLAIMS)));
+        assert_eq!(PeerId::nth(12).as_str(), "p12");
     }
 }

@@ -1,24 +1,6 @@
 //! What the domain's tests share: random-ish but repeatable inputs for the tests that compare
 //! a fast rule with its simple definition, and the fixtures several modules' tests build.
 
-/// Fails unless serde writes and reads every variant of `T` as the word `as_str` gives it:
-/// an enum's words are spelled once for each, and the two spellings must agree.
-pub(crate) fn assert_serde_words<T>(as_str: fn(T) -> &'static str)
-where
-    T: strum::VariantArray
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + PartialEq
-        + Copy
-        + std::fmt::Debug,
-{
-    for &variant in T::VARIANTS {
-        let word = as_str(variant);
-        assert_eq!(serde_json::to_value(variant).unwrap(), word, "{variant:?}");
-        assert_eq!(serde_json::from_value::<T>(word.into()).unwrap(), variant);
-    }
-}
-
 /// A claim as a listed peer carries it, announced at a fixed time and resolved by its text.
 pub(crate) fn claim(
     name: Option<&str>,

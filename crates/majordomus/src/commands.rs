@@ -122,6 +122,7 @@ pub async fn ensure(dir: PathBuf, json: bool) -> Result<(), String> {
         if matches!(standing, ServerStanding::Ready | ServerStanding::Outdated) {
             let url = found.url().unwrap_or_default().to_string();
             if json {
+                let standing = majordomus_capabilities::wire::ServerStanding::from(standing);
                 let answer = serde_json::json!({"standing": standing, "url": url, "reason": found.standing.reason});
                 majordomus_core::render::say!("{answer}");
             } else {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt as _, StreamExt as _};
+use majordomus_capabilities::wire;
 use majordomus_checkout::lease::Lease;
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::text::for_terminal;
@@ -197,7 +198,7 @@ impl Screen {
         let board = match listing
             .call(
                 &Context::observer(self.site.clone()),
-                json!({"checkouts": self.checkouts}),
+                json!({"checkouts": wire::Checkouts::from(self.checkouts)}),
             )
             .await
         {

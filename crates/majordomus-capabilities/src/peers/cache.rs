@@ -18,6 +18,8 @@ use majordomus_core::port::BoardPort;
 use majordomus_core::registry::ENCODE_INLINE_BYTES;
 use majordomus_core::survey;
 
+use crate::wire;
+
 use super::answer::{ListedPeer, PeerList, find_overlaps, listing_of};
 use super::boards::{listed_board, stamp};
 use super::changes::read_changes;
@@ -184,7 +186,7 @@ fn for_caller(listing: &CachedListing, caller: Option<&PeerId>) -> Result<Bytes,
     let Some(caller) = caller else {
         return Ok(listing.encoded.clone());
     };
-    let id = serde_json::to_vec(caller).map_err(|error| {
+    let id = serde_json::to_vec(&wire::PeerId::from(caller.clone())).map_err(|error| {
         CapabilityError::internal(format!("could not encode the caller: {error}"))
     })?;
     let (before, after) = listing.encoded.split_at(listing.caller_at);

@@ -779,4 +779,27 @@ mod tests {
             ["id", "this_checkout", "worktree"]
         );
     }
+
+    /// How a client came and why a session waits are written in the words the domain names
+    /// them by in text for people.
+    #[test]
+    fn transports_and_reasons_are_written_as_the_domain_names_them() {
+        for transport in [board::Transport::Stdio, board::Transport::Http] {
+            let written = serde_json::to_value(Transport::from(transport)).unwrap();
+            assert_eq!(written, transport.as_str());
+            let read: Transport = serde_json::from_value(written).unwrap();
+            assert_eq!(board::Transport::from(read), transport);
+        }
+        for reason in [
+            board::WaitReason::Permission,
+            board::WaitReason::Question,
+            board::WaitReason::Finished,
+            board::WaitReason::Blocked,
+        ] {
+            let written = serde_json::to_value(WaitReason::from(reason)).unwrap();
+            assert_eq!(written, reason.as_str());
+            let read: WaitReason = serde_json::from_value(written).unwrap();
+            assert_eq!(board::WaitReason::from(read), reason);
+        }
+    }
 }

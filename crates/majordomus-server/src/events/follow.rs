@@ -27,7 +27,6 @@ use futures::StreamExt;
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::{LeaseWatch, lease_path};
 use majordomus_domain::checkouts::Checkouts;
-use majordomus_domain::peers::PeerCheckout;
 use majordomus_domain::sync::LockExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +36,7 @@ use super::bus::EventBus;
 use super::siblings::{Following, Siblings};
 use super::wire::{Change, Envelope, MAX_EVENT_BYTES, ReceivedEvent, read_stream};
 use majordomus_capabilities::peers::{PeerListInput, PeersList};
+use majordomus_capabilities::wire::{self, PeerCheckout};
 use majordomus_core::context::{CHANGES_INTERVAL, Site};
 use majordomus_core::survey;
 
@@ -186,7 +186,7 @@ async fn follow_one(state: Follow, checkout: Checkout, stop: CancellationToken) 
     let watch = Arc::new(Mutex::new(LeaseWatch::new(lease_path(&checkout), &lease)));
     let mut events = read_stream(response);
     let this = PeerListInput {
-        checkouts: majordomus_capabilities::wire::Checkouts::This,
+        checkouts: wire::Checkouts::This,
     };
     // The stream was open before the first read, so no change slips between the two.
     let mut following = Following {
@@ -302,7 +302,7 @@ fn heard(state: &Follow, stamp: &PeerCheckout, event: ReceivedEvent) -> Heard {
 fn tell_streams(state: &Follow, stamp: &PeerCheckout, change: Change<'_>) {
     if state.events.repository_streams() > 0 {
         let data = serde_json::to_string(&Envelope {
-            checkout: &stamp.clone().into(),
+            checkout: stamp,
             change,
         })
         .expect("events serialise");
