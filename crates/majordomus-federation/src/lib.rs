@@ -122,6 +122,10 @@ pub trait Published: Send + Sync + 'static {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum LinkState {
     Connecting,
+    /// The client is connected, and the task is opening the buckets: nothing is published,
+    /// watched or kept there yet, so it is still connecting in the status's words.
+    Joining,
+    /// The buckets are open: boards are published and watched, leases and messages kept.
     Connected,
     Unreachable(String),
     Refused(String),
@@ -297,7 +301,9 @@ impl Federation {
             )
         };
         let (kind, summary) = match &state {
-            LinkState::Connecting => (FederationState::Connecting, format!("connecting to {url}")),
+            LinkState::Connecting | LinkState::Joining => {
+                (FederationState::Connecting, format!("connecting to {url}"))
+            }
             LinkState::Connected => (FederationState::Connected, format!("connected to {url}")),
             LinkState::Unreachable(why) => {
                 (FederationState::Unreachable, format!("unreachable: {why}"))
@@ -391,7 +397,7 @@ impl Federation {
                 tracing::warn!(url, "federation refused the credentials: {why}")
             }
             LinkState::Impaired(why) => tracing::warn!(url, "federation impaired: {why}"),
-            LinkState::Connecting | LinkState::Stopped => {}
+            LinkState::Connecting | LinkState::Joining | LinkState::Stopped => {}
         }
         *state = next;
     }
@@ -469,6 +475,15 @@ mod tests {
         assert_eq!(
             status.summary,
             "refused: wrong credentials (authorization violation)"
+        );
+
+        federation.set_state(LinkState::Joining);
+        assert_eq!(federation.status().state, FederationState::Connecting);
+        assert_eq!(
+            federation.lease_store("c").err(),
+            Some(LeaseStoreError::Outage(
+                "connecting to nats://127.0.0.1:4222".into()
+            ))
         );
 
         federation.set_state(LinkState::Connected);

@@ -181,7 +181,7 @@ async fn connect<B: Published>(server: &Arc<B>) -> Option<async_nats::Client> {
             _ = federation.stop.cancelled() => return None,
             connected = attempted => match connected {
                 Ok(client) => {
-                    federation.set_state(LinkState::Connected);
+                    federation.set_state(LinkState::Joining);
                     return Some(client);
                 }
                 Err(state) => federation.set_state(state),
@@ -250,7 +250,7 @@ fn on_event(federation: &Federation, event: Event) {
     let refused = ConnectErrorKind::AuthorizationViolation.to_string();
     match event {
         Event::Connected => {
-            federation.set_state(LinkState::Connected);
+            federation.set_state(LinkState::Joining);
             federation.connections.send_modify(|count| *count += 1);
         }
         Event::Disconnected => {
@@ -326,7 +326,10 @@ async fn session<B: Published>(
         Err(error) => return Ended::Failed(format!("the bucket cannot be watched: {error}")),
     };
     federation.change_view(|view| view.begin_sync());
-    if matches!(federation.link_state(), LinkState::Impaired(_)) {
+    if matches!(
+        federation.link_state(),
+        LinkState::Joining | LinkState::Impaired(_)
+    ) {
         federation.set_state(LinkState::Connected);
     }
     let own_key = identity.key.as_key();
