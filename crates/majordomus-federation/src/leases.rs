@@ -88,6 +88,11 @@ impl LeaseStore {
         (mine && table.renew(&server, self.lifetime, now)) || forgot
     }
 
+    /// Which key of the bucket the table is kept under.
+    pub fn table(&self) -> &str {
+        &self.key.key
+    }
+
     /// The table as it is now.
     pub async fn read(&self) -> Result<LeaseTable, LeaseStoreError> {
         Ok(read_versioned(&self.key).await.map(|(table, _)| table)?)

@@ -15,13 +15,14 @@
 //! its board, and the server's housekeeping removes what a departed peer held) or a process
 //! (a script's shell, `majordomus lease … -- COMMAND`), named by pid. Whoever reads the
 //! table drops what outlived its process or its ttl and hands the lease on; a request that
-//! waits sees its grant from the table itself.
+//! waits sees its grant from the table itself, read once a version for all the requests of
+//! this process that wait, and swept by one of them at a time.
 //!
 //! The guard reads the same table before a shell command the repository declares as needing
 //! a lease ([`held_by_others`], asked through `hooks.leases`): a lease held by another live
 //! session or process stops the command, naming the holder and the queue.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table;
@@ -34,7 +35,6 @@ use majordomus_domain::limits::{
 use majordomus_domain::text::for_terminal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
 
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
@@ -204,22 +204,19 @@ impl Operation for LeasesAcquire {
         let port = ctx.port();
         let (name, mut standing, handed_port) =
             ask(&place, &resource, holder.clone(), ttl, port).await?;
-        let mut last_sweep = Instant::now();
         while matches!(standing, Standing::Queued { .. }) && Instant::now() < deadline {
-            let stamp = place.stamp();
-            let changed = TABLE_CHANGED.notified();
+            let changed = table::changed();
             let poll = place.poll_interval();
             tokio::select! {
                 () = changed => {}
                 () = tokio::time::sleep(poll.min(deadline.saturating_duration_since(Instant::now()))) => {}
             }
-            if last_sweep.elapsed() >= SWEEP_EVERY {
+            if place.sweep_due() {
                 // Someone's holder may have died, or its ttl run out, with nobody to notice.
-                last_sweep = Instant::now();
                 let again = Resource::Named(name.clone());
                 standing = ask(&place, &again, holder.clone(), ttl, port).await?.1;
-            } else if stamp.is_none() || place.stamp() != stamp {
-                let Some(now) = place.read().await?.standing(&name, &holder.key) else {
+            } else {
+                let Some(now) = place.read_shared().await?.standing(&name, &holder.key) else {
                     return Err(CapabilityError::not_found(format!(
                         "your request for `{name}` left the table while it waited (its session \
                          or process ended, or it was released)"
@@ -243,12 +240,6 @@ impl Operation for LeasesAcquire {
         )]
     }
 }
-
-/// How often a waiting request sweeps the table for holders that died or ran out.
-const SWEEP_EVERY: Duration = Duration::from_millis(500);
-
-/// Woken whenever this process changed the table, so requests waiting here look at once.
-static TABLE_CHANGED: LazyLock<Notify> = LazyLock::new(Notify::new);
 
 /// The input of `leases.release`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -345,7 +336,7 @@ impl Operation for LeasesRelease {
             )
             .await?
             .map_err(refusal)?;
-        TABLE_CHANGED.notify_waiters();
+        table::table_changed();
         tell(ctx.port(), vec![now]);
         Ok(Released {
             name: released,
@@ -393,7 +384,7 @@ async fn ask(
             ((asked, changed), written)
         })
         .await?;
-    TABLE_CHANGED.notify_waiters();
+    table::table_changed();
     tell(port, changed);
     asked.map_err(refusal)
 }
@@ -453,7 +444,7 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
     let Ok(place) = Place::serving(site, Some(port)) else {
         return;
     };
-    let Ok(table) = place.read().await else {
+    let Ok(table) = place.read_shared().await else {
         return;
     };
     let liveness = Liveness::new(Some(attached_here(port)), &place);
@@ -479,7 +470,7 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
         .await
         .unwrap_or_default();
     if !swept.is_empty() {
-        TABLE_CHANGED.notify_waiters();
+        table::table_changed();
         tell(Some(port), swept);
     }
 }

@@ -3,13 +3,17 @@
 //! server and its attached peers, and the table's work run off the async workers.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
 use majordomus_checkout::shared_file::FileStamp;
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 use majordomus_domain::peers::PeerId;
+use majordomus_domain::sync::LockExt;
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
@@ -59,23 +63,35 @@ impl Place {
         }
     }
 
-    /// Which version of the table file is there now; `None` for a federated table, which is
-    /// read again at every look.
-    pub(super) fn stamp(&self) -> Option<FileStamp> {
-        match self {
-            Place::File(file) => file.stamp(),
-            Place::Federated(_) => None,
-        }
-    }
-
     /// How often a waiting request looks at the table when nothing in this process changed
     /// it: a file's stamp is cheap to look at, a federated table is a request to the
     /// federation.
     pub(super) fn poll_interval(&self) -> Duration {
         match self {
             Place::File(_) => Duration::from_millis(20),
-            Place::Federated(_) => Duration::from_millis(50),
+            Place::Federated(_) => FEDERATED_READING_LASTS,
         }
+    }
+
+    /// Which table this is, in this process: the file's path, or the federation's key.
+    fn table(&self) -> &str {
+        match self {
+            Place::File(file) => file.path().to_str().unwrap_or(""),
+            Place::Federated(store) => store.table(),
+        }
+    }
+
+    /// The table as it is now, read once for every request of this process that looks at
+    /// it (see [`Readings`]).
+    pub(super) async fn read_shared(&self) -> Result<Arc<LeaseTable>, CapabilityError> {
+        static LAST: Readings = Readings::new();
+        LAST.read(self).await
+    }
+
+    /// Whether a sweep of this table is due from a waiting request (see [`Sweeps`]).
+    pub(super) fn sweep_due(&self) -> bool {
+        static SWEPT: Sweeps = Sweeps::new();
+        SWEPT.due(self.table(), Instant::now())
     }
 
     /// The table as it is now.
@@ -111,6 +127,106 @@ impl Place {
                 .await
                 .map_err(federated),
         }
+    }
+}
+
+/// Tells the requests of this process that it changed the table: they look at once, and a
+/// reading taken before is not reused.
+pub(super) fn table_changed() {
+    LOCAL_CHANGES.fetch_add(1, Ordering::AcqRel);
+    TABLE_CHANGED.notify_waiters();
+}
+
+/// Resolves once this process changes a table after it was called.
+pub(super) fn changed() -> Notified<'static> {
+    TABLE_CHANGED.notified()
+}
+
+/// Woken whenever this process changed a table, so requests waiting here look at once.
+static TABLE_CHANGED: Notify = Notify::const_new();
+
+/// How many times this process changed a table: a reading taken before a change is stale.
+static LOCAL_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// How long a reading of a federated table answers, when this process changed nothing: the
+/// other machines' changes are seen within it.
+const FEDERATED_READING_LASTS: Duration = Duration::from_millis(50);
+
+/// How often a waiting request sweeps the table for holders that died or ran out.
+const SWEEP_EVERY: Duration = Duration::from_millis(500);
+
+/// The last reading of a table, shared by the requests that look at it: while the file's
+/// stamp is the one it was read at (a federated table: for [`FEDERATED_READING_LASTS`]) and
+/// this process changed nothing, it is the answer. Readers that come together wait for one
+/// read, behind an async lock, so the requests waiting for a lease read the table once a
+/// change, not once each.
+struct Readings(tokio::sync::Mutex<Option<Reading>>);
+
+/// One reading: which table, at which version, and what it said.
+struct Reading {
+    table: String,
+    /// The file's stamp when it was read; none for a federated table.
+    stamp: Option<FileStamp>,
+    /// [`LOCAL_CHANGES`] when it was read.
+    changes: u64,
+    at: Instant,
+    contents: Arc<LeaseTable>,
+}
+
+impl Readings {
+    const fn new() -> Self {
+        Readings(tokio::sync::Mutex::const_new(None))
+    }
+
+    async fn read(&self, place: &Place) -> Result<Arc<LeaseTable>, CapabilityError> {
+        let mut last = self.0.lock().await;
+        let changes = LOCAL_CHANGES.load(Ordering::Acquire);
+        let stamp = match place {
+            Place::File(file) => file.stamp(),
+            Place::Federated(_) => None,
+        };
+        if let Some(reading) = last.as_ref()
+            && reading.table == place.table()
+            && reading.changes == changes
+            && match place {
+                Place::File(_) => stamp.is_some() && reading.stamp == stamp,
+                Place::Federated(_) => reading.at.elapsed() < FEDERATED_READING_LASTS,
+            }
+        {
+            return Ok(reading.contents.clone());
+        }
+        let contents = Arc::new(place.read().await?);
+        *last = Some(Reading {
+            table: place.table().to_owned(),
+            stamp,
+            changes,
+            at: Instant::now(),
+            contents: contents.clone(),
+        });
+        Ok(contents)
+    }
+}
+
+/// The tables swept by a waiting request within the last [`SWEEP_EVERY`], and when: at most
+/// one sweep a table in that time for all the requests of this process, since one sweep
+/// hands on what every waiter waits for and the others read its result. As many entries as
+/// tables this process waits on, a handful.
+struct Sweeps(Mutex<Vec<(String, Instant)>>);
+
+impl Sweeps {
+    const fn new() -> Self {
+        Sweeps(Mutex::new(Vec::new()))
+    }
+
+    /// Whether `table` is due a sweep at `now`; if it is, the sweep is this caller's.
+    fn due(&self, table: &str, now: Instant) -> bool {
+        let mut swept = self.0.lock_or_recover();
+        swept.retain(|(_, at)| now.duration_since(*at) < SWEEP_EVERY);
+        if swept.iter().any(|(swept, _)| swept == table) {
+            return false;
+        }
+        swept.push((table.to_owned(), now));
+        true
     }
 }
 
@@ -245,4 +361,79 @@ pub(super) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| CapabilityError::internal(format!("the lease table: {error}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use majordomus_checkout::lease_table::this_process;
+    use majordomus_domain::leases::LeaseTtl;
+
+    use super::*;
+
+    fn holder(key: &str) -> Holder {
+        Holder {
+            key: key.into(),
+            label: key.into(),
+            checkout: "c".into(),
+            machine: None,
+            life: Life::Process {
+                process: this_process(),
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reading_answers_until_the_table_changes_here_or_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = LeaseTableFile::new(dir.path());
+        let place = Place::File(file.clone());
+        let readings = Readings::new();
+        let ttl = LeaseTtl::check(60).unwrap();
+        let grant = |key: &'static str| {
+            let file = file.clone();
+            move || {
+                file.change(|table| {
+                    let now = SystemTime::now();
+                    (table.acquire("suite", holder(key), ttl, now).unwrap(), true)
+                })
+                .unwrap()
+            }
+        };
+
+        grant("first")();
+        let first = readings.read(&place).await.unwrap();
+        assert!(first.leases.contains_key("suite"));
+        let again = readings.read(&place).await.unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "read once while nothing changed"
+        );
+
+        // Another process changes the file: its stamp tells.
+        grant("second")();
+        let changed = readings.read(&place).await.unwrap();
+        assert_eq!(changed.leases["suite"].queue.len(), 1);
+
+        // This process changes a table: no reading taken before answers.
+        table_changed();
+        let after = readings.read(&place).await.unwrap();
+        assert!(!Arc::ptr_eq(&changed, &after));
+
+        // Another table is read for itself.
+        let other_dir = tempfile::tempdir().unwrap();
+        let other = Place::File(LeaseTableFile::new(other_dir.path()));
+        assert!(readings.read(&other).await.unwrap().leases.is_empty());
+    }
+
+    #[test]
+    fn one_sweep_a_table_is_due_in_its_interval_whoever_asks() {
+        let sweeps = Sweeps::new();
+        let start = Instant::now();
+        assert!(sweeps.due("a", start));
+        assert!(!sweeps.due("a", start + SWEEP_EVERY / 2));
+        assert!(sweeps.due("b", start + SWEEP_EVERY / 2));
+        assert!(sweeps.due("a", start + SWEEP_EVERY));
+        assert!(!sweeps.due("b", start + SWEEP_EVERY));
+        assert_eq!(sweeps.0.lock_or_recover().len(), 2);
+    }
 }
