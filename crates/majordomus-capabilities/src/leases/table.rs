@@ -189,7 +189,7 @@ impl Readings {
             && reading.table == place.table()
             && reading.changes == changes
             && match place {
-                Place::File(_) => stamp.is_some() && reading.stamp == stamp,
+                Place::File(_) => reading.stamp == stamp,
                 Place::Federated(_) => reading.at.elapsed() < FEDERATED_READING_LASTS,
             }
         {
@@ -399,6 +399,14 @@ mod tests {
                 .unwrap()
             }
         };
+
+        let none = readings.read(&place).await.unwrap();
+        assert!(none.leases.is_empty(), "no file yet: no lease");
+        let still_none = readings.read(&place).await.unwrap();
+        assert!(
+            Arc::ptr_eq(&none, &still_none),
+            "an absent file is read once"
+        );
 
         grant("first")();
         let first = readings.read(&place).await.unwrap();
