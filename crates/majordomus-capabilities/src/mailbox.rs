@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::mailbox_file::MailboxFile;
 use majordomus_checkout::shared_file::FileStamp;
@@ -44,7 +45,20 @@ enum Stamp {
 /// The mailbox as last read by this process, which one it was and the version it was read
 /// at: whether anything waits for a session is answered from it until the version changes,
 /// so a tool answer reads neither the file nor the federation when nothing was sent.
-static LAST_READ: Mutex<Option<(Stamp, Arc<Mailbox>)>> = Mutex::new(None);
+static LAST_READ: Mutex<Option<LastRead>> = Mutex::new(None);
+
+/// How long a reading at a file stamp that was not settled answers: another write in the same
+/// tick of the filesystem's clock may carry the same stamp (see [`FileStamp::settled`]).
+const UNSETTLED_READING_LASTS: Duration = Duration::from_millis(20);
+
+/// One reading of a mailbox.
+struct LastRead {
+    stamp: Stamp,
+    /// Whether no later version can share the stamp: a revision, or a file's settled stamp.
+    settled: bool,
+    at: Instant,
+    mailbox: Arc<Mailbox>,
+}
 
 impl Place {
     /// The mailbox of the caller's repository.
@@ -113,13 +127,23 @@ impl Place {
         let Some(stamp) = self.stamp() else {
             return Ok(None);
         };
-        if let Some((seen, mailbox)) = LAST_READ.lock_or_recover().as_ref()
-            && *seen == stamp
+        if let Some(last) = LAST_READ.lock_or_recover().as_ref()
+            && last.stamp == stamp
+            && (last.settled || last.at.elapsed() < UNSETTLED_READING_LASTS)
         {
-            return Ok(Some(mailbox.clone()));
+            return Ok(Some(last.mailbox.clone()));
         }
+        let settled = match &stamp {
+            Stamp::File(_, file) => file.settled(SystemTime::now()),
+            Stamp::Revision(..) => true,
+        };
         let mailbox = Arc::new(self.read().await?);
-        *LAST_READ.lock_or_recover() = Some((stamp, mailbox.clone()));
+        *LAST_READ.lock_or_recover() = Some(LastRead {
+            stamp,
+            settled,
+            at: Instant::now(),
+            mailbox: mailbox.clone(),
+        });
         Ok(Some(mailbox))
     }
 

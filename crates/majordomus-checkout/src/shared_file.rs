@@ -11,6 +11,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -48,6 +49,29 @@ pub struct FileStamp {
     mtime: i64,
     mtime_nsec: i64,
     len: u64,
+}
+
+/// How long after its last write a file's stamp is sure to be that version's alone: a
+/// filesystem's clock can be as coarse as a few milliseconds (or seconds), and a write in the
+/// same tick, of the same length, to an inode freed and given out again, would carry the
+/// same stamp. A second, as git takes its index to be racy.
+const SETTLED_AFTER: Duration = Duration::from_secs(1);
+
+impl FileStamp {
+    /// Whether, as of `now`, no later write can leave the file with this same stamp: it was
+    /// written at least [`SETTLED_AFTER`] before, so any later write has a later time. A
+    /// reading taken at a stamp that was not settled may be of another version.
+    pub fn settled(&self, now: SystemTime) -> bool {
+        let (Ok(seconds), Ok(nanos)) = (u64::try_from(self.mtime), u32::try_from(self.mtime_nsec))
+        else {
+            return false;
+        };
+        UNIX_EPOCH
+            .checked_add(Duration::new(seconds, 0))
+            .and_then(|at| at.checked_add(Duration::from_nanos(u64::from(nanos))))
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age >= SETTLED_AFTER)
+    }
 }
 
 /// One shared file of a repository, `<git-common-dir>/majordomus/<name>.json`, with its lock
@@ -145,5 +169,33 @@ impl SharedFile {
         }
         drop(lock);
         Ok(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written_at(seconds: i64, nanos: i64) -> FileStamp {
+        FileStamp {
+            ino: 7,
+            mtime: seconds,
+            mtime_nsec: nanos,
+            len: 10,
+        }
+    }
+
+    #[test]
+    fn a_stamp_settles_a_second_after_its_write() {
+        let stamp = written_at(1_000, 500_000_000);
+        let at = |seconds: u64, nanos: u32| UNIX_EPOCH + Duration::new(seconds, nanos);
+        assert!(!stamp.settled(at(1_000, 600_000_000)), "the same tick");
+        assert!(!stamp.settled(at(1_001, 499_999_999)));
+        assert!(stamp.settled(at(1_001, 500_000_000)));
+        assert!(!stamp.settled(at(999, 0)), "written after now");
+        assert!(
+            !written_at(-5, 0).settled(at(1_000, 0)),
+            "a time before the epoch is not trusted"
+        );
     }
 }

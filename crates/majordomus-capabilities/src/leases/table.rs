@@ -85,7 +85,12 @@ impl Place {
     /// it (see [`Readings`]).
     pub(super) async fn read_shared(&self) -> Result<Arc<LeaseTable>, CapabilityError> {
         static LAST: Readings = Readings::new();
-        LAST.read(self).await
+        LAST.read(
+            self,
+            SystemTime::now(),
+            LOCAL_CHANGES.load(Ordering::Acquire),
+        )
+        .await
     }
 
     /// Whether a sweep of this table is due from a waiting request (see [`Sweeps`]).
@@ -152,12 +157,18 @@ static LOCAL_CHANGES: AtomicU64 = AtomicU64::new(0);
 /// other machines' changes are seen within it.
 const FEDERATED_READING_LASTS: Duration = Duration::from_millis(50);
 
+/// How long a reading of a file written within the last second answers: its stamp may be
+/// shared with a write in the same tick of the filesystem's clock (see
+/// [`FileStamp::settled`]), so it is read again after at most one poll of a waiting request.
+const UNSETTLED_READING_LASTS: Duration = Duration::from_millis(20);
+
 /// How often a waiting request sweeps the table for holders that died or ran out.
 const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// The last reading of a table, shared by the requests that look at it: while the file's
-/// stamp is the one it was read at (a federated table: for [`FEDERATED_READING_LASTS`]) and
-/// this process changed nothing, it is the answer. Readers that come together wait for one
+/// stamp is the one it was read at (and was settled then, or for
+/// [`UNSETTLED_READING_LASTS`]; a federated table: for [`FEDERATED_READING_LASTS`]) and this
+/// process changed nothing, it is the answer. Readers that come together wait for one
 /// read, behind an async lock, so the requests waiting for a lease read the table once a
 /// change, not once each.
 struct Readings(tokio::sync::Mutex<Option<Reading>>);
@@ -167,9 +178,11 @@ struct Reading {
     table: String,
     /// The file's stamp when it was read; none for a federated table.
     stamp: Option<FileStamp>,
+    /// Whether that stamp was settled then: no later version can share it.
+    settled: bool,
     /// [`LOCAL_CHANGES`] when it was read.
     changes: u64,
-    at: Instant,
+    at: SystemTime,
     contents: Arc<LeaseTable>,
 }
 
@@ -178,9 +191,14 @@ impl Readings {
         Readings(tokio::sync::Mutex::const_new(None))
     }
 
-    async fn read(&self, place: &Place) -> Result<Arc<LeaseTable>, CapabilityError> {
+    /// The table as it is at `now`, after this process changed tables `changes` times.
+    async fn read(
+        &self,
+        place: &Place,
+        now: SystemTime,
+        changes: u64,
+    ) -> Result<Arc<LeaseTable>, CapabilityError> {
         let mut last = self.0.lock().await;
-        let changes = LOCAL_CHANGES.load(Ordering::Acquire);
         let stamp = match place {
             Place::File(file) => file.stamp(),
             Place::Federated(_) => None,
@@ -189,8 +207,11 @@ impl Readings {
             && reading.table == place.table()
             && reading.changes == changes
             && match place {
-                Place::File(_) => reading.stamp == stamp,
-                Place::Federated(_) => reading.at.elapsed() < FEDERATED_READING_LASTS,
+                Place::File(_) => {
+                    reading.stamp == stamp
+                        && (reading.settled || reading.age(now) < UNSETTLED_READING_LASTS)
+                }
+                Place::Federated(_) => reading.age(now) < FEDERATED_READING_LASTS,
             }
         {
             return Ok(reading.contents.clone());
@@ -198,12 +219,19 @@ impl Readings {
         let contents = Arc::new(place.read().await?);
         *last = Some(Reading {
             table: place.table().to_owned(),
+            settled: stamp.is_none_or(|stamp| stamp.settled(now)),
             stamp,
             changes,
-            at: Instant::now(),
+            at: now,
             contents: contents.clone(),
         });
         Ok(contents)
+    }
+}
+
+impl Reading {
+    fn age(&self, now: SystemTime) -> Duration {
+        now.duration_since(self.at).unwrap_or_default()
     }
 }
 
@@ -400,18 +428,26 @@ mod tests {
             }
         };
 
-        let none = readings.read(&place).await.unwrap();
+        // Read a second after the writes, when their stamps are settled.
+        let later = || SystemTime::now() + Duration::from_secs(2);
+        let read = |place: &Place, now: SystemTime, changes: u64| {
+            let place = place.clone();
+            let readings = &readings;
+            async move { readings.read(&place, now, changes).await.unwrap() }
+        };
+
+        let none = read(&place, later(), 0).await;
         assert!(none.leases.is_empty(), "no file yet: no lease");
-        let still_none = readings.read(&place).await.unwrap();
+        let still_none = read(&place, later(), 0).await;
         assert!(
             Arc::ptr_eq(&none, &still_none),
             "an absent file is read once"
         );
 
         grant("first")();
-        let first = readings.read(&place).await.unwrap();
+        let first = read(&place, later(), 0).await;
         assert!(first.leases.contains_key("suite"));
-        let again = readings.read(&place).await.unwrap();
+        let again = read(&place, later(), 0).await;
         assert!(
             Arc::ptr_eq(&first, &again),
             "read once while nothing changed"
@@ -419,18 +455,31 @@ mod tests {
 
         // Another process changes the file: its stamp tells.
         grant("second")();
-        let changed = readings.read(&place).await.unwrap();
+        let changed = read(&place, later(), 0).await;
         assert_eq!(changed.leases["suite"].queue.len(), 1);
 
         // This process changes a table: no reading taken before answers.
-        table_changed();
-        let after = readings.read(&place).await.unwrap();
+        let after = read(&place, later(), 1).await;
         assert!(!Arc::ptr_eq(&changed, &after));
+
+        // Read as it is written, a stamp that may be another write's too answers only
+        // briefly.
+        grant("third")();
+        let now = SystemTime::now();
+        let fresh = read(&place, now, 1).await;
+        let soon = read(&place, now + UNSETTLED_READING_LASTS / 2, 1).await;
+        assert!(Arc::ptr_eq(&fresh, &soon));
+        let past = read(&place, now + UNSETTLED_READING_LASTS, 1).await;
+        assert!(
+            !Arc::ptr_eq(&fresh, &past),
+            "an unsettled stamp is read again"
+        );
+        assert_eq!(past.leases["suite"].queue.len(), 2);
 
         // Another table is read for itself.
         let other_dir = tempfile::tempdir().unwrap();
         let other = Place::File(LeaseTableFile::new(other_dir.path()));
-        assert!(readings.read(&other).await.unwrap().leases.is_empty());
+        assert!(read(&other, later(), 1).await.leases.is_empty());
     }
 
     #[test]
