@@ -257,8 +257,8 @@ impl Operation for MessagesSend {
         vec![(
             "to_a_path",
             SendInput {
-                to: Some("path:src/bench/lexer.rs".into()),
-                text: "I am changing the lexer's token type; tell me before you touch it.".into(),
+                to: Some("path:docs/bench.md".into()),
+                text: "I am rewriting the benchmark notes; tell me before you change them.".into(),
                 reply_to: None,
                 accept: None,
                 handoff: Vec::new(),

@@ -8,7 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use super::clients::{
-    Caller, HttpPooling, Outcome, connect_http, http_client, serve_child, spawn_mcp,
+    Caller, HttpPooling, Outcome, connect_http, connect_kept_alive, http_client, registered,
+    serve_child, spawn_mcp,
 };
 use super::report::{Report, Row, ScenarioRow};
 use super::setup::{
@@ -357,7 +358,14 @@ struct Fixture {
     dir: PathBuf,
     description: String,
     sibling: Option<ServeProcess>,
+    /// A session on the live sibling's board claiming [`RECIPIENT_CLAIM`], so that a message
+    /// to a path in it is delivered to somebody and measured as a send, not a refusal.
+    recipient: Option<Caller>,
 }
+
+/// What the fixture's recipient session claims: the place `messages.send`'s benchmark case
+/// writes to, and nothing any other row names.
+const RECIPIENT_CLAIM: &str = "docs";
 
 impl Fixture {
     async fn prepare(
@@ -374,21 +382,59 @@ impl Fixture {
                     site.checkout.root.display()
                 ),
                 sibling: None,
+                recipient: None,
             });
         }
         progress.set_message("setting up a temporary repository");
         let repository = TempRepository::new(scratch, "rows")?;
         let live = repository.add_worktree("sibling-live")?;
         repository.add_worktree("sibling-idle")?;
-        let (sibling, _) = ServeProcess::start(scratch, &live).await?;
+        let (sibling, lease) = ServeProcess::start(scratch, &live).await?;
+        let recipient = match Self::recipient(&lease).await {
+            Ok(recipient) => recipient,
+            Err(error) => {
+                sibling.stop().await;
+                return Err(error);
+            }
+        };
         Ok(Fixture {
             dir: repository.root().to_path_buf(),
-            description: "a temporary repository (one commit) with two linked worktrees, one served by its own `majordomus serve` and one with no server; every row measured in the primary checkout, so a `repository` case gathers three boards: its own from memory, the live sibling's over HTTP (probe + read) and the idle sibling's lease (absent)".into(),
+            description: format!(
+                "a temporary repository (one commit) with two linked worktrees, one served by its own `majordomus serve`, where one session claims `{RECIPIENT_CLAIM}`, and one with no server; every row measured in the primary checkout, so a `repository` case gathers three boards: its own from memory, the live sibling's over HTTP (probe + read) and the idle sibling's lease (absent)"
+            ),
             sibling: Some(sibling),
+            recipient: Some(recipient),
         })
     }
 
+    /// Opens a session on the live sibling's server and claims [`RECIPIENT_CLAIM`] there.
+    async fn recipient(lease: &majordomus_checkout::Lease) -> Result<Caller, String> {
+        let url = lease
+            .url
+            .as_deref()
+            .ok_or("the sibling's lease names no URL")?;
+        let session = connect_kept_alive(url, &lease.token, "majordomus-bench-recipient").await?;
+        let recipient = Caller::Mcp(session);
+        let claim = serde_json::json!({
+            "intent": "receive the benchmark's messages",
+            "scope": [RECIPIENT_CLAIM],
+        });
+        match recipient.call(registered("peers.announce"), &claim).await {
+            Outcome::Answer => Ok(recipient),
+            outcome => {
+                recipient.close().await;
+                Err(format!(
+                    "the sibling's session could not claim `{RECIPIENT_CLAIM}`: {}",
+                    outcome.detail().unwrap_or("")
+                ))
+            }
+        }
+    }
+
     async fn stop(self) {
+        if let Some(recipient) = self.recipient {
+            recipient.close().await;
+        }
         if let Some(sibling) = self.sibling {
             sibling.stop().await;
         }
