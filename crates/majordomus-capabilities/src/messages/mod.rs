@@ -340,7 +340,15 @@ impl Operation for MessagesList {
             Some(session) => Some(session),
             None => me(ctx).map(|party| party.qualified_id),
         };
-        let mailbox = place.read().await?;
+        // The reading this process already holds, unless the mailbox changed since: a session
+        // asking for its messages again reads nothing when nothing was sent.
+        let Some(mailbox) = place.read_recent().await? else {
+            return Ok(MessageList {
+                session: who,
+                messages: Vec::new(),
+                dropped: 0,
+            });
+        };
         let messages = mailbox
             .messages
             .iter()
