@@ -155,8 +155,22 @@ impl Place {
     ) -> Result<T, CapabilityError> {
         match self {
             Place::File(file) => {
-                let file = file.clone();
-                blocking(move || file.change(change).map_err(unreadable)).await
+                let writing = file.clone();
+                let (answer, written) =
+                    blocking(move || writing.change(change).map_err(unreadable)).await?;
+                if let Some(written) = written {
+                    // What this process wrote is what the next reading here would find, until
+                    // the file changes again: the tool answer that follows a send, looking for
+                    // the sender's messages, reads nothing.
+                    let now = SystemTime::now();
+                    *LAST_READ.lock_or_recover() = Some(LastRead {
+                        settled: written.stamp.settled(now),
+                        stamp: Stamp::File(file.path().to_path_buf(), written.stamp),
+                        at: Instant::now(),
+                        mailbox: Arc::new(written.value),
+                    });
+                }
+                Ok(answer)
             }
             Place::Federated { store, .. } => store.change(change).await.map_err(federated),
         }

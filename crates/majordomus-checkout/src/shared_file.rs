@@ -145,6 +145,17 @@ impl SharedFile {
         &self,
         change: impl FnOnce(&mut V) -> (T, bool),
     ) -> io::Result<T> {
+        self.change_keeping(change, |_| ())
+            .map(|(answer, _)| answer)
+    }
+
+    /// [`SharedFile::change`], handing back what `keep` takes of a changed value (a copy of
+    /// it, say) with the stamp of the file as written ([`Written`]).
+    pub(crate) fn change_keeping<V: Stored, T, K>(
+        &self,
+        change: impl FnOnce(&mut V) -> (T, bool),
+        keep: impl FnOnce(&V) -> K,
+    ) -> io::Result<(T, Option<Written<K>>)> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         files::create_private_dir(dir)?;
         let lock = files::private_file(
@@ -159,6 +170,7 @@ impl SharedFile {
         let mut value = self.read()?;
         let (answer, changed) = change(&mut value);
         if changed {
+            let kept = keep(&value);
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             files::set_mode(file.path(), 0o600)?;
             let mut bytes = value.written().map_err(io::Error::other)?;
@@ -166,10 +178,24 @@ impl SharedFile {
             file.write_all(&bytes)?;
             file.as_file().sync_all()?;
             file.persist(&self.path).map_err(|error| error.error)?;
+            // Stamped while the lock is held: no other change can have replaced the file yet.
+            let written = self.stamp().map(|stamp| Written { stamp, value: kept });
+            drop(lock);
+            return Ok((answer, written));
         }
         drop(lock);
-        Ok(answer)
+        Ok((answer, None))
     }
+}
+
+/// What a change kept of the value it wrote (see [`SharedFile::change_keeping`]), and the
+/// stamp of the file holding that value, taken before the lock went: for as long as the file
+/// shows that stamp it holds that value, so a reader in this process need not read it back
+/// (the stamp's [`FileStamp::settled`] rule applies as to any reading).
+#[derive(Debug)]
+pub struct Written<V> {
+    pub stamp: FileStamp,
+    pub value: V,
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use majordomus_domain::messages::Mailbox;
 
-use crate::shared_file::{FileStamp, SharedFile, Stored};
+use crate::shared_file::{FileStamp, SharedFile, Stored, Written};
 
 impl Stored for Mailbox {
     type Wire = wire::Mailbox;
@@ -50,9 +50,13 @@ impl MailboxFile {
     }
 
     /// Changes the mailbox under the lock: `change` gets it as it is and answers whether it
-    /// changed it; a changed mailbox is written before the lock goes.
-    pub fn change<T>(&self, change: impl FnOnce(&mut Mailbox) -> (T, bool)) -> io::Result<T> {
-        self.file.change(change)
+    /// changed it; a changed mailbox is written before the lock goes, and handed back with
+    /// the stamp it was written at.
+    pub fn change<T>(
+        &self,
+        change: impl FnOnce(&mut Mailbox) -> (T, bool),
+    ) -> io::Result<(T, Option<Written<Mailbox>>)> {
+        self.file.change_keeping(change, Mailbox::clone)
     }
 }
 
@@ -74,7 +78,7 @@ mod tests {
             checkout: "c".into(),
             machine: None,
         };
-        let id = file
+        let (id, written) = file
             .change(|mailbox| {
                 let sent = mailbox.send(
                     Outgoing {
@@ -89,13 +93,22 @@ mod tests {
                 );
                 (sent, true)
             })
-            .unwrap()
             .unwrap();
+        let (id, written) = (id.unwrap(), written.expect("a changed mailbox is written"));
         let stamp = file.stamp();
-        assert!(stamp.is_some());
+        assert_eq!(
+            stamp,
+            Some(written.stamp),
+            "the stamp of the file as written"
+        );
         let again = MailboxFile::new(dir.path()).read().unwrap();
         assert_eq!(again.message(id).unwrap().text, "hello");
-        file.change(|_| ((), false)).unwrap();
+        assert_eq!(
+            written.value, again,
+            "the mailbox handed back is the one written"
+        );
+        let ((), unwritten) = file.change(|_| ((), false)).unwrap();
+        assert!(unwritten.is_none());
         assert_eq!(file.stamp(), stamp, "an unchanged mailbox is not written");
     }
 }
