@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::mailbox_file::MailboxFile;
-use majordomus_checkout::shared_file::FileStamp;
+use majordomus_checkout::shared_file::{FileStamp, reading_answers};
 use majordomus_domain::messages::{Home, Mailbox, ReceiptState};
 use majordomus_domain::sync::LockExt;
 
@@ -47,10 +47,6 @@ enum Stamp {
 /// so a tool answer reads neither the file nor the federation when nothing was sent.
 static LAST_READ: Mutex<Option<LastRead>> = Mutex::new(None);
 
-/// How long a reading at a file stamp that was not settled answers: another write in the same
-/// tick of the filesystem's clock may carry the same stamp (see [`FileStamp::settled`]).
-const UNSETTLED_READING_LASTS: Duration = Duration::from_millis(20);
-
 /// One reading of a mailbox.
 struct LastRead {
     stamp: Stamp,
@@ -58,6 +54,22 @@ struct LastRead {
     settled: bool,
     at: Instant,
     mailbox: Arc<Mailbox>,
+}
+
+impl LastRead {
+    /// Keeps `mailbox`, the version at `stamp`, as the process's reading from now.
+    fn keep(stamp: Stamp, mailbox: Arc<Mailbox>) {
+        let settled = match &stamp {
+            Stamp::File(_, file) => file.settled(SystemTime::now()),
+            Stamp::Revision(..) => true,
+        };
+        *LAST_READ.lock_or_recover() = Some(LastRead {
+            stamp,
+            settled,
+            at: Instant::now(),
+            mailbox,
+        });
+    }
 }
 
 impl Place {
@@ -129,21 +141,12 @@ impl Place {
         };
         if let Some(last) = LAST_READ.lock_or_recover().as_ref()
             && last.stamp == stamp
-            && (last.settled || last.at.elapsed() < UNSETTLED_READING_LASTS)
+            && reading_answers(last.settled, last.at.elapsed())
         {
             return Ok(Some(last.mailbox.clone()));
         }
-        let settled = match &stamp {
-            Stamp::File(_, file) => file.settled(SystemTime::now()),
-            Stamp::Revision(..) => true,
-        };
         let mailbox = Arc::new(self.read().await?);
-        *LAST_READ.lock_or_recover() = Some(LastRead {
-            stamp,
-            settled,
-            at: Instant::now(),
-            mailbox: mailbox.clone(),
-        });
+        LastRead::keep(stamp, mailbox.clone());
         Ok(Some(mailbox))
     }
 
@@ -162,13 +165,8 @@ impl Place {
                     // What this process wrote is what the next reading here would find, until
                     // the file changes again: the tool answer that follows a send, looking for
                     // the sender's messages, reads nothing.
-                    let now = SystemTime::now();
-                    *LAST_READ.lock_or_recover() = Some(LastRead {
-                        settled: written.stamp.settled(now),
-                        stamp: Stamp::File(file.path().to_path_buf(), written.stamp),
-                        at: Instant::now(),
-                        mailbox: Arc::new(written.value),
-                    });
+                    let stamp = Stamp::File(file.path().to_path_buf(), written.stamp);
+                    LastRead::keep(stamp, Arc::new(written.value));
                 }
                 Ok(answer)
             }

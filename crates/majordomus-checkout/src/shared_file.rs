@@ -57,6 +57,18 @@ pub struct FileStamp {
 /// same stamp. A second, as git takes its index to be racy.
 const SETTLED_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a reading taken at a stamp that was not settled answers, the file still showing
+/// that stamp: another write in the same tick may have left it too, so a reader reads again
+/// soon, not at once (a waiting request polls about this often).
+pub const UNSETTLED_READING_LASTS: Duration = Duration::from_millis(20);
+
+/// Whether a reading taken at a stamp the file still shows answers, `age` after it was taken:
+/// always if the stamp was settled then ([`FileStamp::settled`]), otherwise for
+/// [`UNSETTLED_READING_LASTS`].
+pub fn reading_answers(settled: bool, age: Duration) -> bool {
+    settled || age < UNSETTLED_READING_LASTS
+}
+
 impl FileStamp {
     /// Whether, as of `now`, no later write can leave the file with this same stamp: it was
     /// written at least [`SETTLED_AFTER`] before, so any later write has a later time. A

@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
-use majordomus_checkout::shared_file::FileStamp;
+use majordomus_checkout::shared_file::{FileStamp, reading_answers};
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 use majordomus_domain::peers::PeerId;
 use majordomus_domain::sync::LockExt;
@@ -157,17 +157,12 @@ static LOCAL_CHANGES: AtomicU64 = AtomicU64::new(0);
 /// other machines' changes are seen within it.
 const FEDERATED_READING_LASTS: Duration = Duration::from_millis(50);
 
-/// How long a reading of a file written within the last second answers: its stamp may be
-/// shared with a write in the same tick of the filesystem's clock (see
-/// [`FileStamp::settled`]), so it is read again after at most one poll of a waiting request.
-const UNSETTLED_READING_LASTS: Duration = Duration::from_millis(20);
-
 /// How often a waiting request sweeps the table for holders that died or ran out.
 const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// The last reading of a table, shared by the requests that look at it: while the file's
-/// stamp is the one it was read at (and was settled then, or for
-/// [`UNSETTLED_READING_LASTS`]; a federated table: for [`FEDERATED_READING_LASTS`]) and this
+/// stamp is the one it was read at (and the reading still answers: [`reading_answers`]; a
+/// federated table: for [`FEDERATED_READING_LASTS`]) and this
 /// process changed nothing, it is the answer. Readers that come together wait for one
 /// read, behind an async lock, so the requests waiting for a lease read the table once a
 /// change, not once each.
@@ -208,8 +203,7 @@ impl Readings {
             && reading.changes == changes
             && match place {
                 Place::File(_) => {
-                    reading.stamp == stamp
-                        && (reading.settled || reading.age(now) < UNSETTLED_READING_LASTS)
+                    reading.stamp == stamp && reading_answers(reading.settled, reading.age(now))
                 }
                 Place::Federated(_) => reading.age(now) < FEDERATED_READING_LASTS,
             }
@@ -397,6 +391,7 @@ mod tests {
     use majordomus_domain::leases::LeaseTtl;
 
     use super::*;
+    use majordomus_checkout::shared_file::UNSETTLED_READING_LASTS;
 
     fn holder(key: &str) -> Holder {
         Holder {
