@@ -261,16 +261,16 @@ pub fn page(capability: &Capability) -> String {
     );
     let cases = capability.bench_cases();
     for row in bench::rows_of(capability) {
-        let input = cases
+        let (_, input) = cases
             .iter()
             .find(|(case, _)| *case == row.case)
-            .map(|(_, input)| serde_json::to_string(&canonical(input)).expect("JSON serialises"))
-            .unwrap_or_default();
-        let expected = if bench::expects_refusal(d, row.transport) {
-            "refusal (422: a command needs an MCP session)"
+            .expect("rows are planned from the declared cases");
+        let expected = if bench::expects_refusal(capability, input, row.transport) {
+            "refusal (422: this input acts for the caller's MCP session)"
         } else {
             "answer"
         };
+        let input = serde_json::to_string(&canonical(input)).expect("JSON serialises");
         let _ = writeln!(
             out,
             "| {} | `{}` | `{}` | {expected} | {} |",

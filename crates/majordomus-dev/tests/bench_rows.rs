@@ -56,22 +56,48 @@ fn the_planned_rows_are_every_capability_on_every_transport_once_per_case() {
 }
 
 #[test]
-fn every_transport_has_a_target_and_the_refusals_are_the_tool_commands_over_rest() {
+fn every_transport_has_a_target() {
     for transport in BenchTransport::ALL {
         assert!(!transport.target().describe().is_empty());
     }
-    for capability in majordomus_capabilities::registry().iter() {
-        for row in bench::rows_of(capability) {
-            let refusal = bench::expects_refusal(&capability.declaration, row.transport);
-            assert_eq!(
-                refusal,
-                row.transport == BenchTransport::Rest
-                    && capability.declaration.kind == majordomus_core::registry::Kind::Command
-                    && capability.declaration.exposure.mcp_tool.is_some(),
-                "{row}"
-            );
+}
+
+/// Over plain HTTP there is no MCP session to act for: the rows whose input names no one but
+/// the caller's session measure the handler's refusal, and every other row an answer, as the
+/// benchmark and the reference pages expect. A real run, so that the expectation declared
+/// beside the cases cannot drift from what the handlers do.
+#[test]
+fn every_rest_row_is_refused_exactly_when_its_input_acts_for_a_session() {
+    let report = bench_json(&["--filter", "/rest/", "--iterations", "2", "--warmup", "1"]);
+    let rows = report["rows"].as_array().expect("rows");
+    let mut refused = BTreeSet::new();
+    for row in rows.iter().filter(|row| row["capability"] != "floor") {
+        assert_eq!(row["outcome"], row["expected"], "{row}");
+        if row["outcome"] == "refusal" {
+            refused.insert(row["key"].as_str().unwrap().to_string());
         }
     }
+    let planned = bench::select(
+        planned_rows(majordomus_capabilities::registry()),
+        Some("/rest/"),
+    );
+    assert_eq!(
+        rows.len(),
+        planned.len() + 1,
+        "every REST row and the floor"
+    );
+    assert_eq!(
+        refused,
+        BTreeSet::from(
+            [
+                "episodes.detach/rest/own",
+                "leases.acquire/rest/own-session",
+                "leases.release/rest/own-session",
+            ]
+            .map(String::from)
+        ),
+        "a message sent over plain HTTP is sent from the command line, and answered"
+    );
 }
 
 #[test]

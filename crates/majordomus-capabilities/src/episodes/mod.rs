@@ -288,6 +288,10 @@ impl Operation for EpisodesDetach {
     fn bench_cases() -> Vec<(&'static str, Self::Input)> {
         vec![("own", DetachInput { external_id: None })]
     }
+
+    fn input_needs_session(input: &DetachInput) -> bool {
+        input.external_id.is_none()
+    }
 }
 
 impl<'a> Board<'a> {

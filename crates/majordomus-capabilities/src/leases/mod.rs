@@ -239,6 +239,10 @@ impl Operation for LeasesAcquire {
             },
         )]
     }
+
+    fn input_needs_session(input: &AcquireInput) -> bool {
+        input.pid.is_none()
+    }
 }
 
 /// The input of `leases.release`.
@@ -352,6 +356,10 @@ impl Operation for LeasesRelease {
                 pid: None,
             },
         )]
+    }
+
+    fn input_needs_session(input: &ReleaseInput) -> bool {
+        input.pid.is_none()
     }
 }
 

@@ -9,8 +9,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use schema::{input_schema, output_schema};
@@ -218,6 +218,15 @@ pub trait Operation: Send + Sync + 'static {
     /// surface is measured with the same cases.
     fn bench_cases() -> Vec<(&'static str, Self::Input)>;
 
+    /// Whether `input` names no one to act for but the caller's MCP session (a detach without
+    /// the episode's id, a lease without a process): such a call is refused where there is no
+    /// session (plain HTTP, the command line), though the capability itself reaches anyone.
+    /// Declared beside the cases so that a benchmark row and a reference page expect what
+    /// the handler does.
+    fn input_needs_session(_input: &Self::Input) -> bool {
+        false
+    }
+
     /// About how many bytes `output` takes encoded, when it may be large: an answer over
     /// [`ENCODE_INLINE_BYTES`] is encoded on a blocking thread. Answers that are always
     /// small need not say (0).
@@ -244,6 +253,7 @@ pub struct Capability {
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
     bench_cases: fn() -> Vec<(&'static str, Value)>,
+    input_needs_session: fn(&Value) -> bool,
     render: fn(&Value) -> String,
     handler: ErasedHandler,
 }
@@ -261,6 +271,9 @@ impl Capability {
                         (name, serde_json::to_value(input).expect("inputs serialise"))
                     })
                     .collect()
+            },
+            input_needs_session: |input| {
+                O::Input::deserialize(input).is_ok_and(|input| O::input_needs_session(&input))
             },
             render: |output| match serde_json::from_value::<O::Output>(output.clone()) {
                 Ok(output) => O::render(&output),
@@ -284,6 +297,12 @@ impl Capability {
 
     pub fn bench_cases(&self) -> Vec<(&'static str, Value)> {
         (self.bench_cases)()
+    }
+
+    /// [`Operation::input_needs_session`] of a JSON input; an input that is not valid needs
+    /// nothing, as it is refused for that first.
+    pub fn input_needs_session(&self, input: &Value) -> bool {
+        (self.input_needs_session)(input)
     }
 
     /// The answer as a person reads it in a terminal.

@@ -30,8 +30,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use serde_json::Value;
 
-use majordomus_core::registry::{Capability, Declaration, Kind, Registry};
+use majordomus_core::registry::{Capability, Declaration, Registry};
 
 pub use catalog::{SCENARIOS, Scenario, ScenarioId, ScenarioTarget};
 pub use guard::{GuardCase, Pace};
@@ -262,15 +263,12 @@ pub fn floors_for(rows: &[RowKey], filter: Option<&str>) -> Vec<BenchTransport> 
 /// a call that does next to nothing should be small beside what the transport costs anyway.
 pub const FLOOR_GOAL: f64 = 1.3;
 
-/// Whether a row is expected to be refused rather than answered: a command reached over plain
-/// HTTP has no MCP session to belong to, and the commands an agent calls as MCP tools act for
-/// their session. (The hooks' commands name their session in their input; they are not MCP
-/// tools.)
-/// The runner measures the refusal as honestly as an answer; the expectation only labels it.
-pub fn expects_refusal(declaration: &Declaration, transport: BenchTransport) -> bool {
-    declaration.kind == Kind::Command
-        && declaration.exposure.mcp_tool.is_some()
-        && transport == BenchTransport::Rest
+/// Whether a row is expected to be refused rather than answered: a case whose input names no
+/// one to act for but the caller's MCP session (`Operation::input_needs_session`), reached
+/// over plain HTTP, where there is no session. The runner measures the refusal as honestly as
+/// an answer; the expectation only labels it.
+pub fn expects_refusal(capability: &Capability, input: &Value, transport: BenchTransport) -> bool {
+    transport == BenchTransport::Rest && capability.input_needs_session(input)
 }
 
 /// The rows a `--filter` keeps: those whose `capability/transport/case` contains the text.

@@ -620,8 +620,7 @@ pub(crate) async fn measure_row(
         async || caller.call(capability, &input).await,
     )
     .await;
-    let declaration = &capability.declaration;
-    let expected = if expects_refusal(declaration, key.transport) {
+    let expected = if expects_refusal(capability, &input, key.transport) {
         "refusal"
     } else {
         "answer"
