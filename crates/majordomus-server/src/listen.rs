@@ -356,44 +356,74 @@ enum Closed {
 
 /// Drives `connection` until it ends or its clock says to close it; dropping it on return
 /// closes the socket and frees its buffers and its answer in progress.
+///
+/// The connection is polled first, then its clock is read: whatever the connection changed
+/// while it was polled (bytes arriving, a request beginning or ending, a write waiting) is
+/// seen in the same poll of the task, with no wake-up (see [`ConnectionClock`]).
 async fn watch(
     connection: http1::Connection<TokioIo<Watched>, Tracked>,
     clock: &ConnectionClock,
     shutdown: CancellationToken,
 ) -> Closed {
     tokio::pin!(connection);
+    let mut alarm = Alarm::new();
     let mut stopping = false;
     loop {
-        let deadline = clock.watch_deadline();
         tokio::select! {
+            biased;
             ended = &mut connection => {
                 if let Err(error) = ended {
                     tracing::debug!(%error, "a connection ended with an error");
                 }
                 return Closed::Ended;
             }
-            () = clock.changed.notified() => {
-                if clock.displaced() && clock.awaits_head() {
-                    tracing::debug!("gave a connection's probation place to a newer one");
-                    return Closed::Deadline;
-                }
-            }
-            () = sleep_until(deadline) => {
-                let now = Instant::now();
-                if clock.write_deadline().is_some_and(|deadline| deadline <= now) {
+            closed = std::future::poll_fn(|cx| clock.poll_verdict(&mut alarm, cx)) => {
+                if closed == Closed::Unread {
                     tracing::debug!("closed a connection whose reader stopped reading");
-                    return Closed::Unread;
                 }
-                if clock.deadline().is_some_and(|deadline| deadline <= now) {
-                    tracing::debug!("closed a connection that missed its deadline");
-                    return Closed::Deadline;
-                }
+                return closed;
             }
+            // A newcomer displaced it: the clock is read again.
+            () = clock.changed.notified() => {}
             () = shutdown.cancelled(), if !stopping => {
                 connection.as_mut().graceful_shutdown();
                 stopping = true;
             }
         }
+    }
+}
+
+/// The watchdog's timer: aimed at the connection's deadline, at once at a sooner one; a
+/// later one it finds when it rings, and is aimed again.
+struct Alarm {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    /// What it rings at; `None` once it rang, or before it was first aimed.
+    aimed: Option<Instant>,
+}
+
+impl Alarm {
+    fn new() -> Alarm {
+        Alarm {
+            sleep: Box::pin(tokio::time::sleep_until(Instant::now())),
+            aimed: None,
+        }
+    }
+
+    /// Ready once `deadline` (or an earlier one it was aimed at) has come; never without a
+    /// deadline.
+    fn poll_until(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(deadline) = deadline else {
+            return Poll::Pending;
+        };
+        if self.aimed.is_none_or(|aimed| deadline < aimed) {
+            self.sleep.as_mut().reset(deadline);
+            self.aimed = Some(deadline);
+        }
+        let rang = self.sleep.as_mut().poll(cx);
+        if rang.is_ready() {
+            self.aimed = None;
+        }
+        rang
     }
 }
 
@@ -403,13 +433,6 @@ struct SaysEnded(Arc<ConnectionClock>);
 impl Drop for SaysEnded {
     fn drop(&mut self) {
         self.0.ended.cancel();
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -475,11 +498,12 @@ impl Phase {
 /// One connection's phase, shared by its socket (bytes arriving), its service (requests
 /// beginning, answers ending) and its watchdog.
 ///
-/// The watchdog is woken only when a change brings the deadline before the one it sleeps
-/// on (or a displaced connection comes to await a head). A later deadline, or none, it finds
-/// when its sleep ends and sleeps again. Waking it on every change would wake the
-/// connection's own task three times a request, and the runtime hands each such wake to
-/// another worker thread: a context switch per request that a busy connection never needs.
+/// The watchdog runs in the connection's own task and reads the clock each time that task
+/// has polled the connection, so the connection's own changes wake nobody: a sooner deadline
+/// aims its timer at once, a later one is found when the timer rings. Only a displacement,
+/// which another connection's arrival makes, wakes it. A task that woke itself while polled
+/// would be handed to the other worker thread: a context switch per request that a busy
+/// connection never needs.
 struct ConnectionClock {
     deadlines: Deadlines,
     state: Mutex<ClockState>,
@@ -500,7 +524,6 @@ impl ConnectionClock {
             state: Mutex::new(ClockState {
                 phase: Phase::AwaitingHead { since: opened },
                 write_waits_since: None,
-                watched: None,
             }),
             write_waits: AtomicBool::new(false),
             displaced: AtomicBool::new(false),
@@ -525,17 +548,11 @@ impl ConnectionClock {
         self.displaced.load(Ordering::SeqCst)
     }
 
+    /// Moves the phase on. Called by the connection's own task only, whose watchdog reads
+    /// the clock after each poll of the connection: nobody is woken.
     fn update(&self, step: impl FnOnce(Phase) -> Phase) {
         let mut state = self.state.lock_or_recover();
-        let next = step(state.phase);
-        if next == state.phase {
-            return;
-        }
-        state.phase = next;
-        let displaced_awaits_head = self.displaced() && matches!(next, Phase::AwaitingHead { .. });
-        if state.sooner(self.deadlines) || displaced_awaits_head {
-            self.changed.notify_one();
-        }
+        state.phase = step(state.phase);
     }
 
     /// A write found the socket's buffer full: the write deadline runs from `now`, unless it
@@ -544,11 +561,7 @@ impl ConnectionClock {
         if self.write_waits.swap(true, Ordering::Relaxed) {
             return;
         }
-        let mut state = self.state.lock_or_recover();
-        state.write_waits_since = Some(now);
-        if state.sooner(self.deadlines) {
-            self.changed.notify_one();
-        }
+        self.state.lock_or_recover().write_waits_since = Some(now);
     }
 
     /// A write went through: the other end reads.
@@ -558,30 +571,49 @@ impl ConnectionClock {
         }
     }
 
-    /// The deadline now, which the watchdog is about to sleep on (`None`: until woken).
-    fn watch_deadline(&self) -> Option<Instant> {
-        let mut state = self.state.lock_or_recover();
-        state.watched = state.deadline(self.deadlines);
-        state.watched
+    /// The sooner of the phase's deadline and the write's (`None`: no deadline now).
+    fn next_deadline(&self) -> Option<Instant> {
+        self.state.lock_or_recover().deadline(self.deadlines)
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.state.lock_or_recover().phase.deadline(self.deadlines)
-    }
-
-    /// When the write waiting for the other end to read runs out of time, if one waits.
-    fn write_deadline(&self) -> Option<Instant> {
-        self.state.lock_or_recover().write_deadline(self.deadlines)
+    /// Whether the connection is to be closed, as its watchdog finds after each poll of
+    /// the connection: displaced while it awaits a head, or past a deadline. Otherwise
+    /// `alarm` is aimed at the next deadline, to wake the task when it comes.
+    fn poll_verdict(&self, alarm: &mut Alarm, cx: &mut Context<'_>) -> Poll<Closed> {
+        if self.displaced() && self.awaits_head() {
+            tracing::debug!("gave a connection's probation place to a newer one");
+            return Poll::Ready(Closed::Deadline);
+        }
+        loop {
+            if alarm.poll_until(self.next_deadline(), cx).is_pending() {
+                return Poll::Pending;
+            }
+            let now = Instant::now();
+            let state = self.state.lock_or_recover();
+            if state
+                .write_deadline(self.deadlines)
+                .is_some_and(|deadline| deadline <= now)
+            {
+                return Poll::Ready(Closed::Unread);
+            }
+            if state
+                .phase
+                .deadline(self.deadlines)
+                .is_some_and(|deadline| deadline <= now)
+            {
+                tracing::debug!("closed a connection that missed its deadline");
+                return Poll::Ready(Closed::Deadline);
+            }
+            // It rang for a deadline that has moved later since: it is aimed again.
+        }
     }
 }
 
-/// A connection's phase and the deadline its watchdog sleeps on.
+/// A connection's phase, and since when a write has waited.
 struct ClockState {
     phase: Phase,
     /// Since when a write has waited for the other end to read, if one waits.
     write_waits_since: Option<Instant>,
-    /// What the watchdog last slept on; `None` while it sleeps until woken.
-    watched: Option<Instant>,
 }
 
 impl ClockState {
@@ -598,12 +630,6 @@ impl ClockState {
             (Some(phase), Some(write)) => Some(phase.min(write)),
             (phase, write) => phase.or(write),
         }
-    }
-
-    /// Whether the deadline now comes before the one the watchdog sleeps on.
-    fn sooner(&self, deadlines: Deadlines) -> bool {
-        self.deadline(deadlines)
-            .is_some_and(|deadline| self.watched.is_none_or(|watched| deadline < watched))
     }
 }
 
@@ -834,69 +860,109 @@ mod tests {
     }
 
     #[test]
-    fn the_watchdog_is_woken_only_for_a_sooner_deadline_or_a_displaced_connection() {
+    fn the_watchdog_is_woken_only_for_a_displacement() {
         use futures::FutureExt;
         let woken = |clock: &ConnectionClock| clock.changed.notified().now_or_never().is_some();
         let opened = Instant::now();
         let at = |seconds: u64| opened + Duration::from_secs(seconds);
         let clock = ConnectionClock::new(DEADLINES, opened);
-        assert_eq!(clock.watch_deadline(), Some(opened + DEADLINES.head));
+        assert_eq!(clock.next_deadline(), Some(opened + DEADLINES.head));
 
-        // Request after request on a busy connection: each deadline is later than the one
-        // the watchdog sleeps on, so it sleeps on.
+        // Request after request, the deadline sooner or later: the connection's own task
+        // made each change, and its watchdog reads the clock after polling it.
         for second in 0..3 {
             clock.update(Phase::request_began);
+            assert_eq!(clock.next_deadline(), None, "an answer on its way");
             clock.update(|phase| phase.request_ended(at(second)));
+            assert_eq!(clock.next_deadline(), Some(at(second) + DEADLINES.idle));
             clock.update(|phase| phase.bytes_arrived(at(second)));
+            assert_eq!(clock.next_deadline(), Some(at(second) + DEADLINES.head));
         }
-        assert!(!woken(&clock), "a later deadline wakes nobody");
+        clock.write_waits(at(3));
+        assert!(!woken(&clock), "the connection's own changes wake nobody");
 
-        // Its sleep ended while a request was served: it sleeps until woken, and the end of
-        // the answer wakes it.
+        clock.displace();
+        assert!(woken(&clock), "a newcomer's displacement does");
+    }
+
+    /// The verdict the watchdog reads after each poll of the connection, on a paused clock.
+    #[tokio::test(start_paused = true)]
+    async fn the_verdict_closes_at_the_deadline_the_connection_is_in_and_not_before() {
+        let verdict = |clock: &ConnectionClock, alarm: &mut Alarm| {
+            let waker = futures::task::noop_waker();
+            match clock.poll_verdict(alarm, &mut Context::from_waker(&waker)) {
+                Poll::Ready(closed) => Some(closed),
+                Poll::Pending => None,
+            }
+        };
+        let opened = Instant::now();
+        let clock = ConnectionClock::new(DEADLINES, opened);
+        let mut alarm = Alarm::new();
+        assert_eq!(verdict(&clock, &mut alarm), None, "a fresh connection");
+
+        // Serving past the head deadline the alarm was first aimed at: no deadline now.
         clock.update(Phase::request_began);
-        assert_eq!(clock.watch_deadline(), None);
-        clock.update(|phase| phase.request_ended(at(4)));
-        assert!(woken(&clock), "an idle deadline after none");
+        tokio::time::advance(DEADLINES.head + Duration::from_secs(1)).await;
+        assert_eq!(verdict(&clock, &mut alarm), None, "an answer on its way");
 
-        // Asleep on the idle deadline, the next head's deadline is sooner.
-        assert_eq!(clock.watch_deadline(), Some(at(4) + DEADLINES.idle));
-        clock.update(|phase| phase.bytes_arrived(at(5)));
-        assert!(woken(&clock), "a head deadline before the idle one");
+        // Idle, then the next head begins: its deadline is sooner than the idle one, and
+        // the alarm is aimed at it at once.
+        clock.update(|phase| phase.request_ended(Instant::now()));
+        assert_eq!(verdict(&clock, &mut alarm), None);
+        clock.update(|phase| phase.bytes_arrived(Instant::now()));
+        assert_eq!(verdict(&clock, &mut alarm), None);
+        tokio::time::advance(DEADLINES.head - Duration::from_millis(10)).await;
+        assert_eq!(
+            verdict(&clock, &mut alarm),
+            None,
+            "not before the head deadline"
+        );
+        tokio::time::advance(Duration::from_millis(20)).await;
+        assert_eq!(verdict(&clock, &mut alarm), Some(Closed::Deadline));
 
-        // A connection displaced while it serves is woken once it awaits a head again.
+        // A write waiting for its reader: closed as unread at the write deadline.
+        let clock = ConnectionClock::new(DEADLINES, Instant::now());
+        let mut alarm = Alarm::new();
+        clock.update(Phase::request_began);
+        clock.write_waits(Instant::now());
+        assert_eq!(verdict(&clock, &mut alarm), None);
+        tokio::time::advance(DEADLINES.write + Duration::from_millis(1)).await;
+        assert_eq!(verdict(&clock, &mut alarm), Some(Closed::Unread));
+
+        // Displaced: closed once it awaits a head, not while it serves.
+        let clock = ConnectionClock::new(DEADLINES, Instant::now());
+        let mut alarm = Alarm::new();
         clock.update(Phase::request_began);
         clock.displace();
-        assert!(woken(&clock));
-        clock.update(|phase| phase.request_ended(at(6)));
-        assert!(!woken(&clock));
-        clock.update(|phase| phase.bytes_arrived(at(6)));
-        assert!(woken(&clock), "a displaced connection awaiting its head");
+        assert_eq!(verdict(&clock, &mut alarm), None, "serving keeps its place");
+        clock.update(|phase| phase.request_ended(Instant::now()));
+        clock.update(|phase| phase.bytes_arrived(Instant::now()));
+        assert_eq!(verdict(&clock, &mut alarm), Some(Closed::Deadline));
     }
 
     #[test]
     fn a_write_waiting_for_its_reader_brings_the_write_deadline() {
-        use futures::FutureExt;
-        let woken = |clock: &ConnectionClock| clock.changed.notified().now_or_never().is_some();
         let opened = Instant::now();
         let clock = ConnectionClock::new(DEADLINES, opened);
         clock.update(Phase::request_began);
-        assert_eq!(clock.watch_deadline(), None, "an answer on its way");
+        assert_eq!(clock.next_deadline(), None, "an answer on its way");
 
         let stuck = opened + Duration::from_secs(1);
         clock.write_waits(stuck);
-        assert!(woken(&clock), "a write deadline after none");
-        assert_eq!(clock.watch_deadline(), Some(stuck + DEADLINES.write));
+        assert_eq!(clock.next_deadline(), Some(stuck + DEADLINES.write));
         clock.write_waits(stuck + Duration::from_secs(5));
-        assert!(!woken(&clock), "a write still waiting keeps its deadline");
-        assert_eq!(clock.write_deadline(), Some(stuck + DEADLINES.write));
+        assert_eq!(
+            clock.next_deadline(),
+            Some(stuck + DEADLINES.write),
+            "a write still waiting keeps its deadline"
+        );
 
         clock.write_went();
-        assert_eq!(clock.write_deadline(), None, "the reader reads again");
-        assert_eq!(clock.watch_deadline(), None);
+        assert_eq!(clock.next_deadline(), None, "the reader reads again");
         clock.update(|phase| phase.request_ended(stuck));
         clock.write_waits(stuck);
         assert_eq!(
-            clock.watch_deadline(),
+            clock.next_deadline(),
             Some(stuck + DEADLINES.write),
             "the sooner of the idle and the write deadline"
         );
