@@ -96,12 +96,20 @@ impl From<Stamp> for SystemTime {
 }
 
 impl fmt::Display for Stamp {
+    /// Writes [`FORMAT`] field by field: an answer writes a stamp for each peer it lists, and
+    /// going through `time`'s formatter allocated and interpreted the format each time.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = self
-            .moment()
-            .format(FORMAT)
-            .expect("a UTC date-time has every component this format names");
-        f.write_str(&text)
+        let moment = self.moment();
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            moment.year(),
+            u8::from(moment.month()),
+            moment.day(),
+            moment.hour(),
+            moment.minute(),
+            moment.second()
+        )
     }
 }
 
@@ -163,6 +171,24 @@ mod tests {
             UNIX_EPOCH + Duration::from_secs(1_796_005_607)
         );
         assert!(Stamp::at(t) > Stamp::at(UNIX_EPOCH));
+    }
+
+    #[test]
+    fn a_stamp_is_written_in_the_format_it_is_read_in() {
+        for unix in [
+            FIRST_SECOND,
+            -1,
+            0,
+            951_782_400,
+            1_796_005_607,
+            4_107_542_399,
+            LAST_SECOND,
+        ] {
+            let stamp = Stamp { unix };
+            let written = stamp.moment().format(FORMAT).unwrap();
+            assert_eq!(stamp.to_string(), written);
+            assert_eq!(written.parse(), Ok(stamp));
+        }
     }
 
     #[test]

@@ -581,14 +581,8 @@ async fn run(state: &Arc<ServerState>, id: &str, input: Value) -> Response {
         .by_id(id)
         .expect("routes are built from the registry");
     let ctx = Context::served(state.site.clone(), state.clone(), None);
-    // An answer the capability encoded already is the body as it is; a value is encoded
-    // here, as `axum::Json` would. A typed answer goes through the value on purpose: its keys
-    // come out in order, so every surface, and a kept listing, writes the same bytes.
-    match capability
-        .answer(&ctx, input)
-        .await
-        .and_then(Answer::into_bytes)
-    {
+    // The answer is encoded as every surface writes it; it is the body as it is.
+    match capability.answer(&ctx, input).await.map(Answer::into_bytes) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => capability_error(error),
     }

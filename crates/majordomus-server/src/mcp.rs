@@ -363,25 +363,15 @@ pub async fn call(
     Ok(result)
 }
 
-/// An answer as a tool result: the value as `structuredContent` and its JSON as text. rmcp
-/// holds the structured content as a value, so an encoded answer is decoded for it, and its
-/// text is the encoding as it is rather than the value encoded again (a large one decoded
-/// off the runtime's workers).
+/// An answer as a tool result: its JSON as text, and as the value of `structuredContent`,
+/// which rmcp holds as a value (a large one decoded off the runtime's workers).
 async fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
-    match answer {
-        Answer::Value(value) => Ok(CallToolResult::structured(value)),
-        Answer::Encoded(bytes) => {
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|error| {
-                    CapabilityError::internal(format!("the answer is not UTF-8: {error}"))
-                })?
-                .to_owned();
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            result.structured_content =
-                Some(Answer::Encoded(bytes).into_value_off_workers().await?);
-            Ok(result)
-        }
-    }
+    let text = std::str::from_utf8(answer.as_bytes())
+        .map_err(|error| CapabilityError::internal(format!("the answer is not UTF-8: {error}")))?
+        .to_owned();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(answer.into_value_off_workers().await?);
+    Ok(result)
 }
 
 /// What answering `initialize` does whichever handler answers it, a session served here or

@@ -15,7 +15,7 @@ use majordomus_domain::sync::LockExt;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::port::BoardPort;
-use majordomus_core::registry::ENCODE_INLINE_BYTES;
+use majordomus_core::registry::{ENCODE_INLINE_BYTES, sorted_json};
 use majordomus_core::survey;
 
 use crate::wire;
@@ -163,11 +163,9 @@ async fn encode_this(
 /// `listing` with its overlaps found, encoded, and where its caller's `null` is.
 fn encode_listing(mut listing: PeerList) -> Result<(Vec<u8>, usize), CapabilityError> {
     find_overlaps(&mut listing);
-    let encoded = serde_json::to_value(&listing)
-        .and_then(|value| serde_json::to_vec(&value))
-        .map_err(|error| {
-            CapabilityError::internal(format!("could not encode the answer: {error}"))
-        })?;
+    let encoded = sorted_json::to_vec(&listing, listing.size_estimate()).map_err(|error| {
+        CapabilityError::internal(format!("could not encode the answer: {error}"))
+    })?;
     // Keys are in order and `boards` precedes `caller`; nothing inside a board has a
     // `caller`, and a string cannot hold this text unescaped, so the first match is the
     // field.

@@ -3,6 +3,7 @@
 //! derived from that one declaration.
 
 mod schema;
+pub mod sorted_json;
 mod tool_list;
 
 use std::future::Future;
@@ -141,17 +142,15 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// on, so no surface builds or walks it again.
 pub enum Reply<T> {
     Typed(T),
-    /// The JSON encoding of a `T`, exactly as the surfaces would write it from the value.
+    /// The JSON encoding of a `T`, exactly as [`sorted_json`] writes it.
     Encoded(Bytes),
 }
 
-/// A capability's answer as the surfaces receive it: a JSON value, or JSON already encoded
-/// (see [`Reply`]), which a surface that writes bytes (REST) writes as it is.
+/// A capability's answer as the surfaces receive it: its JSON, every object's keys sorted
+/// ([`sorted_json`]). A surface that writes bytes (REST, a tool's text) writes it as it is;
+/// one that needs a value (MCP's structured content) decodes it.
 #[derive(Clone, Debug)]
-pub enum Answer {
-    Value(Value),
-    Encoded(Bytes),
-}
+pub struct Answer(Bytes);
 
 /// Bytes of an answer's JSON beyond which it is encoded (and decoded) on a blocking thread
 /// rather than on the runtime's workers: a crowded repository's listing takes milliseconds
@@ -160,41 +159,34 @@ pub enum Answer {
 pub const ENCODE_INLINE_BYTES: usize = 64 * 1024;
 
 impl Answer {
-    /// The answer as a JSON value, decoding an encoded one; one over
-    /// [`ENCODE_INLINE_BYTES`] on a blocking thread.
+    /// The answer as a JSON value; one over [`ENCODE_INLINE_BYTES`] decoded on a blocking
+    /// thread.
     pub async fn into_value_off_workers(self) -> Result<Value, CapabilityError> {
-        match self {
-            Answer::Encoded(bytes) if bytes.len() > ENCODE_INLINE_BYTES => {
-                tokio::task::spawn_blocking(move || Answer::Encoded(bytes).into_value())
-                    .await
-                    .map_err(|error| {
-                        CapabilityError::internal(format!("decoding the answer failed: {error}"))
-                    })?
-            }
-            answer => answer.into_value(),
+        if self.0.len() <= ENCODE_INLINE_BYTES {
+            return self.into_value();
         }
+        tokio::task::spawn_blocking(move || self.into_value())
+            .await
+            .map_err(|error| {
+                CapabilityError::internal(format!("decoding the answer failed: {error}"))
+            })?
     }
 
-    /// The answer as a JSON value, decoding an encoded one.
+    /// The answer as a JSON value.
     pub fn into_value(self) -> Result<Value, CapabilityError> {
-        match self {
-            Answer::Value(value) => Ok(value),
-            Answer::Encoded(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
-                CapabilityError::internal(format!("could not decode the answer: {error}"))
-            }),
-        }
+        serde_json::from_slice(&self.0).map_err(|error| {
+            CapabilityError::internal(format!("could not decode the answer: {error}"))
+        })
     }
 
-    /// The answer as JSON bytes, encoding a value.
-    pub fn into_bytes(self) -> Result<Bytes, CapabilityError> {
-        match self {
-            Answer::Value(value) => serde_json::to_vec(&value)
-                .map(Bytes::from)
-                .map_err(|error| {
-                    CapabilityError::internal(format!("could not encode the answer: {error}"))
-                }),
-            Answer::Encoded(bytes) => Ok(bytes),
-        }
+    /// The answer's JSON.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The answer's JSON.
+    pub fn into_bytes(self) -> Bytes {
+        self.0
     }
 }
 
@@ -340,29 +332,39 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer,
     if !ctx.reaches(O::DECLARATION.needs) {
         return Err(unreached(&O::DECLARATION));
     }
-    match O::reply(ctx, input).await? {
-        Reply::Typed(output) if O::encoded_size_estimate(&output) > ENCODE_INLINE_BYTES => {
-            // Encoded once, off the workers, through the value so that its keys come out in
-            // the order every surface writes them.
-            tokio::task::spawn_blocking(move || {
-                serde_json::to_value(output).and_then(|value| serde_json::to_vec(&value))
-            })
-            .await
-            .map_err(|error| {
-                CapabilityError::internal(format!("encoding the answer failed: {error}"))
-            })?
-            .map(|bytes| Answer::Encoded(Bytes::from(bytes)))
-            .map_err(|error| {
-                CapabilityError::internal(format!("could not encode the answer: {error}"))
-            })
-        }
-        Reply::Typed(output) => serde_json::to_value(output)
-            .map(Answer::Value)
-            .map_err(|error| {
-                CapabilityError::internal(format!("could not encode the answer: {error}"))
-            }),
-        Reply::Encoded(bytes) => Ok(Answer::Encoded(bytes)),
+    let output = match O::reply(ctx, input).await? {
+        Reply::Typed(output) => output,
+        Reply::Encoded(bytes) => return Ok(Answer(bytes)),
+    };
+    let size = O::encoded_size_estimate(&output);
+    if size <= ENCODE_INLINE_BYTES {
+        return encode::<O>(&output, size);
     }
+    tokio::task::spawn_blocking(move || encode::<O>(&output, size))
+        .await
+        .map_err(|error| {
+            CapabilityError::internal(format!("encoding the answer failed: {error}"))
+        })?
+}
+
+/// `output` encoded as every surface writes it, in a buffer of about the `size` its
+/// operation estimates. Debug builds check each answer against the
+/// encoding through a `Value` that [`sorted_json`] stands in for, so every test that gets an
+/// answer checks the two agree.
+fn encode<O: Operation>(output: &O::Output, size: usize) -> Result<Answer, CapabilityError> {
+    let encoded = sorted_json::to_vec(output, size).map_err(|error| {
+        CapabilityError::internal(format!("could not encode the answer: {error}"))
+    })?;
+    debug_assert_eq!(
+        Some(encoded.as_slice()),
+        serde_json::to_value(output)
+            .and_then(|value| serde_json::to_vec(&value))
+            .ok()
+            .as_deref(),
+        "the answer of `{}` is not encoded as through a value",
+        O::DECLARATION.id
+    );
+    Ok(Answer(Bytes::from(encoded)))
 }
 
 /// Every capability, in the order the reference index lists them.
