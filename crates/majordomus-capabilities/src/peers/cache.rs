@@ -141,14 +141,15 @@ async fn encode_this(
         peers,
     );
     let listing = listing_of(None, vec![board], None);
-    let (encoded, caller_at) = if listing.size_estimate() > ENCODE_INLINE_BYTES {
-        tokio::task::spawn_blocking(move || encode_listing(listing))
+    let size = listing.size_estimate();
+    let (encoded, caller_at) = if size > ENCODE_INLINE_BYTES {
+        tokio::task::spawn_blocking(move || encode_listing(listing, size))
             .await
             .map_err(|error| {
                 CapabilityError::internal(format!("encoding the listing failed: {error}"))
             })??
     } else {
-        encode_listing(listing)?
+        encode_listing(listing, size)?
     };
     Ok(CachedListing {
         version: snapshot.version,
@@ -160,10 +161,11 @@ async fn encode_this(
     })
 }
 
-/// `listing` with its overlaps found, encoded, and where its caller's `null` is.
-fn encode_listing(mut listing: PeerList) -> Result<(Vec<u8>, usize), CapabilityError> {
+/// `listing` with its overlaps found, encoded in a buffer of about `size` bytes, and where
+/// its caller's `null` is.
+fn encode_listing(mut listing: PeerList, size: usize) -> Result<(Vec<u8>, usize), CapabilityError> {
     find_overlaps(&mut listing);
-    let encoded = sorted_json::to_vec(&listing, listing.size_estimate()).map_err(|error| {
+    let encoded = sorted_json::to_vec(&listing, size).map_err(|error| {
         CapabilityError::internal(format!("could not encode the answer: {error}"))
     })?;
     // Keys are in order and `boards` precedes `caller`; nothing inside a board has a

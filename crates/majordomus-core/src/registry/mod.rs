@@ -348,9 +348,9 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer,
 }
 
 /// `output` encoded as every surface writes it, in a buffer of about the `size` its
-/// operation estimates. Debug builds check each answer against the
-/// encoding through a `Value` that [`sorted_json`] stands in for, so every test that gets an
-/// answer checks the two agree.
+/// operation estimates. Debug builds check each answer against the encoding through a
+/// `Value` that [`sorted_json`] stands in for, so every test that gets an answer checks the
+/// two agree.
 fn encode<O: Operation>(output: &O::Output, size: usize) -> Result<Answer, CapabilityError> {
     let encoded = sorted_json::to_vec(output, size).map_err(|error| {
         CapabilityError::internal(format!("could not encode the answer: {error}"))
