@@ -122,6 +122,13 @@ pub struct Receipt {
 }
 
 impl Receipt {
+    /// Whether it is queued and was handed to a hook under `token`, lapsed or not: a hook
+    /// that confirms late still delivers what was not handed to another since.
+    fn handed_under(&self, token: u64) -> bool {
+        self.state == ReceiptState::Queued
+            && self.handed.as_ref().is_some_and(|hand| hand.token == token)
+    }
+
     /// Whether it waits for `to` and may be given now: queued, and not handed to a hook
     /// within the last [`HANDED_FOR_MS`] (a clock that went back lets the hand lapse).
     fn waits_for(&self, to: &Party, now_ms: u64) -> bool {
@@ -433,16 +440,21 @@ impl Mailbox {
         })
     }
 
+    /// Whether a receipt still queued was handed to a hook under `token`: what [`Mailbox::confirm`]
+    /// would deliver, asked without changing anything.
+    pub fn holds_hand(&self, token: u64) -> bool {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.receipts)
+            .any(|receipt| receipt.handed_under(token))
+    }
+
     /// The hook handed `token` printed what it was handed: those messages still queued under
     /// it are delivered now. Answers how many; none when the hand lapsed and went elsewhere.
     pub fn confirm(&mut self, token: u64, now_ms: u64) -> usize {
         let mut confirmed = 0;
         for receipt in self.messages.iter_mut().flat_map(|m| &mut m.receipts) {
-            if receipt.state == ReceiptState::Queued
-                && receipt
-                    .handed
-                    .as_ref()
-                    .is_some_and(|hand| hand.token == token)
+            if receipt.handed_under(token)
                 && let Some(hand) = receipt.handed.take()
             {
                 receipt.mark_delivered(hand.through, now_ms);
@@ -762,9 +774,11 @@ mod tests {
                     .is_empty(),
             "a hand in flight is given to no other hook or tool"
         );
+        assert!(mailbox.holds_hand(7) && !mailbox.holds_hand(8));
         let lapsed = 100 + HANDED_FOR_MS;
         let again = mailbox.hand(&party("p2"), "PostToolUse", 9, lapsed);
         assert_eq!(again.messages.len(), 1, "a hand never confirmed lapses");
+        assert!(!mailbox.holds_hand(7) && mailbox.holds_hand(9));
         assert_eq!(
             mailbox.confirm(7, lapsed + 1),
             0,
@@ -772,6 +786,7 @@ mod tests {
         );
         assert_eq!(state(&mailbox, id, "p2"), ReceiptState::Queued);
         assert_eq!(mailbox.confirm(9, lapsed + 2), 1);
+        assert!(!mailbox.holds_hand(9), "a confirmed hand is held no more");
         let receipt = &mailbox.message(id).unwrap().receipts[0];
         assert_eq!(
             (
