@@ -222,6 +222,13 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
             has_floor,
             "{row}"
         );
+        assert_eq!(
+            row["added_floor_ratio"]
+                .as_f64()
+                .is_some_and(|ratio| ratio >= 0.0),
+            has_floor,
+            "a row with a floor is also read as what it adds over its in-process p50: {row}"
+        );
     }
     let machine = &report["machine"];
     assert!(machine["logical_cores"].as_u64().is_some_and(|n| n >= 1));

@@ -6,7 +6,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    JsonObject, PingRequest,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -152,6 +153,16 @@ impl Caller {
     }
 
     /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
+    /// Sends an MCP session's server a `ping`, which keeps the session from going idle and
+    /// is no tool call, so nothing is delivered to it and nothing it holds changes.
+    pub(super) async fn ping(&self) {
+        if let Caller::Mcp(service) = self {
+            let _ = service
+                .send_request(ClientRequest::PingRequest(PingRequest::default()))
+                .await;
+        }
+    }
+
     pub(super) async fn close(self) {
         if let Caller::Mcp(service) = self {
             let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;

@@ -44,6 +44,11 @@ pub struct Row {
     pub floor_ratio: Option<f64>,
     /// The median of the transport's floor called alternately with this row's calls.
     pub floor_p50_ms: Option<f64>,
+    /// What the row adds over its capability's work: its median less the same case's
+    /// in-process median, over the floor's median, to two decimals. Where a capability's own
+    /// work is more than a transport's floor (a gather, a write), `floor_ratio` says little
+    /// about the transport's part, and this says it. Absent where either was not measured.
+    pub added_floor_ratio: Option<f64>,
 }
 
 /// What a throughput scenario's clients achieved together, and what it cost the server.
@@ -288,18 +293,27 @@ pub(super) fn judge(rows: &mut [Row]) {
         .filter(|row| row.capability == FLOOR && row.summary.iterations > 0)
         .map(|row| (row.transport, row.summary.p50_ms))
         .collect();
+    let handler: BTreeMap<(&str, &str), f64> = rows
+        .iter()
+        .filter(|row| row.transport == BenchTransport::InProcess && row.summary.iterations > 0)
+        .map(|row| ((row.capability, row.case), row.summary.p50_ms))
+        .collect();
+    let hundredths = |ratio: f64| (ratio * 100.0).round() / 100.0;
     for row in rows.iter_mut() {
         if row.capability == FLOOR || row.summary.iterations == 0 {
             continue;
         }
-        row.floor_ratio = row
+        let floor = row
             .floor_p50_ms
             .or_else(|| {
                 let floor = row.transport.floor()?;
                 floors.get(&floor).copied()
             })
-            .filter(|&floor| floor > 0.0)
-            .map(|floor| (row.summary.p50_ms / floor * 100.0).round() / 100.0);
+            .filter(|&floor| floor > 0.0);
+        row.floor_ratio = floor.map(|floor| hundredths(row.summary.p50_ms / floor));
+        row.added_floor_ratio = floor
+            .zip(handler.get(&(row.capability, row.case)))
+            .map(|(floor, handler)| hundredths((row.summary.p50_ms - handler).max(0.0) / floor));
     }
     let p50: BTreeMap<(String, BenchTransport, String), f64> = rows
         .iter()
@@ -345,7 +359,7 @@ fn outcome_cell(row: &Row) -> String {
     }
 }
 
-const ROW_HEADERS: [&str; 11] = [
+const ROW_HEADERS: [&str; 12] = [
     "capability",
     "transport",
     "case",
@@ -354,6 +368,7 @@ const ROW_HEADERS: [&str; 11] = [
     "p90 ms",
     "p99 ms",
     "× floor",
+    "added × floor",
     "target",
     "met",
     "outcome",
@@ -369,8 +384,7 @@ const BASELINE_HEADER: &str = "× baseline";
 /// A Markdown table; the columns named in `code` are set as code, the numeric ones (`n`, the
 /// percentiles and the ratios) aligned right.
 fn markdown_table(headers: &[&str], code: &[usize], rows: &[Vec<String>]) -> String {
-    let numeric =
-        |header: &str| header == "n" || header.starts_with('p') || header.starts_with('×');
+    let numeric = |header: &str| header == "n" || header.starts_with('p') || header.contains('×');
     let mut out = format!("| {} |\n", headers.join(" | "));
     let rules: Vec<&str> = headers
         .iter()
@@ -442,6 +456,8 @@ impl Report {
                     format!("{:.3}", row.summary.p90_ms),
                     format!("{:.3}", row.summary.p99_ms),
                     floor_cell(row),
+                    row.added_floor_ratio
+                        .map_or_else(|| "—".into(), |ratio| format!("{ratio:.2}")),
                     row.target.short(),
                     met(row.target_met).to_string(),
                     outcome_cell(row),
@@ -486,7 +502,7 @@ impl Report {
             .collect();
         (!floors.is_empty()).then(|| {
             format!(
-                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
+                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. added × floor: the row's p50 less the same case's in-process p50, over the same floor (`added_floor_ratio`): what the transport and the serving add, apart from the capability's own work. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
                 floors.join(", ")
             )
         })
@@ -696,6 +712,7 @@ pub(crate) mod tests {
             target_met: None,
             floor_ratio: None,
             floor_p50_ms: None,
+            added_floor_ratio: None,
         }
     }
 
@@ -760,6 +777,12 @@ pub(crate) mod tests {
             ratios,
             [None, None, None, Some(1.2), Some(5.0), Some(1.3), None],
             "no HTTP floor was measured"
+        );
+        let added: Vec<Option<f64>> = rows.iter().map(|r| r.added_floor_ratio).collect();
+        assert_eq!(
+            added,
+            [None, None, None, Some(1.1), Some(4.9), Some(1.1), None],
+            "each less the in-process 0.01 ms, over the same floor"
         );
     }
 }

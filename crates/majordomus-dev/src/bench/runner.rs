@@ -137,6 +137,7 @@ async fn measure_all(
             budget,
             slow,
             progress,
+            recipient: fixture.recipient.as_ref(),
         };
         measure_in_process(&fixture.dir, rows, run, &mut measured).await?;
         measure_processes(
@@ -178,12 +179,27 @@ impl Slowdowns<'_> {
     }
 }
 
-/// How the capability rows are measured: their budget, the test's slowdowns, the progress.
+/// How the capability rows are measured: their budget, the test's slowdowns, the progress,
+/// and the fixture's recipient session, kept from going idle.
 #[derive(Clone, Copy)]
 struct RowRun<'a> {
     budget: Budget,
     slow: Slowdowns<'a>,
     progress: &'a ProgressBar,
+    recipient: Option<&'a Caller>,
+}
+
+impl RowRun<'_> {
+    /// Before each row, untimed, the recipient pings its server: a server drops an MCP
+    /// session that stays silent for its idle timeout (90 s by default), and a full run
+    /// reaches the messages rows later than that, which would then measure a refusal. A ping
+    /// is no tool call, so the messages sent to the recipient stay queued and the mailbox is
+    /// not rewritten between rows.
+    async fn keep_recipient(&self) {
+        if let Some(recipient) = self.recipient {
+            recipient.ping().await;
+        }
+    }
 }
 
 /// The floor servers of a run and a client of each transport on them: started before the
@@ -349,6 +365,7 @@ async fn measure_floor(
         target_met: None,
         floor_ratio: None,
         floor_p50_ms: None,
+        added_floor_ratio: None,
     })
 }
 
@@ -462,6 +479,7 @@ async fn measure_in_process(
     let caller = Caller::InProcess(server.context());
     for key in selected {
         progress.set_message(key.name());
+        run.keep_recipient().await;
         let row = measure_row(key, &caller, None, run.budget, run.slow.of(&key.name())).await;
         measured.insert(key.clone(), row);
         progress.inc(1);
@@ -555,6 +573,7 @@ async fn measure_processes(
             continue;
         };
         progress.set_message(key.name());
+        run.keep_recipient().await;
         let floor = floors.caller(key.transport);
         let row = measure_row(key, caller, floor, run.budget, run.slow.of(&key.name())).await;
         measured.insert(key.clone(), row);
@@ -640,6 +659,7 @@ pub(crate) async fn measure_row(
         target_met: None,
         floor_ratio: None,
         floor_p50_ms: None,
+        added_floor_ratio: None,
     })
 }
 
