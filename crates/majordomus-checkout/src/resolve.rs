@@ -8,6 +8,7 @@
 //! wildcard still a wildcard). A path that leads out of the checkout through a link is
 //! refused.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -47,16 +48,47 @@ pub enum ResolveError {
 /// path's refusal.
 ///
 /// It reads the file system (an `lstat` per component, more where a link is on the way), so
-/// async callers run a wide scope on a blocking thread.
+/// async callers run a wide scope on a blocking thread. Each place is looked at once for the
+/// whole scope: the paths of a scope mostly share their first components (`crates/a/src`,
+/// `crates/b/src`), and a missing `crates` is then one `lstat`, not one per path.
 pub fn resolve_scope(root: &Path, scope: &[String]) -> Result<Vec<ClaimPath>, ResolveError> {
     let root_text = root.display().to_string();
+    let mut looked = Looked::default();
     scope
         .iter()
         .map(|raw| {
             let split = paths::split(raw, &root_text)?;
-            resolve(root, split)
+            resolve(root, split, &mut looked)
         })
         .collect()
+}
+
+/// What an `lstat` found at one place below the root.
+#[derive(Clone, Copy)]
+enum Found {
+    Missing,
+    Link,
+    Other,
+}
+
+/// The places a scope's resolution has looked at, and what it found: at most every component
+/// of the scope's paths, which the scope's own bounds cap.
+#[derive(Default)]
+struct Looked(HashMap<PathBuf, Found>);
+
+impl Looked {
+    fn at(&mut self, path: &Path) -> Found {
+        if let Some(&found) = self.0.get(path) {
+            return found;
+        }
+        let found = match fs::symlink_metadata(path) {
+            Ok(metadata) if metadata.file_type().is_symlink() => Found::Link,
+            Ok(_) => Found::Other,
+            Err(_) => Found::Missing,
+        };
+        self.0.insert(path.to_path_buf(), found);
+        found
+    }
 }
 
 /// Where `split` (a path checked and split against `root`) leads on disk, as a
@@ -67,16 +99,14 @@ pub fn resolve_scope(root: &Path, scope: &[String]) -> Result<Vec<ClaimPath>, Re
 /// is missing, and the path keeps the components it was written with. Only where a
 /// component is a link is the path canonicalised ([`resolve_through_links`]), since only
 /// the system's resolution says where a link leads.
-pub fn resolve(root: &Path, split: SplitPath) -> Result<ClaimPath, ResolveError> {
+fn resolve(root: &Path, split: SplitPath, looked: &mut Looked) -> Result<ClaimPath, ResolveError> {
     let mut path = root.to_path_buf();
     for (existing, component) in split.components().iter().enumerate() {
         path.push(component);
-        match fs::symlink_metadata(&path) {
-            Ok(found) if found.file_type().is_symlink() => {
-                return resolve_through_links(root, &split);
-            }
-            Ok(_) => {}
-            Err(_) => return Ok(split.existing(existing)),
+        match looked.at(&path) {
+            Found::Link => return resolve_through_links(root, &split),
+            Found::Other => {}
+            Found::Missing => return Ok(split.existing(existing)),
         }
     }
     let existing = split.components().len();
@@ -212,6 +242,42 @@ mod tests {
             error,
             ResolveError::Path(PathError::ParentComponent { .. })
         ));
+    }
+
+    #[test]
+    fn a_scope_resolves_each_path_as_it_would_alone_though_its_places_are_looked_at_once() {
+        let (_dir, root) = checkout();
+        let scope: Vec<String> = [
+            "crates/one/src",
+            "crates/two/src",
+            "alias/a.rs",
+            "alias/new/b.rs",
+            "src/parser/new.rs",
+            "src/a.rs/x",
+            "app/[other]/page.tsx",
+            "app/[slug]/page.tsx",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let together: Vec<Vec<String>> = resolve_scope(&root, &scope)
+            .unwrap()
+            .iter()
+            .map(|path| path.components().to_vec())
+            .collect();
+        let alone: Vec<Vec<String>> = scope.iter().map(|raw| components(&root, raw)).collect();
+        assert_eq!(together, alone);
+        assert_eq!(together[1], ["crates", "two", "src"]);
+        assert_eq!(together[3], ["src", "new", "b.rs"]);
+        let mut looked = Looked::default();
+        for raw in &scope[..2] {
+            resolve(
+                &root,
+                paths::split(raw, &root.display().to_string()).unwrap(),
+                &mut looked,
+            )
+            .unwrap();
+        }
+        assert_eq!(looked.0.len(), 1, "the missing `crates`, looked at once");
     }
 
     #[test]
