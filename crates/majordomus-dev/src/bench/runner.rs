@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use majordomus_domain::sync::LockExt;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -133,11 +136,15 @@ async fn measure_all(
     if !rows.is_empty() {
         let fixture = Fixture::prepare(scratch, options.repo.as_deref(), progress).await?;
         setup = fixture.description.clone();
+        let pinged = Mutex::new(Instant::now());
         let run = RowRun {
             budget,
             slow,
             progress,
-            recipient: fixture.recipient.as_ref(),
+            recipient: fixture.recipient.as_ref().map(|caller| Recipient {
+                caller,
+                pinged: &pinged,
+            }),
         };
         measure_in_process(&fixture.dir, rows, run, &mut measured).await?;
         measure_processes(
@@ -186,19 +193,41 @@ struct RowRun<'a> {
     budget: Budget,
     slow: Slowdowns<'a>,
     progress: &'a ProgressBar,
-    recipient: Option<&'a Caller>,
+    recipient: Option<Recipient<'a>>,
 }
 
+/// The fixture's recipient session, and when it last pinged its server.
+#[derive(Clone, Copy)]
+struct Recipient<'a> {
+    caller: &'a Caller,
+    pinged: &'a Mutex<Instant>,
+}
+
+/// How often the recipient pings its server: well within the server's idle timeout (90 s by
+/// default), after which it would drop the session.
+const RECIPIENT_PING_EVERY: Duration = Duration::from_secs(30);
+
+/// How long the rows wait, untimed, after the recipient pinged. The ping brings a parked
+/// session back, which changes the sibling's board, and until the measured server has read
+/// that board again it reads it live: the first calls of the next row would be measured
+/// reading it.
+const AFTER_PING: Duration = Duration::from_millis(200);
+
 impl RowRun<'_> {
-    /// Before each row, untimed, the recipient pings its server: a server drops an MCP
-    /// session that stays silent for its idle timeout (90 s by default), and a full run
-    /// reaches the messages rows later than that, which would then measure a refusal. A ping
-    /// is no tool call, so the messages sent to the recipient stay queued and the mailbox is
-    /// not rewritten between rows.
+    /// Before a row, untimed, the recipient pings its server when it last did
+    /// [`RECIPIENT_PING_EVERY`] ago: a full run reaches the messages rows later than the
+    /// server's idle timeout, which would then measure a refusal. A ping is no tool call, so
+    /// the messages sent to the recipient stay queued and the mailbox is not rewritten.
     async fn keep_recipient(&self) {
-        if let Some(recipient) = self.recipient {
-            recipient.ping().await;
+        let Some(recipient) = self.recipient else {
+            return;
+        };
+        if recipient.pinged.lock_or_recover().elapsed() < RECIPIENT_PING_EVERY {
+            return;
         }
+        recipient.caller.ping().await;
+        *recipient.pinged.lock_or_recover() = Instant::now();
+        tokio::time::sleep(AFTER_PING).await;
     }
 }
 
