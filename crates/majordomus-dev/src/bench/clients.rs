@@ -152,7 +152,6 @@ impl Caller {
         }
     }
 
-    /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
     /// Sends an MCP session's server a `ping`, which keeps the session from going idle and
     /// is no tool call, so nothing is delivered to it and nothing it holds changes.
     pub(super) async fn ping(&self) {
@@ -163,6 +162,7 @@ impl Caller {
         }
     }
 
+    /// Ends the caller: closes an MCP session (stdin EOF for a child, DELETE for HTTP).
     pub(super) async fn close(self) {
         if let Caller::Mcp(service) = self {
             let _ = tokio::time::timeout(Duration::from_secs(10), service.cancel()).await;

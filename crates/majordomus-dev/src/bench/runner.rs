@@ -3,8 +3,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-
-use majordomus_domain::sync::LockExt;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,6 +22,7 @@ use super::{
     floor_key, floors_for, planned_rows, scenarios, select,
 };
 use majordomus_core::registry::Capability;
+use majordomus_domain::sync::LockExt;
 
 /// One call may take this long before the row is given up as failed.
 const CALL_BOUND: Duration = Duration::from_secs(10);
