@@ -21,6 +21,7 @@ mod machine;
 mod nats;
 mod report;
 mod runner;
+mod sampling;
 mod scenarios;
 mod setup;
 mod stats;
