@@ -477,11 +477,8 @@ impl Stamp {
 impl Fingerprint {
     fn of(root: &Path, head: &str, changes: &Changes) -> Fingerprint {
         let index = git_index_stamp(root);
-        let files = changes
-            .paths
-            .iter()
-            .filter(|p| p.kinds.iter().any(|k| *k != ChangeKind::Committed))
-            .map(|p| (p.path.clone(), Stamp::of(&root.join(&p.path))))
+        let files = uncommitted_paths(changes)
+            .map(|path| (path.to_owned(), Stamp::of(&root.join(path))))
             .collect();
         Fingerprint {
             head: head.to_owned(),
@@ -503,6 +500,49 @@ fn git_index_stamp(root: &Path) -> Option<Stamp> {
         root.join(target.trim())
     };
     Stamp::of(&git_dir.join("index"))
+}
+
+/// How many uncommitted paths [`ConflictPredictor::kept_snapshot`] checks on the caller's
+/// thread: a few dozen `stat` calls take microseconds, a worktree's thousands would not.
+pub const KEPT_CHECK_PATHS: usize = 32;
+
+/// The commit a worktree's changes were read on; a worktree without one has nothing to
+/// snapshot.
+fn head_of<'a>(root: &Path, changes: &'a Changes) -> Result<&'a str, CheckoutError> {
+    changes.head.as_deref().ok_or_else(|| CheckoutError::Git {
+        command: "rev-parse HEAD".into(),
+        dir: root.to_path_buf(),
+        stderr: "the worktree has no commit yet".into(),
+    })
+}
+
+/// The changed paths with work not committed: what a snapshot's fingerprint stats.
+fn uncommitted_paths(changes: &Changes) -> impl Iterator<Item = &str> {
+    changes
+        .paths
+        .iter()
+        .filter(|p| p.kinds.iter().any(|k| *k != ChangeKind::Committed))
+        .map(|p| p.path.as_str())
+}
+
+/// A pair of snapshots in the order their merge is kept under: a merge of `a` and `b` is
+/// the merge of `b` and `a`, with the sides swapped.
+fn in_key_order<'a>(ours: &'a Snapshot, theirs: &'a Snapshot) -> (&'a Snapshot, &'a Snapshot) {
+    if ours.commit <= theirs.commit {
+        (ours, theirs)
+    } else {
+        (theirs, ours)
+    }
+}
+
+/// A kept merge's conflicts with `ours` and `theirs` as they were asked for.
+fn as_asked(mut found: PairConflicts, ours: &Snapshot, theirs: &Snapshot) -> PairConflicts {
+    if ours.commit > theirs.commit {
+        for hunk in &mut found.hunks {
+            std::mem::swap(&mut hunk.ours, &mut hunk.theirs);
+        }
+    }
+    found
 }
 
 impl ConflictPredictor {
@@ -549,21 +589,13 @@ impl ConflictPredictor {
     /// nothing it depends on moved, a new one otherwise. A worktree with no uncommitted work
     /// is its HEAD.
     pub fn snapshot(&self, root: &Path, changes: &Changes) -> Result<Snapshot, CheckoutError> {
-        let Some(head) = changes.head.as_deref() else {
-            return Err(CheckoutError::Git {
-                command: "rev-parse HEAD".into(),
-                dir: root.to_path_buf(),
-                stderr: "the worktree has no commit yet".into(),
-            });
-        };
+        let head = head_of(root, changes)?;
         if !changes.has_uncommitted() {
             return Ok(Snapshot::head(head));
         }
         let fingerprint = Fingerprint::of(root, head, changes);
-        if let Some((kept, snapshot)) = self.snapshots.lock_or_recover().get(root)
-            && *kept == fingerprint
-        {
-            return Ok(snapshot.clone());
+        if let Some(kept) = self.kept_with(root, &fingerprint) {
+            return Ok(kept);
         }
         let made = snapshot(&self.area()?, root, head)?;
         // the snapshot replaced goes once no prediction still merges with it
@@ -575,6 +607,38 @@ impl ConflictPredictor {
         Ok(made)
     }
 
+    /// What [`ConflictPredictor::snapshot`] would answer, when that takes no git: the HEAD
+    /// of a worktree without uncommitted work, or the kept snapshot whose fingerprint still
+    /// holds. Checking a fingerprint costs a `stat` per uncommitted path, so a worktree with
+    /// more than [`KEPT_CHECK_PATHS`] of them is left to [`ConflictPredictor::snapshot`]
+    /// and its blocking thread. `None` when git would have to run.
+    pub fn kept_snapshot(
+        &self,
+        root: &Path,
+        changes: &Changes,
+    ) -> Option<Result<Snapshot, CheckoutError>> {
+        let head = match head_of(root, changes) {
+            Ok(head) => head,
+            Err(error) => return Some(Err(error)),
+        };
+        if !changes.has_uncommitted() {
+            return Some(Ok(Snapshot::head(head)));
+        }
+        if uncommitted_paths(changes).nth(KEPT_CHECK_PATHS).is_some() {
+            return None;
+        }
+        self.kept_with(root, &Fingerprint::of(root, head, changes))
+            .map(Ok)
+    }
+
+    /// The snapshot kept for `root`, if it was made of what `fingerprint` says.
+    fn kept_with(&self, root: &Path, fingerprint: &Fingerprint) -> Option<Snapshot> {
+        match self.snapshots.lock_or_recover().get(root) {
+            Some((kept, snapshot)) if kept == fingerprint => Some(snapshot.clone()),
+            _ => None,
+        }
+    }
+
     /// The conflicts of merging the snapshots `ours` and `theirs`, from the cache when this
     /// pair of commits was merged before.
     pub fn conflicts(
@@ -583,24 +647,10 @@ impl ConflictPredictor {
         ours: &Snapshot,
         theirs: &Snapshot,
     ) -> Result<PairConflicts, CheckoutError> {
-        let (first, second) = if ours.commit <= theirs.commit {
-            (ours, theirs)
-        } else {
-            (theirs, ours)
-        };
-        let key = (first.commit.clone(), second.commit.clone());
-        let swapped = ours.commit > theirs.commit;
-        let as_asked = |mut found: PairConflicts| {
-            if swapped {
-                for hunk in &mut found.hunks {
-                    std::mem::swap(&mut hunk.ours, &mut hunk.theirs);
-                }
-            }
-            found
-        };
-        if let Some(found) = self.merges.lock_or_recover().get(&key) {
-            return Ok(as_asked(found.clone()));
+        if let Some(found) = self.kept_conflicts(ours, theirs) {
+            return Ok(found);
         }
+        let (first, second) = in_key_order(ours, theirs);
         let (mut paths, hunks) = merge_conflicts(&self.area()?, dir, first, second)?;
         let omitted = paths.len().saturating_sub(MAX_CONFLICT_PATHS);
         paths.truncate(MAX_CONFLICT_PATHS);
@@ -613,8 +663,17 @@ impl ConflictPredictor {
         if merges.len() >= MERGES_KEPT {
             merges.clear();
         }
-        merges.insert(key, found.clone());
-        Ok(as_asked(found))
+        merges.insert((first.commit.clone(), second.commit.clone()), found.clone());
+        Ok(as_asked(found, ours, theirs))
+    }
+
+    /// The conflicts of merging `ours` and `theirs` when this pair of commits was merged
+    /// before; `None` when git would have to merge them.
+    pub fn kept_conflicts(&self, ours: &Snapshot, theirs: &Snapshot) -> Option<PairConflicts> {
+        let (first, second) = in_key_order(ours, theirs);
+        let merges = self.merges.lock_or_recover();
+        let found = merges.get(&(first.commit.clone(), second.commit.clone()))?;
+        Some(as_asked(found.clone(), ours, theirs))
     }
 
     /// Forgets the snapshots of worktrees not in `roots`, and with them their objects.
@@ -824,5 +883,68 @@ mod tests {
         drop((a, c, moved, ab, predictor));
         assert!(!area.exists(), "the scratch area goes with the predictor");
         assert_eq!(objects_before, git(&root, &["count-objects", "-v"]));
+    }
+
+    #[test]
+    fn what_is_kept_answers_without_git_and_nothing_else_does() {
+        let repo = Repository::new();
+        let root = repo.root();
+        fs::write(root.join("src/parser.rs"), lines(10)).unwrap();
+        git(&root, &["add", "."]);
+        git(&root, &["commit", "--quiet", "-m", "parser"]);
+        let clean = repo.add_worktree("clean");
+        let alpha = repo.add_worktree("alpha");
+        let beta = repo.add_worktree("beta");
+        edit(&alpha, "src/parser.rs", 3, "alpha's line");
+        edit(&beta, "src/parser.rs", 3, "beta's line");
+        let predictor = ConflictPredictor::new(Some(root.join(".git")));
+        let changes_of = |root: &Path| read_changes(root, Some("main")).unwrap();
+        let kept = |root: &Path| {
+            predictor
+                .kept_snapshot(root, &changes_of(root))
+                .map(|found| found.unwrap().commit)
+        };
+
+        assert_eq!(
+            kept(&clean),
+            Some(git(&clean, &["rev-parse", "HEAD"]).trim().to_owned()),
+            "a worktree without uncommitted work is its HEAD, kept or not"
+        );
+        assert_eq!(kept(&alpha), None, "nothing made yet: git has to run");
+        let a = predictor.snapshot(&alpha, &changes_of(&alpha)).unwrap();
+        let b = predictor.snapshot(&beta, &changes_of(&beta)).unwrap();
+        assert_eq!(kept(&alpha), Some(a.commit.clone()));
+
+        assert!(predictor.kept_conflicts(&a, &b).is_none(), "not merged yet");
+        let ab = predictor.conflicts(&root, &a, &b).unwrap();
+        let kept_ab = predictor.kept_conflicts(&a, &b).unwrap();
+        let kept_ba = predictor.kept_conflicts(&b, &a).unwrap();
+        assert_eq!((&kept_ab.paths, &kept_ba.paths), (&ab.paths, &ab.paths));
+        assert_eq!(
+            (
+                kept_ba.hunks[0].ours.as_str(),
+                kept_ba.hunks[0].theirs.as_str()
+            ),
+            ("beta's line", "alpha's line"),
+            "the sides as asked"
+        );
+
+        edit(
+            &alpha,
+            "src/parser.rs",
+            5,
+            "alpha's second line, a byte longer",
+        );
+        assert_eq!(kept(&alpha), None, "a file written since: git has to run");
+
+        for n in 0..=KEPT_CHECK_PATHS {
+            fs::write(beta.join(format!("new-{n}.rs")), "new\n").unwrap();
+        }
+        let many = changes_of(&beta);
+        predictor.snapshot(&beta, &many).unwrap();
+        assert!(
+            predictor.kept_snapshot(&beta, &many).is_none(),
+            "more uncommitted paths than are checked on the caller's thread"
+        );
     }
 }

@@ -114,6 +114,12 @@ impl Site {
             .clone()
     }
 
+    /// The version of the git on PATH if it was asked already; `None` before the first
+    /// [`Site::git_version`], which runs git.
+    pub fn known_git_version(&self) -> Option<Result<GitVersion, String>> {
+        self.git_version.get().cloned()
+    }
+
     /// The serving process that keeps the repository's shared state (its lease table, its
     /// mailbox) when the repository is federated; `None` when it is not, and the state is
     /// kept in files of its git dir. A federated repository's state is reached only through its

@@ -14,7 +14,7 @@ use majordomus_domain::conflicts::ConflictHunk;
 use majordomus_domain::text::for_terminal;
 
 use majordomus_core::api::CapabilityError;
-use majordomus_core::context::{Context, Site};
+use majordomus_core::context::{Context, INLINE_READ_WORKTREES, Site};
 use majordomus_core::registry::{
     Declaration, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Stability,
 };
@@ -184,17 +184,39 @@ pub(crate) struct Predicted {
 
 /// The prediction for every worktree of the repository: what `conflicts.predict` answers,
 /// and what the background reading of the repository summarises for `peers.list`.
+///
+/// When nothing moved since the last prediction (every worktree's changes still fresh, every
+/// snapshot and merge kept) and the repository has at most [`INLINE_READ_WORKTREES`]
+/// worktrees, it is made here from what is kept: handing it to a blocking thread would cost
+/// more than the prediction, the thread's wake-up most of all. Otherwise it is made on a
+/// blocking thread, running git where it must.
 pub(crate) async fn predict_repository(site: &Arc<Site>) -> Result<Predicted, CapabilityError> {
     let checkouts = survey::covered_checkouts(site, Checkouts::Repository).await?;
+    if checkouts.len() <= INLINE_READ_WORKTREES
+        && let Some(predicted) = predict(site, &checkouts, Git::KeptOnly)
+    {
+        return Ok(predicted);
+    }
     let site = site.clone();
-    tokio::task::spawn_blocking(move || predict(&site, &checkouts))
+    tokio::task::spawn_blocking(move || predict(&site, &checkouts, Git::Run))
         .await
-        .map_err(|error| CapabilityError::internal(format!("the prediction failed: {error}")))
+        .map_err(|error| CapabilityError::internal(format!("the prediction failed: {error}")))?
+        .ok_or_else(|| CapabilityError::internal("the prediction was not made"))
+}
+
+/// Whether a prediction may run git, or is made only of what the caches keep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Git {
+    /// On a blocking thread: each reading is made as needed.
+    Run,
+    /// On the caller's thread: a reading that needs git makes the prediction `None`.
+    KeptOnly,
 }
 
 /// Reads every worktree's changes, snapshots those with changes and merges every pair of
-/// them. Runs git, so it runs on a blocking thread.
-fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
+/// them, running git where `git` allows; `None` when it does not and git was needed. The
+/// same readings give the same prediction either way.
+fn predict(site: &Arc<Site>, checkouts: &[Checkout], git: Git) -> Option<Predicted> {
     let here = &site.checkout.root;
     let mut hunks = Vec::new();
     let mut answer = ConflictPrediction {
@@ -205,7 +227,11 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
         conflicts: Vec::new(),
         complete: true,
     };
-    match site.git_version() {
+    let version = match git {
+        Git::Run => site.git_version(),
+        Git::KeptOnly => site.known_git_version()?,
+    };
+    match version {
         Ok(version) if version.can_merge_tree() => answer.git_version = Some(version.to_string()),
         Ok(version) => {
             answer.git_version = Some(version.to_string());
@@ -234,12 +260,20 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
             more_not_hashed: 0,
             reason: None,
         };
-        match site.changes.changes(&checkout.root, default_branch) {
+        let changes = match git {
+            Git::Run => site.changes.changes(&checkout.root, default_branch),
+            Git::KeptOnly => site.changes.kept(&checkout.root)?,
+        };
+        match changes {
             Ok(changes) => {
                 view.changed = changes.paths.len() + changes.omitted;
                 view.uncommitted = changes.has_uncommitted();
                 if answer.reason.is_none() && !changes.is_empty() {
-                    match site.conflicts.snapshot(&checkout.root, &changes) {
+                    let snapshot = match git {
+                        Git::Run => site.conflicts.snapshot(&checkout.root, &changes),
+                        Git::KeptOnly => site.conflicts.kept_snapshot(&checkout.root, &changes)?,
+                    };
+                    match snapshot {
                         Ok(snapshot) => {
                             view.snapshot = Some(snapshot.commit.clone());
                             view.not_hashed = snapshot.not_hashed.clone();
@@ -255,9 +289,14 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
         answer.complete &= view.reason.is_none();
         answer.worktrees.push(view);
     }
-    let roots: Vec<PathBuf> = checkouts.iter().map(|c| c.root.clone()).collect();
-    site.conflicts.retain(&roots);
-    site.changes.retain(&roots);
+    if git == Git::Run {
+        // Forgetting a removed worktree's snapshot removes its objects: not on the caller's
+        // thread. A prediction made of what is kept leaves it to the next one that runs git,
+        // at most a changes interval later.
+        let roots: Vec<PathBuf> = checkouts.iter().map(|c| c.root.clone()).collect();
+        site.conflicts.retain(&roots);
+        site.changes.retain(&roots);
+    }
     let all_pairs = snapshots.len() * snapshots.len().saturating_sub(1) / 2;
     if all_pairs > MAX_MERGED_PAIRS {
         answer.complete = false;
@@ -274,7 +313,13 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
         .take(MAX_MERGED_PAIRS);
     for ((ours, our_snapshot), (theirs, their_snapshot)) in pairs {
         answer.pairs += 1;
-        match site.conflicts.conflicts(here, our_snapshot, their_snapshot) {
+        let found = match git {
+            Git::Run => site.conflicts.conflicts(here, our_snapshot, their_snapshot),
+            Git::KeptOnly => Ok(site
+                .conflicts
+                .kept_conflicts(our_snapshot, their_snapshot)?),
+        };
+        match found {
             Ok(found) if found.paths.is_empty() => {}
             Ok(found) => {
                 answer.conflicts.push(PredictedConflict {
@@ -305,7 +350,7 @@ fn predict(site: &Arc<Site>, checkouts: &[Checkout]) -> Predicted {
             }
         }
     }
-    Predicted { answer, hunks }
+    Some(Predicted { answer, hunks })
 }
 
 /// A predicted merge conflict, for people: both worktrees and the files, `and N more` for
@@ -340,5 +385,48 @@ fn side(worktree: &PredictedWorktree) -> ConflictSide {
         worktree: worktree.worktree.clone(),
         branch: worktree.branch.clone(),
         checkout_id: worktree.checkout_id.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{SERVED_WORKTREE, World};
+
+    /// A prediction's answer, as it is written.
+    fn written(predicted: &Predicted) -> String {
+        serde_json::to_string(&predicted.answer).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_prediction_of_what_is_kept_is_the_one_git_makes_and_is_not_made_without_it() {
+        let world = World::empty();
+        world.add_worktree("beta");
+        world.write(SERVED_WORKTREE, "README", "alpha's line\n");
+        world.write("beta", "README", "beta's line\n");
+        let site = &world.site;
+        let checkouts = survey::covered_checkouts(site, Checkouts::Repository)
+            .await
+            .unwrap();
+        assert!(
+            predict(site, &checkouts, Git::KeptOnly).is_none(),
+            "nothing read yet: git has to run"
+        );
+
+        let made = predict(site, &checkouts, Git::Run).unwrap();
+        assert_eq!((made.answer.pairs, made.answer.conflicts.len()), (1, 1));
+        let kept = predict(site, &checkouts, Git::KeptOnly).unwrap();
+        assert_eq!(written(&kept), written(&made));
+        assert_eq!(kept.hunks[0][0].ours, made.hunks[0][0].ours);
+        assert_eq!(
+            written(&predict_repository(site).await.unwrap()),
+            written(&made)
+        );
+
+        world.write("beta", "README", "beta's line, written again\n");
+        assert!(
+            predict(site, &checkouts, Git::KeptOnly).is_none(),
+            "beta's changes are fresh, but its snapshot no longer holds"
+        );
     }
 }
