@@ -169,6 +169,12 @@ impl BoardPort for MemoryPort {
         boards.peers().peers(now)
     }
 
+    fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
+        let mut boards = self.boards();
+        self.expire(&mut boards, now);
+        boards.peers().peer(id, now)
+    }
+
     fn bridged_peers(&self) -> HashSet<PeerId> {
         HashSet::new()
     }

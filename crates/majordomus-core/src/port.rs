@@ -105,6 +105,11 @@ pub trait BoardPort: Send + Sync {
     /// The board's peers as they stand at `now`, the claims whose grace ran out released.
     fn board_peers(&self, now: SystemTime) -> Vec<Peer>;
 
+    /// The board's peer `id` as it stands at `now`, the claims whose grace ran out released:
+    /// [`BoardPort::board_peers`] for one peer, without a view of every other (a call that
+    /// names its own session pays for one peer however many are on the board).
+    fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer>;
+
     /// The peers whose client reaches the server through a `majordomus mcp` bridge. Whether
     /// a peer is bridged is settled when it attaches, which changes the board's version.
     fn bridged_peers(&self) -> HashSet<PeerId>;

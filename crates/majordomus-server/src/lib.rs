@@ -264,6 +264,13 @@ impl ServerState {
         coordination.peers().peers(now)
     }
 
+    /// [`Self::board_peers`] for the one peer `id`.
+    pub fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
+        let mut coordination = self.coordination();
+        self.expire_claims_under(&mut coordination, now);
+        coordination.peers().peer(id, now)
+    }
+
     /// Releases the claims of peers that left longer than the claim grace ago, recording
     /// each release under the episode the peer held.
     pub(crate) fn expire_claims(&self, now: SystemTime) {

@@ -56,6 +56,10 @@ impl BoardPort for ServerState {
         ServerState::board_peers(self, now)
     }
 
+    fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
+        ServerState::board_peer(self, id, now)
+    }
+
     fn bridged_peers(&self) -> HashSet<PeerId> {
         ServerState::bridged_peers(self)
     }

@@ -501,9 +501,7 @@ fn holder_of(ctx: &Context, pid: Option<u32>, place: &Place) -> Result<Holder, C
     );
     if let (Some((port, caller)), None) = (ctx.session(), pid) {
         let client = port
-            .board_peers(SystemTime::now())
-            .into_iter()
-            .find(|peer| peer.id == *caller)
+            .board_peer(caller, SystemTime::now())
             .map(|peer| peer.client.name)
             .unwrap_or_default();
         let server = this_server();

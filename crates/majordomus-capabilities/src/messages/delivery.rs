@@ -5,11 +5,13 @@
 //! expire what waits for those that ended, accept the handoffs their claims now cover, and
 //! let go of the claims its senders handed over.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::board::CheckedAnnouncement;
+use majordomus_domain::ids::Stamp;
 use majordomus_domain::leases::millis;
 use majordomus_domain::messages::{
     Accepted, Delivery, HandedClaim, HandoffState, Home, Mailbox, Party, ReceiptState,
@@ -20,7 +22,7 @@ use majordomus_domain::text::{self, quoted};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::parties::{me, party_here};
+use super::parties::{me, party_here, party_on_board};
 use super::wire;
 use crate::mailbox::Place;
 use majordomus_core::api::CapabilityError;
@@ -281,9 +283,7 @@ pub(super) fn claims_of(
         )));
     };
     let held = port
-        .board_peers(SystemTime::now())
-        .into_iter()
-        .find(|peer| peer.id == *caller)
+        .board_peer(caller, SystemTime::now())
         .map(|peer| peer.claims)
         .unwrap_or_default();
     handed(names, &held)
@@ -298,10 +298,9 @@ fn peer_here(site: &Site, port: &dyn BoardPort, party: &Party) -> Option<PeerId>
     if !party.lives_at(home) {
         return None;
     }
-    let id = party.qualified_id.split('@').next()?;
-    port.board_peers(SystemTime::now())
-        .into_iter()
-        .find(|peer| peer.id.0 == id && Some(peer.connected_at) == party.connected_at)
+    let id = PeerId(party.qualified_id.split('@').next()?.to_owned());
+    port.board_peer(&id, SystemTime::now())
+        .filter(|peer| Some(peer.connected_at) == party.connected_at)
         .map(|peer| peer.id)
 }
 
@@ -395,8 +394,8 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
     let here: Vec<(Party, Vec<ClaimPath>)> = peers
         .iter()
         .filter(|peer| peer.attached)
-        .filter_map(|peer| {
-            let party = party_here(site, port, &peer.id)?;
+        .map(|peer| {
+            let party = party_on_board(site, port, peer);
             let held = peer
                 .claims
                 .iter()
@@ -404,7 +403,7 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
                 .flat_map(|claim| &claim.scope)
                 .filter_map(|raw| normalize(raw, &root).ok())
                 .collect();
-            Some((party, held))
+            (party, held)
         })
         .collect();
     let home = place.home(site);
@@ -417,7 +416,8 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
                     machine: machine.as_deref(),
                 };
                 let before = mailbox.clone();
-                mailbox.expire(home, |party| here.iter().any(|(p, _)| p.is(party)));
+                let live = live_sessions(&here);
+                mailbox.expire(home, |party| live.contains(&session_key(party)));
                 let now = millis(SystemTime::now());
                 let mut accepted = Vec::new();
                 for (party, held) in &here {
@@ -441,15 +441,30 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
 
 /// Whether the mailbox holds anything a sweep of this board would change.
 fn needs_sweep(mailbox: &Mailbox, home: Home<'_>, here: &[(Party, Vec<ClaimPath>)]) -> bool {
+    let live = live_sessions(here);
     mailbox.messages.iter().any(|m| {
         m.receipts.iter().any(|r| {
             r.to.lives_at(home)
-                && (r.state == ReceiptState::Queued && !here.iter().any(|(p, _)| p.is(&r.to))
+                && (r.state == ReceiptState::Queued && !live.contains(&session_key(&r.to))
                     || m.handoff
                         .as_ref()
                         .is_some_and(|h| h.state == HandoffState::Offered))
         })
     })
+}
+
+/// A session of this board as a receipt addressed to it names it. Every party of `here`
+/// lives at the same home, so among the receipts that live there too this key tells sessions
+/// apart as [`Party::is`] does.
+type SessionKey<'a> = (&'a str, Option<Stamp>);
+
+fn session_key(party: &Party) -> SessionKey<'_> {
+    (&party.qualified_id, party.connected_at)
+}
+
+/// The sessions of `here`, looked up once per receipt rather than compared with each.
+fn live_sessions(here: &[(Party, Vec<ClaimPath>)]) -> HashSet<SessionKey<'_>> {
+    here.iter().map(|(party, _)| session_key(party)).collect()
 }
 
 /// Whether every path of `claim` lies within one of `held`.

@@ -33,16 +33,18 @@ pub(super) fn command_line() -> Party {
 
 /// Peer `peer` of the board `port` serves for `site`, as a message names it.
 pub(super) fn party_here(site: &Site, port: &dyn BoardPort, peer: &PeerId) -> Option<Party> {
-    let found = port
-        .board_peers(SystemTime::now())
-        .into_iter()
-        .find(|listed| listed.id == *peer)?;
-    Some(party_of(
-        &found,
+    let found = port.board_peer(peer, SystemTime::now())?;
+    Some(party_on_board(site, port, &found))
+}
+
+/// `peer`, found on the board `port` serves for `site`, as a message names it.
+pub(super) fn party_on_board(site: &Site, port: &dyn BoardPort, peer: &Peer) -> Party {
+    party_of(
+        peer,
         &site.checkout.id,
         &worktree_name(&site.checkout.root.to_string_lossy()),
         port.federation().machine(),
-    ))
+    )
 }
 
 /// The calling session, when the call came through one.
