@@ -9,6 +9,7 @@
 //! refused.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -72,13 +73,15 @@ enum Found {
 }
 
 /// The places a scope's resolution has looked at, and what it found: at most every component
-/// of the scope's paths, which the scope's own bounds cap.
+/// of the scope's paths, which the scope's own bounds cap. Kept by the path's text rather
+/// than as a [`Path`], whose hash walks its components one by one: every place here is
+/// written the same way (the root, then checked components), so equal text is the same place.
 #[derive(Default)]
-struct Looked(HashMap<PathBuf, Found>);
+struct Looked(HashMap<OsString, Found>);
 
 impl Looked {
     fn at(&mut self, path: &Path) -> Found {
-        if let Some(&found) = self.0.get(path) {
+        if let Some(&found) = self.0.get(path.as_os_str()) {
             return found;
         }
         let found = match fs::symlink_metadata(path) {
@@ -86,7 +89,7 @@ impl Looked {
             Ok(_) => Found::Other,
             Err(_) => Found::Missing,
         };
-        self.0.insert(path.to_path_buf(), found);
+        self.0.insert(path.as_os_str().to_owned(), found);
         found
     }
 }
