@@ -8,8 +8,6 @@
 //! wildcard still a wildcard). A path that leads out of the checkout through a link is
 //! refused.
 
-use std::collections::HashMap;
-use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -50,16 +48,30 @@ pub enum ResolveError {
 ///
 /// It reads the file system (an `lstat` per component, more where a link is on the way), so
 /// async callers run a wide scope on a blocking thread. Each place is looked at once for the
-/// whole scope: the paths of a scope mostly share their first components (`crates/a/src`,
-/// `crates/b/src`), and a missing `crates` is then one `lstat`, not one per path.
+/// whole scope ([`look_along`]): the paths of a scope mostly share their first components
+/// (`crates/a/src`, `crates/b/src`), and a missing `crates` is then one `lstat`, not one per
+/// path.
+///
+/// Most claimed paths have no link on the way, and then the path itself is canonical as far
+/// as it exists, and keeps the components it was written with. Only where a component is a
+/// link is the path canonicalised ([`resolve_through_links`]), since only the system's
+/// resolution says where a link leads.
 pub fn resolve_scope(root: &Path, scope: &[String]) -> Result<Vec<ClaimPath>, ResolveError> {
     let root_text = root.display().to_string();
-    let mut looked = Looked::default();
-    scope
+    let splits: Vec<Result<SplitPath, PathError>> = scope
         .iter()
-        .map(|raw| {
-            let split = paths::split(raw, &root_text)?;
-            resolve(root, split, &mut looked)
+        .map(|raw| paths::split(raw, &root_text))
+        .collect();
+    let along = look_along(root, &splits, look_at);
+    splits
+        .into_iter()
+        .zip(along)
+        .map(|(split, along)| {
+            let split = split?;
+            match along {
+                Along::Existing(existing) => Ok(split.existing(existing)),
+                Along::Link => resolve_through_links(root, &split),
+            }
         })
         .collect()
 }
@@ -72,51 +84,84 @@ enum Found {
     Other,
 }
 
-/// The places a scope's resolution has looked at, and what it found: at most every component
-/// of the scope's paths, which the scope's own bounds cap. Kept by the path's text rather
-/// than as a [`Path`], whose hash walks its components one by one: every place here is
-/// written the same way (the root, then checked components), so equal text is the same place.
-#[derive(Default)]
-struct Looked(HashMap<OsString, Found>);
-
-impl Looked {
-    fn at(&mut self, path: &Path) -> Found {
-        if let Some(&found) = self.0.get(path.as_os_str()) {
-            return found;
-        }
-        let found = match fs::symlink_metadata(path) {
-            Ok(metadata) if metadata.file_type().is_symlink() => Found::Link,
-            Ok(_) => Found::Other,
-            Err(_) => Found::Missing,
-        };
-        self.0.insert(path.as_os_str().to_owned(), found);
-        found
-    }
+/// What the file system has along one scope path, from the root down.
+#[derive(Clone, Copy)]
+enum Along {
+    /// No link on the way, and this many of its first components exist.
+    Existing(usize),
+    /// A link on the way.
+    Link,
 }
 
-/// Where `split` (a path checked and split against `root`) leads on disk, as a
-/// [`ClaimPath`] compared on its place in the checkout.
+/// What lies along each well-formed path of a scope (the rest are answered
+/// `Existing(0)` and refused by the caller): each component looked at with `look` (an
+/// `lstat`), from the root down, until one is missing or a link.
 ///
-/// Most claimed paths have no link on the way, and then the path itself is canonical as far
-/// as it exists: each component is looked at once (`lstat`), from the root down, until one
-/// is missing, and the path keeps the components it was written with. Only where a
-/// component is a link is the path canonicalised ([`resolve_through_links`]), since only
-/// the system's resolution says where a link leads.
-fn resolve(root: &Path, split: SplitPath, looked: &mut Looked) -> Result<ClaimPath, ResolveError> {
-    let mut path = root.to_path_buf();
-    for (existing, component) in split.components().iter().enumerate() {
-        path.push(component);
-        match looked.at(&path) {
-            Found::Link => return resolve_through_links(root, &split),
-            Found::Other => {}
-            Found::Missing => return Ok(split.existing(existing)),
+/// The paths are walked in the order of their components, keeping only the places the path
+/// walked just before passed through. Every path sorted between two that share a place shares
+/// it too, so each place is still looked at once for the whole scope, with no map of the
+/// places seen.
+fn look_along(
+    root: &Path,
+    splits: &[Result<SplitPath, PathError>],
+    mut look: impl FnMut(&Path) -> Found,
+) -> Vec<Along> {
+    let mut order: Vec<(usize, &[String])> = splits
+        .iter()
+        .enumerate()
+        .filter_map(|(at, split)| Some((at, split.as_ref().ok()?.components())))
+        .collect();
+    order.sort_unstable_by(|a, b| a.1.cmp(b.1));
+    let mut along = vec![Along::Existing(0); splits.len()];
+    // The places the previous path passed through, and `place`, the last of them on disk.
+    let mut walked: Vec<(&str, Found)> = Vec::new();
+    let mut place = root.to_path_buf();
+    for (at, components) in order {
+        let shared = walked
+            .iter()
+            .zip(components)
+            .take_while(|((walked, _), component)| *walked == component.as_str())
+            .count();
+        for _ in shared..walked.len() {
+            place.pop();
+        }
+        walked.truncate(shared);
+        along[at] = Along::Existing(components.len());
+        for (depth, component) in components.iter().enumerate() {
+            let found = match walked.get(depth) {
+                Some(&(_, found)) => found,
+                None => {
+                    place.push(component);
+                    let found = look(&place);
+                    walked.push((component, found));
+                    found
+                }
+            };
+            match found {
+                Found::Other => {}
+                Found::Missing => {
+                    along[at] = Along::Existing(depth);
+                    break;
+                }
+                Found::Link => {
+                    along[at] = Along::Link;
+                    break;
+                }
+            }
         }
     }
-    let existing = split.components().len();
-    Ok(split.existing(existing))
+    along
 }
 
-/// [`resolve`] where a link is on the way: the existing part of the path canonicalised, made
+fn look_at(place: &Path) -> Found {
+    match fs::symlink_metadata(place) {
+        Ok(metadata) if metadata.file_type().is_symlink() => Found::Link,
+        Ok(_) => Found::Other,
+        Err(_) => Found::Missing,
+    }
+}
+
+/// A path with a link on the way: the existing part of the path canonicalised, made
 /// relative to the checkout root again, and refused when it leads out of it.
 fn resolve_through_links(root: &Path, split: &SplitPath) -> Result<ClaimPath, ResolveError> {
     let components = split.components();
@@ -271,16 +316,33 @@ mod tests {
         assert_eq!(together, alone);
         assert_eq!(together[1], ["crates", "two", "src"]);
         assert_eq!(together[3], ["src", "new", "b.rs"]);
-        let mut looked = Looked::default();
-        for raw in &scope[..2] {
-            resolve(
-                &root,
-                paths::split(raw, &root.display().to_string()).unwrap(),
-                &mut looked,
-            )
-            .unwrap();
-        }
-        assert_eq!(looked.0.len(), 1, "the missing `crates`, looked at once");
+        let splits: Vec<_> = scope
+            .iter()
+            .map(|raw| paths::split(raw, &root.display().to_string()))
+            .collect();
+        let mut looked = Vec::new();
+        look_along(&root, &splits, |place| {
+            looked.push(place.strip_prefix(&root).unwrap().to_path_buf());
+            look_at(place)
+        });
+        let mut once = looked.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(looked.len(), once.len(), "each place once: {looked:?}");
+        // `crates` missing, `alias` a link, `src`, `src/parser`, `src/parser/new.rs`,
+        // `src/a.rs`, `src/a.rs/x`, `app`, `app/[other]`, `app/[slug]`, `app/[slug]/page.tsx`
+        assert_eq!(looked.len(), 11, "{looked:?}");
+    }
+
+    #[test]
+    fn the_first_refusal_in_the_scope_is_the_one_answered() {
+        let (_dir, root) = checkout();
+        let scope = ["src", "out/x.rs", "../x"].map(str::to_owned);
+        let error = resolve_scope(&root, &scope).unwrap_err();
+        assert!(matches!(error, ResolveError::Escapes { .. }), "{error:?}");
+        let scope = ["src", "../x", "out/x.rs"].map(str::to_owned);
+        let error = resolve_scope(&root, &scope).unwrap_err();
+        assert!(matches!(error, ResolveError::Path(_)), "{error:?}");
     }
 
     #[test]
