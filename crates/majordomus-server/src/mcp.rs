@@ -334,7 +334,7 @@ pub async fn call(
         ));
     };
     let input = Value::Object(arguments.unwrap_or_default());
-    let result = match capability.answer(ctx, input).await {
+    let result = match capability.answer_structured(ctx, input).await {
         Ok(answer) => tool_result(answer).await,
         Err(error) => Err(error),
     };
@@ -364,13 +364,12 @@ pub async fn call(
 }
 
 /// An answer as a tool result: its JSON as text, and as the value of `structuredContent`,
-/// which rmcp holds as a value (a large one decoded off the runtime's workers).
+/// which rmcp holds as a value (built as one, or decoded off the runtime's workers when the
+/// capability handed on a large answer already encoded).
 async fn tool_result(answer: Answer) -> Result<CallToolResult, CapabilityError> {
-    let text = std::str::from_utf8(answer.as_bytes())
-        .map_err(|error| CapabilityError::internal(format!("the answer is not UTF-8: {error}")))?
-        .to_owned();
+    let (text, value) = answer.into_text_and_value().await?;
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(answer.into_value_off_workers().await?);
+    result.structured_content = Some(value);
     Ok(result)
 }
 

@@ -146,11 +146,28 @@ pub enum Reply<T> {
     Encoded(Bytes),
 }
 
+/// What a surface does with an answer, so that it is built once in the form the surface
+/// writes rather than built in one form and read back into another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Its JSON, written as it is (REST, the event stream).
+    Encoded,
+    /// Its JSON as a value and as text (MCP's structured content and the text block beside
+    /// it): built as a value and written from it, never encoded and decoded back.
+    Structured,
+}
+
 /// A capability's answer as the surfaces receive it: its JSON, every object's keys sorted
-/// ([`sorted_json`]). A surface that writes bytes (REST, a tool's text) writes it as it is;
-/// one that needs a value (MCP's structured content) decodes it.
+/// ([`sorted_json`] for the encoded form, a [`Value`]'s sorted maps for the structured one;
+/// the two write the same bytes).
 #[derive(Clone, Debug)]
-pub struct Answer(Bytes);
+pub struct Answer(Built);
+
+#[derive(Clone, Debug)]
+enum Built {
+    Encoded(Bytes),
+    Structured { text: String, value: Value },
+}
 
 /// Bytes of an answer's JSON beyond which it is encoded (and decoded) on a blocking thread
 /// rather than on the runtime's workers: a crowded repository's listing takes milliseconds
@@ -159,35 +176,45 @@ pub struct Answer(Bytes);
 pub const ENCODE_INLINE_BYTES: usize = 64 * 1024;
 
 impl Answer {
-    /// The answer as a JSON value; one over [`ENCODE_INLINE_BYTES`] decoded on a blocking
-    /// thread.
-    pub async fn into_value_off_workers(self) -> Result<Value, CapabilityError> {
-        if self.0.len() <= ENCODE_INLINE_BYTES {
-            return self.into_value();
+    /// The answer's JSON as text and as a value; an encoded one over
+    /// [`ENCODE_INLINE_BYTES`] decoded on a blocking thread.
+    pub async fn into_text_and_value(self) -> Result<(String, Value), CapabilityError> {
+        match self.0 {
+            Built::Structured { text, value } => Ok((text, value)),
+            Built::Encoded(bytes) if bytes.len() <= ENCODE_INLINE_BYTES => decoded(bytes),
+            Built::Encoded(bytes) => tokio::task::spawn_blocking(move || decoded(bytes))
+                .await
+                .map_err(|error| {
+                    CapabilityError::internal(format!("decoding the answer failed: {error}"))
+                })?,
         }
-        tokio::task::spawn_blocking(move || self.into_value())
-            .await
-            .map_err(|error| {
-                CapabilityError::internal(format!("decoding the answer failed: {error}"))
-            })?
     }
 
     /// The answer as a JSON value.
     pub fn into_value(self) -> Result<Value, CapabilityError> {
-        serde_json::from_slice(&self.0).map_err(|error| {
-            CapabilityError::internal(format!("could not decode the answer: {error}"))
-        })
-    }
-
-    /// The answer's JSON.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match self.0 {
+            Built::Structured { value, .. } => Ok(value),
+            Built::Encoded(bytes) => decoded(bytes).map(|(_, value)| value),
+        }
     }
 
     /// The answer's JSON.
     pub fn into_bytes(self) -> Bytes {
-        self.0
+        match self.0 {
+            Built::Encoded(bytes) => bytes,
+            Built::Structured { text, .. } => Bytes::from(text),
+        }
     }
+}
+
+/// An encoded answer's text and value.
+fn decoded(bytes: Bytes) -> Result<(String, Value), CapabilityError> {
+    let value = serde_json::from_slice(&bytes).map_err(|error| {
+        CapabilityError::internal(format!("could not decode the answer: {error}"))
+    })?;
+    let text = String::from_utf8(bytes.into())
+        .map_err(|error| CapabilityError::internal(format!("the answer is not UTF-8: {error}")))?;
+    Ok((text, value))
 }
 
 /// One operation, typed: the declaration, the input and output types and the handler.
@@ -237,7 +264,7 @@ pub trait Operation: Send + Sync + 'static {
 }
 
 type ErasedHandler =
-    for<'a> fn(&'a Context, Value) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
+    for<'a> fn(&'a Context, Value, Form) -> BoxFuture<'a, Result<Answer, CapabilityError>>;
 
 /// A capability with its types erased, as the surfaces see it.
 pub struct Capability {
@@ -271,7 +298,7 @@ impl Capability {
                 Ok(output) => O::render(&output),
                 Err(_) => serde_json::to_string_pretty(output).expect("values serialise"),
             },
-            handler: |ctx, input| Box::pin(run_erased::<O>(ctx, input)),
+            handler: |ctx, input, form| Box::pin(run_erased::<O>(ctx, input, form)),
         }
     }
 
@@ -305,7 +332,17 @@ impl Capability {
     /// Runs the capability on JSON input, as every surface does, and answers as it was
     /// answered: a surface that writes bytes writes an encoded answer as it is.
     pub async fn answer(&self, ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
-        (self.handler)(ctx, input).await
+        (self.handler)(ctx, input, Form::Encoded).await
+    }
+
+    /// Runs the capability on JSON input for a surface that sends its answer as a value and
+    /// as text ([`Form::Structured`]).
+    pub async fn answer_structured(
+        &self,
+        ctx: &Context,
+        input: Value,
+    ) -> Result<Answer, CapabilityError> {
+        (self.handler)(ctx, input, Form::Structured).await
     }
 
     /// Runs the capability on JSON input and answers a JSON value, for the callers that
@@ -315,7 +352,11 @@ impl Capability {
     }
 }
 
-async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer, CapabilityError> {
+async fn run_erased<O: Operation>(
+    ctx: &Context,
+    input: Value,
+    form: Form,
+) -> Result<Answer, CapabilityError> {
     let input: O::Input = serde_json::from_value(input).map_err(|error| {
         let error = error.to_string();
         // serde says "missing field `x`"; say also that the field is required.
@@ -334,17 +375,35 @@ async fn run_erased<O: Operation>(ctx: &Context, input: Value) -> Result<Answer,
     }
     let output = match O::reply(ctx, input).await? {
         Reply::Typed(output) => output,
-        Reply::Encoded(bytes) => return Ok(Answer(bytes)),
+        Reply::Encoded(bytes) => return Ok(Answer(Built::Encoded(bytes))),
     };
     let size = O::encoded_size_estimate(&output);
+    let build = move || match form {
+        Form::Encoded => encode::<O>(&output, size),
+        Form::Structured => structure::<O>(&output),
+    };
     if size <= ENCODE_INLINE_BYTES {
-        return encode::<O>(&output, size);
+        return build();
     }
-    tokio::task::spawn_blocking(move || encode::<O>(&output, size))
-        .await
-        .map_err(|error| {
-            CapabilityError::internal(format!("encoding the answer failed: {error}"))
-        })?
+    tokio::task::spawn_blocking(build).await.map_err(|error| {
+        CapabilityError::internal(format!("encoding the answer failed: {error}"))
+    })?
+}
+
+/// `output` as a value, and the text it writes: the same bytes [`encode`] gives, since a
+/// [`Value`]'s maps keep their keys sorted.
+fn structure<O: Operation>(output: &O::Output) -> Result<Answer, CapabilityError> {
+    let value = serde_json::to_value(output).map_err(|error| {
+        CapabilityError::internal(format!("could not encode the answer: {error}"))
+    })?;
+    let text = value.to_string();
+    debug_assert_eq!(
+        Some(text.as_bytes()),
+        sorted_json::to_vec(output, text.len()).ok().as_deref(),
+        "the answer of `{}` is not written from its value as it is encoded",
+        O::DECLARATION.id
+    );
+    Ok(Answer(Built::Structured { text, value }))
 }
 
 /// `output` encoded as every surface writes it, in a buffer of about the `size` its
@@ -364,7 +423,7 @@ fn encode<O: Operation>(output: &O::Output, size: usize) -> Result<Answer, Capab
         "the answer of `{}` is not encoded as through a value",
         O::DECLARATION.id
     );
-    Ok(Answer(Bytes::from(encoded)))
+    Ok(Answer(Built::Encoded(Bytes::from(encoded))))
 }
 
 /// Every capability, in the order the reference index lists them.
