@@ -150,7 +150,7 @@ pub enum Reply<T> {
 /// writes rather than built in one form and read back into another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
-    /// Its JSON, written as it is (REST, the event stream).
+    /// Its JSON, written as it is (a REST answer).
     Encoded,
     /// Its JSON as a value and as text (MCP's structured content and the text block beside
     /// it): built as a value and written from it, never encoded and decoded back.
@@ -163,6 +163,7 @@ pub enum Form {
 #[derive(Clone, Debug)]
 pub struct Answer(Built);
 
+/// The one form an answer was built in ([`Form`]).
 #[derive(Clone, Debug)]
 enum Built {
     Encoded(Bytes),
