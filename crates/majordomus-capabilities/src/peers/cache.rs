@@ -1,10 +1,11 @@
 //! This board's own listing (`checkouts: this`), made once per state of the board and
-//! answered encoded from memory.
+//! answered from memory, encoded or as a value.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use serde_json::Value;
 
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::changes::WorktreeChanges;
@@ -15,12 +16,13 @@ use majordomus_domain::sync::LockExt;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::port::BoardPort;
-use majordomus_core::registry::{ENCODE_INLINE_BYTES, sorted_json};
+use majordomus_core::registry::{ENCODE_INLINE_BYTES, Form, Reply, sorted_json};
 use majordomus_core::survey;
 
 use crate::wire;
 
 use super::answer::{ListedPeer, PeerList, find_overlaps, listing_of};
+
 use super::boards::{listed_board, stamp};
 use super::changes::read_changes;
 
@@ -49,6 +51,9 @@ pub(super) struct CachedListing {
     pub encoded: Bytes,
     /// Where that `null` is in `encoded`, for the answer to a peer.
     pub caller_at: usize,
+    /// `encoded` as a value, made the first time a surface that writes values asks: a
+    /// copy of it costs a fraction of reading the text again.
+    pub value: OnceLock<Value>,
 }
 
 impl CachedListing {
@@ -78,7 +83,7 @@ impl ListingCache {
     }
 }
 
-/// `checkouts: this` from the board this process serves, encoded as the surfaces write it.
+/// `checkouts: this` from the board this process serves, in the `form` its surface writes.
 ///
 /// The listing is made once per state of the board and served from memory until something
 /// it lists changes: the board's version (any peer attached, heard from or gone, any claim
@@ -87,10 +92,11 @@ impl ListingCache {
 /// second). So every answer is the one a listing made at that instant would be, at the
 /// cost of a copy. The caller is the only field that depends on who asks: it is written
 /// into each answer.
-pub(super) async fn this_board_encoded(
+pub(super) async fn this_board_reply(
     ctx: &Context,
     port: &dyn BoardPort,
-) -> Result<Bytes, CapabilityError> {
+    form: Form,
+) -> Result<Reply<PeerList>, CapabilityError> {
     let site = &ctx.site;
     let now = SystemTime::now();
     let checkout = survey::covered_checkouts(site, Checkouts::This)
@@ -117,7 +123,20 @@ pub(super) async fn this_board_encoded(
             made
         }
     };
-    for_caller(&listing, ctx.caller())
+    let caller = ctx.caller().cloned();
+    match form {
+        Form::Encoded => for_caller(&listing, caller.as_ref()).map(Reply::Encoded),
+        Form::Structured if listing.encoded.len() <= ENCODE_INLINE_BYTES => {
+            structured_for_caller(&listing, caller.as_ref())
+        }
+        Form::Structured => {
+            tokio::task::spawn_blocking(move || structured_for_caller(&listing, caller.as_ref()))
+                .await
+                .map_err(|error| {
+                    CapabilityError::internal(format!("copying the listing failed: {error}"))
+                })?
+        }
+    }
 }
 
 /// Makes this board's listing at `now`, encoded as a JSON value is (the keys in order), so
@@ -158,6 +177,7 @@ async fn encode_this(
         inputs,
         encoded: Bytes::from(encoded),
         caller_at,
+        value: OnceLock::new(),
     })
 }
 
@@ -198,6 +218,38 @@ fn for_caller(listing: &CachedListing, caller: Option<&PeerId>) -> Result<Bytes,
     Ok(Bytes::from(answer))
 }
 
+/// The kept listing as answered to `caller` as a value and its text: the value made once
+/// per listing, copied, with the caller written in.
+fn structured_for_caller(
+    listing: &CachedListing,
+    caller: Option<&PeerId>,
+) -> Result<Reply<PeerList>, CapabilityError> {
+    let text = String::from_utf8(for_caller(listing, caller)?.into())
+        .map_err(|error| CapabilityError::internal(format!("the listing is not UTF-8: {error}")))?;
+    let kept = match listing.value.get() {
+        Some(value) => value,
+        None => {
+            let value = serde_json::from_slice(&listing.encoded).map_err(|error| {
+                CapabilityError::internal(format!("could not decode the listing: {error}"))
+            })?;
+            listing.value.get_or_init(|| value)
+        }
+    };
+    let mut value = kept.clone();
+    if let (Some(caller), Value::Object(fields)) = (caller, &mut value) {
+        let id = serde_json::to_value(wire::PeerId::from(caller.clone())).map_err(|error| {
+            CapabilityError::internal(format!("could not encode the caller: {error}"))
+        })?;
+        fields.insert("caller".to_owned(), id);
+    }
+    debug_assert_eq!(
+        value.to_string(),
+        text,
+        "the kept listing's value and text differ"
+    );
+    Ok(Reply::Structured { text, value })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
@@ -220,6 +272,7 @@ mod tests {
             inputs: inputs.clone(),
             encoded: Bytes::from_static(b"{}"),
             caller_at: 0,
+            value: OnceLock::new(),
         };
         assert!(kept.serves(7, at(1_000), &inputs));
         assert!(kept.serves(7, at(1_399), &inputs));
@@ -239,5 +292,41 @@ mod tests {
             ..inputs
         };
         assert!(!kept.serves(7, at(1_000), &changed), "git read new changes");
+    }
+
+    #[test]
+    fn a_kept_listing_answers_a_value_that_writes_its_text_with_the_caller_in_it() {
+        let (encoded, caller_at) = encode_listing(listing_of(None, Vec::new(), None), 0).unwrap();
+        let kept = CachedListing {
+            version: 1,
+            made_at: UNIX_EPOCH,
+            same_until: None,
+            inputs: ListingInputs {
+                branch: None,
+                standing: ServerStanding::Ready,
+                url: None,
+                changes: None,
+            },
+            encoded: Bytes::from(encoded),
+            caller_at,
+            value: OnceLock::new(),
+        };
+        for caller in [Some(PeerId::nth(3)), None, Some(PeerId::nth(12))] {
+            let Reply::Structured { text, value } =
+                structured_for_caller(&kept, caller.as_ref()).unwrap()
+            else {
+                panic!("a structured reply was asked for");
+            };
+            let encoded = for_caller(&kept, caller.as_ref()).unwrap();
+            assert_eq!(text.as_bytes(), &encoded[..]);
+            assert_eq!(value, serde_json::from_slice::<Value>(&encoded).unwrap());
+            let expected = caller.map_or(Value::Null, |id| Value::String(id.as_str().into()));
+            assert_eq!(value["caller"], expected);
+        }
+        assert_eq!(
+            kept.value.get().unwrap()["caller"],
+            Value::Null,
+            "kept without a caller"
+        );
     }
 }

@@ -14,15 +14,15 @@ use crate::wire;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::registry::{
-    Declaration, ENCODE_INLINE_BYTES, Exposure, HttpMethod, Kind, Moment, Needs, Operation, Reply,
-    Stability,
+    Declaration, ENCODE_INLINE_BYTES, Exposure, Form, HttpMethod, Kind, Moment, Needs, Operation,
+    Reply, Stability,
 };
 use majordomus_core::survey;
 use majordomus_federation::{Federation, FederationStatus};
 
 use super::answer::{BoardView, ListedPeer, PeerList, PeerListInput, find_overlaps, listing_of};
 use super::boards::{Detail, listed_board, stamp};
-use super::cache::this_board_encoded;
+use super::cache::this_board_reply;
 use super::changes::{capped, read_changes};
 use super::federated::merge_everywhere;
 use super::reading::{changes_read, conflicts_read, latest_reading};
@@ -84,17 +84,16 @@ impl Operation for PeersList {
         output.size_estimate()
     }
 
-    /// This board's own listing, from the board this process serves, is answered encoded
-    /// from memory (see [`this_board_encoded`]): it is what siblings and busy agents ask
-    /// for most, and a crowded board's is large.
+    /// This board's own listing, from the board this process serves, is answered from
+    /// memory in the form the surface writes (see [`this_board_reply`]): it is what siblings
+    /// and busy agents ask for most, and a crowded board's is large.
     async fn reply(
         ctx: &Context,
         input: PeerListInput,
+        form: Form,
     ) -> Result<Reply<PeerList>, CapabilityError> {
         match (input.checkouts, ctx.port()) {
-            (wire::Checkouts::This, Some(port)) => {
-                this_board_encoded(ctx, port).await.map(Reply::Encoded)
-            }
+            (wire::Checkouts::This, Some(port)) => this_board_reply(ctx, port, form).await,
             _ => Self::run(ctx, input).await.map(Reply::Typed),
         }
     }

@@ -137,13 +137,18 @@ impl Declaration {
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A typed answer, or the same answer already encoded as JSON: a capability whose answer is
-/// large and often the same (a crowded board's listing) encodes it once and hands the bytes
-/// on, so no surface builds or walks it again.
+/// A typed answer, or the same answer already made in the form the surface writes: a
+/// capability whose answer is large and often the same (a crowded board's listing) makes it
+/// once and hands it on, so no surface builds or walks it again.
 pub enum Reply<T> {
     Typed(T),
     /// The JSON encoding of a `T`, exactly as [`sorted_json`] writes it.
     Encoded(Bytes),
+    /// A `T` as a value, and the text that value writes ([`Form::Structured`]).
+    Structured {
+        text: String,
+        value: Value,
+    },
 }
 
 /// What a surface does with an answer, so that it is built once in the form the surface
@@ -254,11 +259,12 @@ pub trait Operation: Send + Sync + 'static {
         0
     }
 
-    /// What the surfaces are answered: [`Operation::run`]'s output, unless the capability
-    /// has the same answer encoded already.
+    /// What a surface that writes `form` is answered: [`Operation::run`]'s output, unless
+    /// the capability has the same answer made already.
     fn reply(
         ctx: &Context,
         input: Self::Input,
+        _form: Form,
     ) -> impl Future<Output = Result<Reply<Self::Output>, CapabilityError>> + Send {
         async move { Self::run(ctx, input).await.map(Reply::Typed) }
     }
@@ -374,9 +380,10 @@ async fn run_erased<O: Operation>(
     if !ctx.reaches(O::DECLARATION.needs) {
         return Err(unreached(&O::DECLARATION));
     }
-    let output = match O::reply(ctx, input).await? {
+    let output = match O::reply(ctx, input, form).await? {
         Reply::Typed(output) => output,
         Reply::Encoded(bytes) => return Ok(Answer(Built::Encoded(bytes))),
+        Reply::Structured { text, value } => return Ok(Answer(Built::Structured { text, value })),
     };
     let size = O::encoded_size_estimate(&output);
     let build = move || match form {
