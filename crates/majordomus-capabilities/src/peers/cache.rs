@@ -22,7 +22,6 @@ use majordomus_core::survey;
 use crate::wire;
 
 use super::answer::{ListedPeer, PeerList, find_overlaps, listing_of};
-
 use super::boards::{listed_board, stamp};
 use super::changes::read_changes;
 
