@@ -370,7 +370,7 @@ pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
 /// normalised against the peer's worktree (or as repository-relative when the peer has no
 /// checkout), as its board compared them. A path that cannot be read either way meets
 /// nothing. The work is one pass over the claim's paths, whichever board it is on.
-pub(crate) fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
+pub fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
     let paths = if !claim.resolved.is_empty() && claim.resolved.len() == claim.scope.len() {
         claim
             .scope

@@ -239,6 +239,43 @@ async fn claude_code_is_warned_asked_or_refused_as_the_repository_says() {
         .assert_silent("an edit nobody else claims, under `deny`");
 }
 
+/// 1b. A claim made through a symbolic link guards what the link leads to: the Codex session
+///     in `beta` claims `notes`, a link there to `docs`, and an edit of `docs/guide.md` in
+///     the primary checkout is refused naming it, as the listing's overlaps name it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_through_a_link_guards_the_files_it_leads_to() {
+    let scene = Scene::new(None).await;
+    std::fs::create_dir_all(scene.beta.join("docs")).unwrap();
+    std::os::unix::fs::symlink("docs", scene.beta.join("notes")).unwrap();
+    scene
+        .codex
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "rewrite the guide", "scope": ["notes"], "claim": "guide"}),
+        )
+        .await;
+
+    let stopped = scene
+        .hook("claude-code", "PreToolUse", FREE_FILE, "claude-linked")
+        .await
+        .answer();
+    let output = &stopped["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{stopped:#}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    for part in ["\"rewrite the guide\"", "\"notes\"", "\"docs/guide.md\""] {
+        assert!(reason.contains(part), "{part} is named in: {reason}");
+    }
+    assert!(
+        !reason.contains(OTHER_INTENT),
+        "only the linked claim: {reason}"
+    );
+
+    scene
+        .hook("claude-code", "PreToolUse", "README.md", "claude-linked")
+        .await
+        .assert_silent("a file the link does not lead to");
+}
+
 /// 1. Codex: context without a decision for `warn` and `ask` (Codex would fail a hook that
 ///    answered `allow` or `ask`), `deny` refused; an edit elsewhere gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

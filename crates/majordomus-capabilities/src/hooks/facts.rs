@@ -11,8 +11,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::index::PathIndex;
-use majordomus_domain::listing::claims_meeting_peer;
-use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative, without_repeats};
+use majordomus_domain::listing::{claim_paths, claims_meeting_peer};
+use majordomus_domain::paths::{ClaimPath, normalize_relative, without_repeats};
 use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
 use majordomus_domain::text::{for_terminal, quoted};
 use schemars::JsonSchema;
@@ -315,17 +315,16 @@ fn findings(list: &PeerList, me: &Me, paths: &[ClaimPath]) -> (Vec<Finding>, usi
             continue;
         }
         for claim in &peer.claims {
-            let theirs_normalized = normalized(peer, &claim.scope);
             let mut yours = BTreeSet::new();
             let mut theirs = Vec::new();
-            for (written, path) in &theirs_normalized {
+            for path in claim_paths(peer, claim) {
                 let mut met = false;
                 index.for_each_meeting(path.components(), |&at| {
                     met = true;
                     yours.insert(at);
                 });
                 if met {
-                    theirs.push(written.clone());
+                    theirs.push(path.as_written().to_owned());
                 }
             }
             if yours.is_empty() {
@@ -360,23 +359,6 @@ fn findings(list: &PeerList, me: &Me, paths: &[ClaimPath]) -> (Vec<Finding>, usi
     let more = found.len().saturating_sub(FINDINGS_LISTED);
     found.truncate(FINDINGS_LISTED);
     (found, more)
-}
-
-/// A claim's paths, normalised against its own peer's worktree as the listing does, without
-/// repeats; a path that cannot be normalised meets nothing.
-fn normalized(peer: &Peer, scope: &[String]) -> Vec<(String, ClaimPath)> {
-    let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
-    let paths: Vec<ClaimPath> = scope
-        .iter()
-        .filter_map(|raw| match root {
-            Some(root) => normalize(raw, root).ok(),
-            None => normalize_relative(raw).ok(),
-        })
-        .collect();
-    without_repeats(paths)
-        .into_iter()
-        .map(|path| (path.as_written().to_owned(), path))
-        .collect()
 }
 
 /// The first [`PATHS_LISTED`] items and how many more there were.
@@ -673,6 +655,7 @@ mod tests {
     use super::*;
     use crate::peers::{BoardView, ListedPeer};
     use crate::wire::ServerStanding;
+    use majordomus_domain::paths::normalize;
     use majordomus_domain::peers::{Announcement, ClientInfo, Transport};
 
     const ROOT: &str = "/w/repo";
@@ -788,6 +771,25 @@ mod tests {
         // the session itself, on this checkout's board, is never a finding
         let (mine, _) = findings(&listing, &me, &paths(&["."]));
         assert!(mine.iter().all(|f| f.client == "codex"), "{mine:?}");
+    }
+
+    #[test]
+    fn a_claim_is_met_where_its_server_resolved_it_not_by_its_text() {
+        let mut through_link = peer(2, "codex", "/w/beta", &[("the guide", &["notes"])]);
+        through_link.claims[0].resolved = vec!["docs".into()];
+        let listing = list(vec![through_link]);
+        let me = Me {
+            peer: &PeerId::nth(1),
+        };
+        let (found, _) = findings(&listing, &me, &paths(&["docs/guide.md"]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].theirs, ["notes"], "named as its session wrote it");
+        assert_eq!(found[0].yours, ["docs/guide.md"]);
+        let (found, _) = findings(&listing, &me, &paths(&["notes/guide.md"]));
+        assert!(
+            found.is_empty(),
+            "the text alone is not where it leads: {found:?}"
+        );
     }
 
     #[test]
