@@ -50,6 +50,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 ///     scope: vec!["src/parser".into(), "tests".into()],
 ///     at: "2026-11-30T02:26:47Z".parse().unwrap(),
 ///     resolved: vec![],
+///     compared: Default::default(),
 /// };
 /// assert_eq!(majordomus_core::render::claim(&claim), "[parser] port the parser (src/parser, tests)");
 /// ```
@@ -198,6 +199,7 @@ mod tests {
             scope: vec!["src/\u{0}x".into(), "docs".into()],
             at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: vec![],
+            compared: Default::default(),
         };
         assert_eq!(
             super::claim(&claim),

@@ -462,6 +462,7 @@ mod tests {
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
             at: "2026-11-30T02:26:47Z".parse().unwrap(),
             resolved: Vec::new(),
+            compared: Default::default(),
         };
         Peer {
             id: PeerId::nth(n),

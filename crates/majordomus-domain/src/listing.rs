@@ -13,6 +13,7 @@
 //! #         scope: scope.iter().map(|s| s.to_string()).collect(),
 //! #         at: "2026-11-30T02:26:47Z".parse().unwrap(),
 //! #         resolved: vec![],
+//! #         compared: Default::default(),
 //! #     };
 //! #     Peer {
 //! #         id: PeerId::nth(n),
@@ -52,6 +53,7 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::index::PathIndex;
 use crate::limits;
@@ -119,7 +121,7 @@ pub(crate) struct PeerPath<'a> {
 /// A peer's paths, each once, in the order its claims first name them: the paths of two of
 /// its claims that name the same ground are compared once, so the work of a listing grows
 /// with the distinct paths peers claim, not with the claims that repeat them.
-pub(crate) fn peer_paths(claims: &[Vec<ClaimPath>]) -> Vec<PeerPath<'_>> {
+pub(crate) fn peer_paths(claims: &[Arc<[ClaimPath]>]) -> Vec<PeerPath<'_>> {
     let mut at: HashMap<&[String], usize> = HashMap::new();
     let mut paths: Vec<PeerPath> = Vec::new();
     for (claim, claim_paths) in claims.iter().enumerate() {
@@ -285,7 +287,7 @@ pub struct ClaimMeeting {
 pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<ClaimMeeting> {
     let identity = identities(peers);
     let peer_of = |at: usize| -> &Peer { peers[at].borrow() };
-    let mine: Vec<Vec<ClaimPath>> = peer_of(me)
+    let mine: Vec<Arc<[ClaimPath]>> = peer_of(me)
         .claims
         .iter()
         .map(|claim| claim_paths(peer_of(me), claim))
@@ -298,7 +300,7 @@ pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<Claim
     }
     // (earlier claim, later claim) -> pairs (earlier's path, later's path)
     let mut met: BTreeMap<(ClaimAt, ClaimAt), PairSample> = BTreeMap::new();
-    let mut theirs_of: HashMap<(usize, usize), Vec<ClaimPath>> = HashMap::new();
+    let mut theirs_of: HashMap<(usize, usize), Arc<[ClaimPath]>> = HashMap::new();
     for (p, peer) in peers.iter().map(Borrow::borrow).enumerate() {
         if identity[p] == identity[me] {
             continue;
@@ -353,7 +355,7 @@ pub fn claims_meeting_peer<P: Borrow<Peer>>(peers: &[P], me: usize) -> Vec<Claim
 }
 
 /// [`claim_paths`] of every claim of every peer, by peer and claim.
-pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
+pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Arc<[ClaimPath]>>> {
     peers
         .iter()
         .map(|peer| {
@@ -370,7 +372,10 @@ pub(crate) fn every_claims_paths(peers: &[Peer]) -> Vec<Vec<Vec<ClaimPath>>> {
 /// normalised against the peer's worktree (or as repository-relative when the peer has no
 /// checkout), as its board compared them. A path that cannot be read either way meets
 /// nothing. The work is one pass over the claim's paths, whichever board it is on.
-pub fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
+pub fn claim_paths(peer: &Peer, claim: &Announcement) -> Arc<[ClaimPath]> {
+    if let Some(kept) = &claim.compared.0 {
+        return kept.clone();
+    }
     let paths = if !claim.resolved.is_empty() && claim.resolved.len() == claim.scope.len() {
         claim
             .scope
@@ -389,7 +394,7 @@ pub fn claim_paths(peer: &Peer, claim: &Announcement) -> Vec<ClaimPath> {
             })
             .collect()
     };
-    without_repeats(paths)
+    without_repeats(paths).into()
 }
 
 /// Calls `meet` once for every pair of entries whose paths meet (equal, or one an ancestor

@@ -14,8 +14,10 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::ids::Stamp;
+use crate::paths::ClaimPath;
 use crate::{limits, text};
 
 /// A peer's id on one server's board: `p1`, `p2`, … in attachment order, never reused while
@@ -121,7 +123,24 @@ pub struct Announcement {
     /// Present only when one of them differs from what its text says: a link followed, or
     /// a glob-looking name (`app/[slug]`) that exists and so is a literal path.
     pub resolved: Vec<String>,
+    /// The paths the board holding the claim compares it on, when this copy came from that
+    /// board in this process: a reader then need not read `scope` into paths again.
+    pub compared: KeptPaths,
 }
+
+/// The paths a board compares one claim on ([`ClaimPath`]s, without repeats), kept beside
+/// the claim it listed. Not part of what the claim says: it is absent from every copy read
+/// off the wire, and two announcements are equal whatever they keep here.
+#[derive(Debug, Clone, Default)]
+pub struct KeptPaths(pub Option<Arc<[ClaimPath]>>);
+
+impl PartialEq for KeptPaths {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for KeptPaths {}
 
 /// Which checkout of the repository a peer is attached to. Peer ids restart at `p1` on
 /// every board, so a repository-wide answer qualifies each peer with this.

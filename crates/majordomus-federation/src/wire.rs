@@ -243,6 +243,7 @@ impl From<PublishedClaim> for Announcement {
             scope: claim.scope,
             at: claim.at.into(),
             resolved: claim.resolved,
+            compared: Default::default(),
         }
     }
 }
@@ -262,6 +263,7 @@ mod tests {
             scope: vec!["src".into(), "app/[slug]".into()],
             at,
             resolved: vec!["src".into(), "app/[slug]".into()],
+            compared: Default::default(),
         };
         let peer = Peer {
             id: PeerId::nth(7),

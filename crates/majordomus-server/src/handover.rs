@@ -175,6 +175,7 @@ impl From<ClaimRecord> for Announcement {
             scope: claim.scope,
             at: claim.at.into(),
             resolved: claim.resolved,
+            compared: Default::default(),
         }
     }
 }

@@ -317,7 +317,7 @@ fn findings(list: &PeerList, me: &Me, paths: &[ClaimPath]) -> (Vec<Finding>, usi
         for claim in &peer.claims {
             let mut yours = BTreeSet::new();
             let mut theirs = Vec::new();
-            for path in claim_paths(peer, claim) {
+            for path in claim_paths(peer, claim).iter() {
                 let mut met = false;
                 index.for_each_meeting(path.components(), |&at| {
                     met = true;
@@ -679,6 +679,7 @@ mod tests {
                 scope: scope.iter().map(|s| (*s).to_string()).collect(),
                 at: "2026-11-30T02:26:47Z".parse().unwrap(),
                 resolved: Vec::new(),
+                compared: Default::default(),
             })
             .collect();
         Peer {

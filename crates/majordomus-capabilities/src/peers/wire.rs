@@ -360,6 +360,7 @@ impl From<Announcement> for board::Announcement {
             scope: claim.scope,
             at: claim.at.into(),
             resolved: claim.resolved,
+            compared: Default::default(),
         }
     }
 }
@@ -564,6 +565,7 @@ mod tests {
             scope: vec!["src".into(), "app/[slug]".into()],
             at,
             resolved: vec!["src".into(), "app/[slug]".into()],
+            compared: Default::default(),
         };
         let held = board::Peer {
             id: board::PeerId::nth(7),

@@ -162,6 +162,7 @@ impl From<JournalClaim> for Announcement {
             scope: claim.scope,
             at: claim.at.into(),
             resolved: claim.resolved,
+            compared: Default::default(),
         }
     }
 }

@@ -742,6 +742,7 @@ mod tests {
                 scope: vec![],
                 at: Stamp::at(now),
                 resolved: vec![],
+                compared: Default::default(),
             };
             let mut queued = 0;
             while recorder
@@ -824,6 +825,7 @@ mod tests {
                 scope: vec!["src/parser".into()],
                 at: Stamp::at(now),
                 resolved: vec![],
+                compared: Default::default(),
             };
             recorder.announced(&on_board, announcement.clone(), now);
             let lost = board

@@ -30,7 +30,9 @@ use crate::ids::Stamp;
 use crate::index::PathIndex;
 use crate::limits;
 use crate::paths::{ClaimPath, normalize, same_places, without_repeats};
-use crate::peers::{AnnounceInput, Announced, Announcement, ClientInfo, Peer, PeerId, Transport};
+use crate::peers::{
+    AnnounceInput, Announced, Announcement, ClientInfo, KeptPaths, Peer, PeerId, Transport,
+};
 
 mod meeting;
 mod refusals;
@@ -744,6 +746,7 @@ fn announcement((name, claim): (&Option<String>, &Claim)) -> Announcement {
             .collect(),
         at: claim.at,
         resolved,
+        compared: KeptPaths(Some(claim.paths.clone())),
     }
 }
 
@@ -1175,6 +1178,30 @@ mod tests {
         assert!(Arc::ptr_eq(&compared[0], &recorded.paths));
         assert_eq!(compared[1][0].key(), "docs");
         assert!(board.compared_paths(&PeerId::nth(9)).is_empty());
+
+        // The listed claims keep the same paths, which a reader of their text would make.
+        let mut listed = board.peers(at(12)).remove(0);
+        for (claim, compared) in listed.claims.iter().zip(&compared) {
+            let kept = claim.compared.0.as_ref().expect("a listed claim keeps its paths");
+            assert!(Arc::ptr_eq(kept, compared));
+        }
+        listed.checkout = Some(crate::peers::PeerCheckout {
+            id: "x".into(),
+            worktree: ROOT.into(),
+            branch: None,
+            this_checkout: true,
+            machine: None,
+        });
+        for claim in listed.claims.clone() {
+            let read = crate::listing::claim_paths(
+                &listed,
+                &Announcement {
+                    compared: KeptPaths::default(),
+                    ..claim.clone()
+                },
+            );
+            assert_eq!(read, crate::listing::claim_paths(&listed, &claim));
+        }
     }
 
     #[test]
@@ -1298,6 +1325,7 @@ mod tests {
             scope: scope.iter().map(|s| (*s).to_owned()).collect(),
             at: "2026-11-30T02:26:43Z".parse().unwrap(),
             resolved: Vec::new(),
+            compared: Default::default(),
         };
         let peer = |claims: Vec<Announcement>| HandedOver {
             client: client("codex"),

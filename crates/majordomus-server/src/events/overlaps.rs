@@ -201,6 +201,7 @@ mod tests {
             scope: paths.iter().map(|p| p.to_string()).collect(),
             at: "2026-01-01T00:00:00Z".parse().unwrap(),
             resolved: Vec::new(),
+            compared: Default::default(),
         }
     }
 

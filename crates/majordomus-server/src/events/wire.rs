@@ -291,6 +291,7 @@ mod tests {
             scope: (0..10).map(|n| format!("src/{n}")).collect(),
             at: "2026-12-01T10:00:00Z".parse().unwrap(),
             resolved: vec![],
+            compared: Default::default(),
         };
         let released: Vec<String> = vec!["docs".into()];
         let began = |more_paths| Change::OverlapBegan {

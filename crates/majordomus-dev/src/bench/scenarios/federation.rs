@@ -220,6 +220,7 @@ pub(super) fn remote_boards(repository: &str) -> Vec<(String, Vec<u8>)> {
                         scope,
                         at: "2026-11-30T02:26:47Z".parse().unwrap(),
                         resolved: Vec::new(),
+                        compared: Default::default(),
                     };
                     majordomus_domain::peers::Peer {
                         id: PeerId::nth(p as u64 + 1),
