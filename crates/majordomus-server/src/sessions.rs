@@ -332,6 +332,8 @@ impl ServerState {
             CapabilityError::refused(format!("the edit was not recorded: {error}"))
         })?;
         drop(coordination);
+        // The hand-over and the federation keep and publish the claim as any other.
+        self.claims_changed();
         self.sessions().edited.insert(peer.clone(), Instant::now());
         Ok(scope)
     }

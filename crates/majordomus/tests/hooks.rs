@@ -1497,3 +1497,58 @@ async fn a_command_needing_a_lease_another_session_holds_is_stopped_naming_the_h
     codex.close().await;
     claude.close().await;
 }
+
+/// 3b. An edit is kept for the next server: the hand-over file, written once changes have
+///     gathered, holds the `edits` claim of a session already on the board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_is_handed_over_to_the_next_server() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let (_serve, lease) = ServeProcess::start(&repo, &root).await;
+    let other = McpClient::http(&lease, "codex", "0.98.0").await;
+    other
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "write the guide", "scope": ["docs"]}),
+        )
+        .await;
+    let guard = payload("claude-code", "PreToolUse", &root, "src/lexer.rs", "handed");
+    hook(&repo, "claude-code", "PreToolUse", &guard)
+        .await
+        .assert_silent("a file nobody claims");
+    let handed_over = PathBuf::from(git(&root, &["rev-parse", "--absolute-git-dir"]).trim())
+        .join("majordomus/claims.json");
+    eventually("the board to be written for the next server", || async {
+        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
+        if written.contains("write the guide") {
+            Ok(())
+        } else {
+            Err(written)
+        }
+    })
+    .await;
+    // The session's joining is written once changes have gathered (300 ms): past that, only
+    // the edit itself can have the file written again.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+
+    let edit = payload(
+        "claude-code",
+        "PostToolUse",
+        &root,
+        "src/lexer.rs",
+        "handed",
+    );
+    hook(&repo, "claude-code", "PostToolUse", &edit)
+        .await
+        .assert_silent("an edit nobody else claims");
+    eventually("the edit to be written for the next server", || async {
+        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
+        if written.contains("src/lexer.rs") {
+            Ok(())
+        } else {
+            Err(written)
+        }
+    })
+    .await;
+    other.close().await;
+}
