@@ -1182,7 +1182,11 @@ mod tests {
         // The listed claims keep the same paths, which a reader of their text would make.
         let mut listed = board.peers(at(12)).remove(0);
         for (claim, compared) in listed.claims.iter().zip(&compared) {
-            let kept = claim.compared.0.as_ref().expect("a listed claim keeps its paths");
+            let kept = claim
+                .compared
+                .0
+                .as_ref()
+                .expect("a listed claim keeps its paths");
             assert!(Arc::ptr_eq(kept, compared));
         }
         listed.checkout = Some(crate::peers::PeerCheckout {
