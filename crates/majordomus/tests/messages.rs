@@ -127,6 +127,52 @@ async fn a_session_without_hooks_gets_a_message_in_its_next_tool_answer_once() {
     holder.close().await;
 }
 
+/// A message to a path reaches the session whose claim leads there through a symbolic
+/// link, and a path sent through a link reaches the claim on where it leads: both sides are
+/// compared as the file system has them, as the listing compares claims.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_to_a_path_meets_claims_where_their_links_lead() {
+    let repo = TempRepo::new();
+    let root = repo.root().to_path_buf();
+    let beta = repo.add_worktree("beta");
+    std::fs::create_dir_all(beta.join("docs")).unwrap();
+    std::os::unix::fs::symlink("docs", beta.join("notes")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::os::unix::fs::symlink("docs", root.join("manual")).unwrap();
+    let (_server, lease) = ServeProcess::start(&repo, &root).await;
+    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
+    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
+    let holder = McpClient::http(&beta_lease, "an-sdk-agent", "1.0").await;
+    holder
+        .answer(
+            "majordomus_announce",
+            json!({"intent": "rewrite the guide", "scope": ["notes"]}),
+        )
+        .await;
+    let holder_id = qualified_id(&holder).await;
+
+    for to in ["path:docs/guide.md", "path:manual/guide.md"] {
+        let sent = sender
+            .answer(
+                SEND,
+                json!({"to": to, "text": "may I fix a typo in the guide?"}),
+            )
+            .await;
+        assert_eq!(
+            sent["to"][0]["qualified_id"],
+            holder_id.as_str(),
+            "{to}: {sent}"
+        );
+    }
+    let error = sender
+        .call(SEND, json!({"to": "path:src/guide.md", "text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(error.contains("no live session claims or edits"), "{error}");
+    sender.close().await;
+    holder.close().await;
+}
+
 /// Runs `majordomus hook claude-code <event>` with `input`; its stdout as JSON, `Null` when it
 /// printed nothing. With `reading` false the client stopped reading: the hook's stdout is a
 /// pipe whose reading end is closed before it answers, and the answer is `Null`.

@@ -3,9 +3,11 @@
 
 use std::time::SystemTime;
 
+use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::checkouts::Checkouts;
+use majordomus_domain::listing::claim_paths;
 use majordomus_domain::messages::{MessageError, Party};
-use majordomus_domain::paths::{ClaimPath, normalize, normalize_relative};
+use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::{Peer, PeerId};
 use majordomus_domain::text;
 
@@ -88,21 +90,18 @@ pub(super) enum Address {
 }
 
 impl Address {
-    /// Reads `to`: a path is read against `site`'s checkout and must stay inside it.
+    /// Reads `to`: a path is read against `site`'s checkout, where it leads on disk as a
+    /// claim's path is (a symbolic link followed), and must stay inside it.
     pub(super) fn parse(to: &str, site: &Site) -> Result<Address, CapabilityError> {
         if let Some(path) = to.strip_prefix("path:") {
-            let root = site.checkout.root.to_string_lossy();
-            let path = if std::path::Path::new(path).is_absolute() {
-                normalize(path, &root)
-            } else {
-                normalize_relative(path)
-            };
             // Nothing outside the repository can be held: nobody is there to tell.
-            return path.map(Address::Path).map_err(|error| {
-                CapabilityError::not_found(format!(
-                    "`to` names a path that is not in the repository: {error}"
-                ))
-            });
+            return resolve_scope(&site.checkout.root, &[path.to_owned()])
+                .map(|mut resolved| Address::Path(resolved.remove(0)))
+                .map_err(|error| {
+                    CapabilityError::not_found(format!(
+                        "`to` names a path that is not in the repository: {error}"
+                    ))
+                });
         }
         if let Some(name) = to.strip_prefix("worktree:") {
             if name.trim().is_empty() {
@@ -213,16 +212,12 @@ fn party(listed: &ListedPeer) -> Party {
     )
 }
 
-/// Whether one of `peer`'s claims (its `edits` among them) meets `path`.
+/// Whether one of `peer`'s claims (its `edits` among them) meets `path`, compared where
+/// the claim's server resolved it, as the listing compares it.
 fn holds(peer: &Peer, path: &ClaimPath) -> bool {
-    let root = peer.checkout.as_ref().map(|c| c.worktree.as_str());
     peer.claims.iter().any(|claim| {
-        claim.scope.iter().any(|raw| {
-            let theirs = match root {
-                Some(root) => normalize(raw, root),
-                None => normalize_relative(raw),
-            };
-            theirs.is_ok_and(|theirs| theirs.meets(path))
-        })
+        claim_paths(peer, claim)
+            .iter()
+            .any(|theirs| theirs.meets(path))
     })
 }
