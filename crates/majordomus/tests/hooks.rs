@@ -1498,6 +1498,22 @@ async fn a_command_needing_a_lease_another_session_holds_is_stopped_naming_the_h
     claude.close().await;
 }
 
+/// Waits until the hand-over file at `path` holds `text`.
+async fn handed_over_holds(path: &Path, text: &str) {
+    eventually(
+        &format!("`{text}` to be written for the next server"),
+        || async {
+            let written = std::fs::read_to_string(path).unwrap_or_default();
+            if written.contains(text) {
+                Ok(())
+            } else {
+                Err(written)
+            }
+        },
+    )
+    .await;
+}
+
 /// 3b. An edit is kept for the next server: the hand-over file, written once changes have
 ///     gathered, holds the `edits` claim of a session already on the board.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1518,15 +1534,7 @@ async fn an_edit_is_handed_over_to_the_next_server() {
         .assert_silent("a file nobody claims");
     let handed_over = PathBuf::from(git(&root, &["rev-parse", "--absolute-git-dir"]).trim())
         .join("majordomus/claims.json");
-    eventually("the board to be written for the next server", || async {
-        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
-        if written.contains("write the guide") {
-            Ok(())
-        } else {
-            Err(written)
-        }
-    })
-    .await;
+    handed_over_holds(&handed_over, "write the guide").await;
     // The session's joining is written once changes have gathered (300 ms): past that, only
     // the edit itself can have the file written again.
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
@@ -1541,14 +1549,6 @@ async fn an_edit_is_handed_over_to_the_next_server() {
     hook(&repo, "claude-code", "PostToolUse", &edit)
         .await
         .assert_silent("an edit nobody else claims");
-    eventually("the edit to be written for the next server", || async {
-        let written = std::fs::read_to_string(&handed_over).unwrap_or_default();
-        if written.contains("src/lexer.rs") {
-            Ok(())
-        } else {
-            Err(written)
-        }
-    })
-    .await;
+    handed_over_holds(&handed_over, "src/lexer.rs").await;
     other.close().await;
 }

@@ -51,24 +51,34 @@ async fn qualified_id(client: &McpClient) -> String {
         .to_owned()
 }
 
+/// The primary checkout and worktree `beta`, each served; a Claude Code session in the
+/// primary to send, and a session in `beta` that announced `claim` to hold it.
+async fn sender_and_holder(
+    repo: &TempRepo,
+    beta: &Path,
+    claim: Value,
+) -> ((ServeProcess, ServeProcess), McpClient, McpClient) {
+    let (server, lease) = ServeProcess::start(repo, repo.root()).await;
+    let (beta_server, beta_lease) = ServeProcess::start(repo, beta).await;
+    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
+    let holder = McpClient::http(&beta_lease, "an-sdk-agent", "1.0").await;
+    holder.answer("majordomus_announce", claim).await;
+    ((server, beta_server), sender, holder)
+}
+
 /// A message to whoever holds a path reaches an SDK client with no hooks in the `inbox` of its
 /// next tool answer, once, and its receipt moves from queued to delivered (naming the tool)
 /// to answered; the reply reaches the sender the same way.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_without_hooks_gets_a_message_in_its_next_tool_answer_once() {
     let repo = TempRepo::new();
-    let root = repo.root().to_path_buf();
     let beta = repo.add_worktree("beta");
-    let (_server, lease) = ServeProcess::start(&repo, &root).await;
-    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
-    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
-    let holder = McpClient::http(&beta_lease, "an-sdk-agent", "1.0").await;
-    holder
-        .answer(
-            "majordomus_announce",
-            json!({"intent": "rework the parser", "scope": ["src/lib.rs"]}),
-        )
-        .await;
+    let (_servers, sender, holder) = sender_and_holder(
+        &repo,
+        &beta,
+        json!({"intent": "rework the parser", "scope": ["src/lib.rs"]}),
+    )
+    .await;
     let holder_id = qualified_id(&holder).await;
     let sender_id = qualified_id(&sender).await;
 
@@ -139,16 +149,12 @@ async fn a_message_to_a_path_meets_claims_where_their_links_lead() {
     std::os::unix::fs::symlink("docs", beta.join("notes")).unwrap();
     std::fs::create_dir_all(root.join("docs")).unwrap();
     std::os::unix::fs::symlink("docs", root.join("manual")).unwrap();
-    let (_server, lease) = ServeProcess::start(&repo, &root).await;
-    let (_beta_server, beta_lease) = ServeProcess::start(&repo, &beta).await;
-    let sender = McpClient::http(&lease, "claude-code", "2.1.197").await;
-    let holder = McpClient::http(&beta_lease, "an-sdk-agent", "1.0").await;
-    holder
-        .answer(
-            "majordomus_announce",
-            json!({"intent": "rewrite the guide", "scope": ["notes"]}),
-        )
-        .await;
+    let (_servers, sender, holder) = sender_and_holder(
+        &repo,
+        &beta,
+        json!({"intent": "rewrite the guide", "scope": ["notes"]}),
+    )
+    .await;
     let holder_id = qualified_id(&holder).await;
 
     for to in ["path:docs/guide.md", "path:manual/guide.md"] {
