@@ -181,7 +181,7 @@ impl Operation for MessagesSend {
         let from = me(ctx).unwrap_or_else(parties::command_line);
         let (address, to) = match (&input.to, input.reply_to) {
             (Some(to), _) => {
-                let address = Address::parse(to, &ctx.site)?;
+                let address = Address::parse(to, &ctx.site).await?;
                 let recipients = recipients(ctx, &address).await?;
                 (to.clone(), recipients)
             }

@@ -1,9 +1,9 @@
 //! Who a message is from and to: the calling session as a [`Party`], and an address read
 //! and resolved against the repository's listing to the live sessions it reaches.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use majordomus_checkout::resolve::resolve_scope;
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::listing::claim_paths;
 use majordomus_domain::messages::{MessageError, Party};
@@ -92,16 +92,16 @@ pub(super) enum Address {
 impl Address {
     /// Reads `to`: a path is read against `site`'s checkout, where it leads on disk as a
     /// claim's path is (a symbolic link followed), and must stay inside it.
-    pub(super) fn parse(to: &str, site: &Site) -> Result<Address, CapabilityError> {
+    pub(super) async fn parse(to: &str, site: &Arc<Site>) -> Result<Address, CapabilityError> {
         if let Some(path) = to.strip_prefix("path:") {
             // Nothing outside the repository can be held: nobody is there to tell.
-            return resolve_scope(&site.checkout.root, &[path.to_owned()])
-                .map(|mut resolved| Address::Path(resolved.remove(0)))
-                .map_err(|error| {
-                    CapabilityError::not_found(format!(
-                        "`to` names a path that is not in the repository: {error}"
-                    ))
-                });
+            let mut resolved = peers::resolve_on_disk(site, &[path.to_owned()], |error| {
+                CapabilityError::not_found(format!(
+                    "`to` names a path that is not in the repository: {error}"
+                ))
+            })
+            .await?;
+            return Ok(Address::Path(resolved.remove(0)));
         }
         if let Some(name) = to.strip_prefix("worktree:") {
             if name.trim().is_empty() {

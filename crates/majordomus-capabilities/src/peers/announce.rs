@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use majordomus_checkout::resolve::resolve_scope;
+use majordomus_checkout::resolve::{ResolveError, resolve_scope};
 use majordomus_domain::board::{CheckedAnnouncement, Recorded};
 use majordomus_domain::changes::changes_meeting;
 use majordomus_domain::limits;
@@ -193,10 +193,23 @@ impl Operation for PeersAnnounce {
 /// a blocking thread and back, which on a loaded machine waits for that thread to be run.
 const INLINE_SCOPE_COMPONENTS: usize = 32;
 
-/// Where each scope path leads on disk; a path leading out of the checkout is bad input. A
-/// small scope in a small repository is resolved on the calling thread (see
-/// [`Site::reads_inline`]), anything more on a blocking thread.
+/// Where each scope path leads on disk; a path leading out of the checkout is bad input.
 async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, CapabilityError> {
+    resolve_on_disk(site, scope, |error| {
+        CapabilityError::invalid_input(error.to_string())
+    })
+    .await
+}
+
+/// Where each of `paths` leads on disk, as a claim's scope is resolved; a path that cannot
+/// be resolved is answered with `refusal` of why. A few paths in a small repository are
+/// resolved on the calling thread (see [`Site::reads_inline`]), anything more on a blocking
+/// thread.
+pub(crate) async fn resolve_on_disk(
+    site: &Arc<Site>,
+    scope: &[String],
+    refusal: impl FnOnce(ResolveError) -> CapabilityError,
+) -> Result<Vec<ClaimPath>, CapabilityError> {
     let components: usize = scope
         .iter()
         .map(|raw| raw.split('/').filter(|c| !c.is_empty()).count())
@@ -212,5 +225,5 @@ async fn resolve(site: &Arc<Site>, scope: &[String]) -> Result<Vec<ClaimPath>, C
                 CapabilityError::internal(format!("the scope could not be resolved: {error}"))
             })?
     };
-    resolved.map_err(|error| CapabilityError::invalid_input(error.to_string()))
+    resolved.map_err(refusal)
 }

@@ -24,6 +24,7 @@ mod siblings;
 pub mod wire;
 pub mod wire_changes;
 
+pub(crate) use announce::resolve_on_disk;
 pub use announce::{AnnounceAnswer, PeersAnnounce, UnreadBoard};
 pub use answer::{BoardView, ListedPeer, PeerList, PeerListInput};
 pub(crate) use boards::Detail;
