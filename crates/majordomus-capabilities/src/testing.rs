@@ -34,7 +34,7 @@ use majordomus_core::context::testing::site_in_repository;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::episodes::providers::GENERIC;
 use majordomus_core::port::{
-    BoardPort, BoardSnapshot, EDITS_CLAIM, Fact, KeptSlot, SiblingBoard, SpeedBumps,
+    BoardPort, BoardSnapshot, EDITS_CLAIM, KeptSlot, SiblingBoard, SpeedBumps,
 };
 use majordomus_federation::Federation;
 
@@ -370,13 +370,10 @@ impl BoardPort for MemoryPort {
         session.told.extend(keys);
     }
 
-    fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact> {
+    fn untold(&self, session_id: &str, keys: &[u64]) -> Vec<bool> {
         let mut sessions = self.sessions();
         let session = sessions.entry(session_id.to_owned()).or_default();
-        facts
-            .into_iter()
-            .filter(|fact| session.told.insert(fact.key))
-            .collect()
+        keys.iter().map(|&key| session.told.insert(key)).collect()
     }
 
     fn bumped_before(&self, key: u64) -> bool {

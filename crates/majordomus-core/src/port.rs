@@ -193,8 +193,9 @@ pub trait BoardPort: Send + Sync {
     /// Remembers that `session_id` was told the facts of `keys`.
     fn mark_told(&self, session_id: &str, keys: &[u64]);
 
-    /// The facts `session_id` was not told yet, which count as told from now on.
-    fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact>;
+    /// Whether `session_id` was not told yet each fact of `keys`, in order; each counts as
+    /// told from now on. A key repeated is new once at most.
+    fn untold(&self, session_id: &str, keys: &[u64]) -> Vec<bool>;
 
     /// Whether the edit `key` names (a session and its files) was stopped by a speed bump
     /// within [`SPEED_BUMP_WINDOW`]; remembered from now on when it was not.

@@ -17,7 +17,7 @@ use majordomus_checkout::ancestry::ProcessStamp;
 
 use super::ServerState;
 use majordomus_core::api::CapabilityError;
-use majordomus_core::port::{BoardPort, BoardSnapshot, Fact, KeptSlot, SiblingBoard};
+use majordomus_core::port::{BoardPort, BoardSnapshot, KeptSlot, SiblingBoard};
 use majordomus_federation::{Federation, Published};
 
 impl BoardPort for ServerState {
@@ -156,8 +156,8 @@ impl BoardPort for ServerState {
         ServerState::mark_told(self, session_id, keys)
     }
 
-    fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact> {
-        ServerState::untold(self, session_id, facts)
+    fn untold(&self, session_id: &str, keys: &[u64]) -> Vec<bool> {
+        ServerState::untold(self, session_id, keys)
     }
 
     fn federation(&self) -> &Federation {

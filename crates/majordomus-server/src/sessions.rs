@@ -36,7 +36,7 @@ use majordomus_domain::sync::LockExt;
 use super::ServerState;
 use super::hook_sessions::{ClientProcess, HookSessions, is_attached};
 use majordomus_core::api::CapabilityError;
-use majordomus_core::port::{EDITS_CLAIM, Fact};
+use majordomus_core::port::EDITS_CLAIM;
 
 /// The intent of the `edits` claim, as other sessions read it.
 const EDITS_INTENT: &str = "files this session edited";
@@ -441,13 +441,10 @@ impl ServerState {
     }
 
     /// The facts `session_id` was not told yet, which count as told from now on.
-    pub(crate) fn untold(&self, session_id: &str, facts: Vec<Fact>) -> Vec<Fact> {
+    pub(crate) fn untold(&self, session_id: &str, keys: &[u64]) -> Vec<bool> {
         let mut sessions = self.sessions();
         let (session, _) = sessions.entry(session_id, Instant::now());
-        facts
-            .into_iter()
-            .filter(|fact| session.told.learn(fact.key))
-            .collect()
+        keys.iter().map(|&key| session.told.learn(key)).collect()
     }
 
     /// How many attached peers are connections (MCP sessions, stdio or bridged or over

@@ -11,7 +11,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::index::PathIndex;
-use majordomus_domain::listing::{claim_paths, claims_meeting_peer};
+use majordomus_domain::listing::{ClaimMeeting, claim_paths, claims_meeting_peer};
 use majordomus_domain::paths::{ClaimPath, normalize_relative, without_repeats};
 use majordomus_domain::peers::{Peer, PeerCheckout, PeerId};
 use majordomus_domain::text::{for_terminal, quoted};
@@ -24,7 +24,7 @@ use majordomus_core::api::CapabilityError;
 use majordomus_core::clients::NewsMoment;
 use majordomus_core::context::Context;
 use majordomus_core::context::RepositoryReading;
-use majordomus_core::port::{EDITS_CLAIM, Fact};
+use majordomus_core::port::EDITS_CLAIM;
 use majordomus_domain::changes::WorktreeChanges;
 
 /// How many other claims a guard lists; the rest are counted.
@@ -266,17 +266,27 @@ pub async fn news(
             server.mark_told(session_id, &keys);
             bounded(summary(&list, &me, &overlaps))
         }
-        NewsMoment::Prompt => bounded(
-            server
-                .untold(session_id, {
-                    let mut facts = overlaps;
-                    facts.extend(crate::leases::grants_to(ctx, peer).await);
-                    facts
-                })
-                .into_iter()
-                .map(|fact| fact.line)
-                .collect(),
-        ),
+        NewsMoment::Prompt => {
+            let grants = crate::leases::grants_to(ctx, peer).await;
+            let keys: Vec<u64> = overlaps
+                .iter()
+                .map(|fact| fact.key)
+                .chain(grants.iter().map(|fact| fact.key))
+                .collect();
+            let mut new = server.untold(session_id, &keys).into_iter();
+            let mut lines = Vec::new();
+            for fact in &overlaps {
+                if new.next() == Some(true) {
+                    lines.push(fact.line());
+                }
+            }
+            for fact in grants {
+                if new.next() == Some(true) {
+                    lines.push(fact.line);
+                }
+            }
+            bounded(lines)
+        }
     })
 }
 
@@ -375,9 +385,40 @@ fn listed(items: impl Iterator<Item = String>) -> (Vec<String>, usize) {
     (shown, more)
 }
 
-/// Every claim of another peer that meets a claim of `me`, as a fact about the other side:
-/// one per pair of claims, in the order a listing of every pair of claims would give them.
-fn overlap_facts(list: &PeerList, me: &Me) -> Vec<Fact> {
+/// An overlap of another peer's claim with a claim of `me`, as a fact about the other side:
+/// its key says whether the session was told it, and its line is written only when it is
+/// told (a prompt's news drop every overlap told before).
+struct OverlapFact<'a> {
+    key: u64,
+    other: &'a Peer,
+    intent: &'a str,
+    meeting: ClaimMeeting,
+}
+
+impl OverlapFact<'_> {
+    /// The other side's paths and this session's in the meeting, each once, in order.
+    fn sides(meeting: &ClaimMeeting) -> (Vec<&str>, Vec<&str>) {
+        (
+            distinct(meeting.paths.iter().map(|p| p.theirs.as_str()).collect()),
+            distinct(meeting.paths.iter().map(|p| p.yours.as_str()).collect()),
+        )
+    }
+
+    fn line(&self) -> String {
+        let (their_paths, my_paths) = Self::sides(&self.meeting);
+        format!(
+            "{} claims {} for {}, which meets your {}",
+            describe_peer(self.other),
+            path_list(&their_paths, 0),
+            quoted(self.intent, QUOTED_BYTES),
+            path_list(&my_paths, 0),
+        )
+    }
+}
+
+/// Every claim of another peer that meets a claim of `me`: one fact per pair of claims, in
+/// the order a listing of every pair of claims would give them.
+fn overlap_facts<'a>(list: &'a PeerList, me: &Me) -> Vec<OverlapFact<'a>> {
     let mut facts = Vec::new();
     let mine = list
         .peers
@@ -387,21 +428,15 @@ fn overlap_facts(list: &PeerList, me: &Me) -> Vec<Fact> {
     for (at, _) in mine {
         for meeting in claims_meeting_peer(&list.peers, at) {
             let other = &list.peers[meeting.theirs.0].peer;
-            let intent = &other.claims[meeting.theirs.1].intent;
-            let their_paths = distinct(meeting.paths.iter().map(|p| p.theirs.as_str()).collect());
-            let my_paths = distinct(meeting.paths.iter().map(|p| p.yours.as_str()).collect());
+            let intent = other.claims[meeting.theirs.1].intent.as_str();
             let checkout_id = other.checkout.as_ref().map(|c| c.id.as_str());
             let mut hasher = DefaultHasher::new();
-            (checkout_id, &other.id, intent, &their_paths, &my_paths).hash(&mut hasher);
-            facts.push(Fact {
+            (checkout_id, &other.id, intent, OverlapFact::sides(&meeting)).hash(&mut hasher);
+            facts.push(OverlapFact {
                 key: hasher.finish(),
-                line: format!(
-                    "{} claims {} for {}, which meets your {}",
-                    describe_peer(other),
-                    path_list(&their_paths, 0),
-                    quoted(intent, QUOTED_BYTES),
-                    path_list(&my_paths, 0),
-                ),
+                other,
+                intent,
+                meeting,
             });
         }
     }
@@ -422,7 +457,7 @@ fn distinct(items: Vec<&str>) -> Vec<&str> {
 /// the overlaps that involve `me`, and the boards that were not read. `me` is never among
 /// the others. Empty when nobody else is on the repository's boards and every board was
 /// read.
-fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
+fn summary(list: &PeerList, me: &Me, overlaps: &[OverlapFact]) -> Vec<String> {
     let others: Vec<&Peer> = list
         .peers
         .iter()
@@ -485,7 +520,7 @@ fn summary(list: &PeerList, me: &Me, overlaps: &[Fact]) -> Vec<String> {
             if finished == 1 { "its" } else { "their" },
         ));
     }
-    lines.extend(overlaps.iter().map(|fact| fact.line.clone()));
+    lines.extend(overlaps.iter().map(OverlapFact::line));
     lines.extend(unread);
     lines
 }
@@ -830,13 +865,13 @@ mod tests {
         let facts = overlap_facts(&listing, &me);
         assert_eq!(facts.len(), 1);
         assert_eq!(
-            facts[0].line,
+            facts[0].line(),
             "p2 (\"gemini-cli\" in worktree \"/w/beta\", branch \"main\") claims \
              \"src/parser\" for \"rework parsing\", which meets your \"src/parser/lexer.rs\""
         );
         assert_eq!(
-            facts,
-            overlap_facts(&listing, &me),
+            facts[0].key,
+            overlap_facts(&listing, &me)[0].key,
             "the same overlap, the same key"
         );
         let other = Me {
