@@ -296,9 +296,10 @@ impl ServerState {
         paths: &[ClaimPath],
     ) -> Result<Vec<String>, CapabilityError> {
         let now = SystemTime::now();
-        let root = self.site.checkout.root.to_string_lossy().into_owned();
         let mut coordination = self.coordination();
         let board = coordination.peers_mut();
+        // The board lists its claims with the paths it compares them on: the earlier edits
+        // are not read from their text again.
         let earlier: Vec<ClaimPath> = board
             .peer(peer, now)
             .and_then(|known| {
@@ -307,13 +308,8 @@ impl ServerState {
                     .into_iter()
                     .find(|claim| claim.name.as_deref() == Some(EDITS_CLAIM))
             })
-            .map(|claim| {
-                claim
-                    .scope
-                    .iter()
-                    .filter_map(|written| normalize(written, &root).ok())
-                    .collect()
-            })
+            .and_then(|claim| claim.compared.0)
+            .map(|kept| kept.to_vec())
             .unwrap_or_default();
         let mut seen = HashSet::new();
         let scope: Vec<String> = paths
