@@ -298,40 +298,26 @@ impl ServerState {
         let now = SystemTime::now();
         let mut coordination = self.coordination();
         let board = coordination.peers_mut();
-        // The board lists its claims with the paths it compares them on: the earlier edits
-        // are not read from their text again.
-        let earlier: Vec<ClaimPath> = board
-            .peer(peer, now)
-            .and_then(|known| {
-                known
-                    .claims
-                    .into_iter()
-                    .find(|claim| claim.name.as_deref() == Some(EDITS_CLAIM))
-            })
-            .and_then(|claim| claim.compared.0)
-            .map(|kept| kept.to_vec())
-            .unwrap_or_default();
-        let mut seen = HashSet::new();
-        let scope: Vec<String> = paths
-            .iter()
-            .chain(&earlier)
-            .filter(|path| seen.insert(path.components().to_vec()))
-            .take(limits::SCOPE_PATHS)
-            .map(|path| path.as_written().to_owned())
-            .collect();
-        let input = AnnounceInput {
-            intent: EDITS_INTENT.to_owned(),
-            scope: scope.clone(),
-            claim: Some(EDITS_CLAIM.to_owned()),
-        };
-        board.announce(peer, input, now).map_err(|error| {
-            CapabilityError::refused(format!("the edit was not recorded: {error}"))
-        })?;
+        let kept = board
+            .record_in_front(
+                peer,
+                EDITS_CLAIM,
+                EDITS_INTENT,
+                paths,
+                limits::SCOPE_PATHS,
+                now,
+            )
+            .map_err(|error| {
+                CapabilityError::refused(format!("the edit was not recorded: {error}"))
+            })?;
         drop(coordination);
         // The hand-over and the federation keep and publish the claim as any other.
         self.claims_changed();
         self.sessions().edited.insert(peer.clone(), Instant::now());
-        Ok(scope)
+        Ok(kept
+            .iter()
+            .map(|path| path.as_written().to_owned())
+            .collect())
     }
 
     /// Takes out of the `edits` claims that have not grown for [`EDITS_SETTLED`] the files

@@ -29,11 +29,12 @@ use std::time::{Duration, SystemTime};
 use crate::ids::Stamp;
 use crate::index::PathIndex;
 use crate::limits;
-use crate::paths::{ClaimPath, normalize, same_places, without_repeats};
+use crate::paths::{ClaimPath, normalize, without_repeats};
 use crate::peers::{
     AnnounceInput, Announced, Announcement, ClientInfo, KeptPaths, Peer, PeerId, Transport,
 };
 
+mod filing;
 mod meeting;
 mod refusals;
 mod waiting;
@@ -556,65 +557,15 @@ impl PeerBoard {
         paths: Vec<ClaimPath>,
         now: SystemTime,
     ) -> Result<Recorded, AnnounceError> {
-        self.version += 1;
         let intent = input.intent.trim().to_owned();
         let name = input.claim.as_deref().map(|name| name.trim().to_owned());
-        let slot = &self.peers[&number];
-        if name.is_some() && !slot.claims.contains_key(&name) {
-            let named = slot.claims.keys().filter(|name| name.is_some()).count();
-            if named >= limits::NAMED_CLAIMS {
-                return Err(InvalidAnnouncement::TooManyNamedClaims.into());
-            }
-        }
+        self.check_room(number, &name)?;
         let paths = without_repeats(paths);
-
         let overlaps = self.overlaps_with(number, &paths, now);
-        let PeerBoard {
-            peers,
-            index,
-            last_claim,
-            ..
-        } = self;
-        let slot = peers
-            .get_mut(&number)
-            .expect("attached_number found this peer on the board");
-        // A claim announced again over the same ground (its intent updated, say) is filed
-        // under the same paths at the same places already, and gives up none of them.
-        let old = slot.claims.remove(&name);
-        let refiled = old
-            .as_ref()
-            .is_none_or(|old| !same_places(&old.paths, &paths));
-        let released = match old {
-            Some(old) if refiled => {
-                unindex(index, number, &name, &old.paths);
-                released(&old.paths, &paths)
-            }
-            Some(_) | None => Vec::new(),
-        };
-        if refiled {
-            for (at, path) in paths.iter().enumerate() {
-                let entry = ClaimRef {
-                    peer: number,
-                    name: name.clone(),
-                    path: at,
-                };
-                index.insert(path.components(), entry);
-            }
-        }
-        *last_claim += 1;
-        let paths: Arc<[ClaimPath]> = paths.into();
-        let claim = Claim {
-            intent,
-            paths: paths.clone(),
-            at: Stamp::at(now),
-            sequence: *last_claim,
-        };
-        slot.claims.insert(name, claim);
-        slot.last_seen = now;
-
+        let (paths, released) = self.file(number, name, intent, paths, now);
         Ok(Recorded {
             announced: Announced {
-                peer: view(number, slot, now),
+                peer: view(number, &self.peers[&number], now),
                 overlaps,
                 released,
             },
@@ -706,20 +657,6 @@ fn unindex(index: &mut PathIndex<ClaimRef>, peer: u64, name: &Option<String>, pa
         let removed = index.remove(path.components(), &entry);
         debug_assert!(removed, "every claimed path is indexed");
     }
-}
-
-/// The old paths, as written, that no new path meets. Both lists are without repeats; the
-/// new paths go into a trie once, so each old path costs one walk down its components
-/// rather than a comparison with every new path.
-fn released(old: &[ClaimPath], new: &[ClaimPath]) -> Vec<String> {
-    let mut kept = PathIndex::new();
-    for path in new {
-        kept.insert(path.components(), ());
-    }
-    old.iter()
-        .filter(|path| !kept.meets_any(path.components()))
-        .map(|path| path.as_written().to_owned())
-        .collect()
 }
 
 /// The number `n` of a well-formed id `p{n}`; anything else names no peer.
