@@ -175,6 +175,12 @@ impl BoardPort for MemoryPort {
         boards.peers().peer(id, now)
     }
 
+    fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer> {
+        let mut boards = self.boards();
+        self.expire(&mut boards, now);
+        boards.peers().peers_meeting(paths, now)
+    }
+
     fn bridged_peers(&self) -> HashSet<PeerId> {
         HashSet::new()
     }

@@ -110,6 +110,11 @@ pub trait BoardPort: Send + Sync {
     /// names its own session pays for one peer however many are on the board).
     fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer>;
 
+    /// [`BoardPort::board_peers`] for the peers with a claim that meets one of `paths`,
+    /// found through the board's index: what a guard or a message to a path reads, paying
+    /// for the claims that meet rather than a view of every peer.
+    fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer>;
+
     /// The peers whose client reaches the server through a `majordomus mcp` bridge. Whether
     /// a peer is bridged is settled when it attaches, which changes the board's version.
     fn bridged_peers(&self) -> HashSet<PeerId>;

@@ -264,6 +264,13 @@ impl ServerState {
         coordination.peers().peers(now)
     }
 
+    /// [`Self::board_peers`] for the peers with a claim meeting one of `paths`.
+    pub fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer> {
+        let mut coordination = self.coordination();
+        self.expire_claims_under(&mut coordination, now);
+        coordination.peers().peers_meeting(paths, now)
+    }
+
     /// [`Self::board_peers`] for the one peer `id`.
     pub fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer> {
         let mut coordination = self.coordination();

@@ -60,6 +60,10 @@ impl BoardPort for ServerState {
         ServerState::board_peer(self, id, now)
     }
 
+    fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer> {
+        ServerState::board_peers_meeting(self, paths, now)
+    }
+
     fn bridged_peers(&self) -> HashSet<PeerId> {
         ServerState::bridged_peers(self)
     }

@@ -88,12 +88,16 @@ impl Me<'_> {
 /// paths or claims with the others' ([`findings`], [`overlap_facts`]), never every pair of
 /// peers, and reads no worktree's changes.
 pub async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
-    let checkouts = if ctx.site.config.federation.url.is_some() {
+    peers::listing(ctx, reach(ctx), Detail::PeersOnly).await
+}
+
+/// Where the hooks look: the repository, and every machine when it is federated.
+fn reach(ctx: &Context) -> Checkouts {
+    if ctx.site.config.federation.url.is_some() {
         Checkouts::Everywhere
     } else {
         Checkouts::Repository
-    };
-    peers::listing(ctx, checkouts, Detail::PeersOnly).await
+    }
 }
 
 /// The guard's answer for `paths` (normalised against this checkout) asked by `peer`.
@@ -102,7 +106,11 @@ pub async fn guard(
     peer: &PeerId,
     paths: &[ClaimPath],
 ) -> Result<Guarded, CapabilityError> {
-    let (list, reading) = tokio::join!(listing(ctx), peers::repository_reading(ctx));
+    // This board's other peers meet none of the paths, and are not copied to be passed over.
+    let (list, reading) = tokio::join!(
+        peers::listing(ctx, reach(ctx), Detail::PeersMeeting(paths)),
+        peers::repository_reading(ctx)
+    );
     let list = list?;
     let (findings, more_findings) = findings(&list, &Me { peer }, paths);
     let lines = bounded(findings.iter().map(finding_line).collect());

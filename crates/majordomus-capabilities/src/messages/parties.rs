@@ -137,7 +137,13 @@ pub(super) async fn recipients(
     } else {
         Checkouts::Repository
     };
-    let listing = peers::listing(ctx, checkouts, Detail::PeersOnly).await?;
+    // A path reaches only the sessions whose claims meet it: this board's others are not
+    // copied to be passed over.
+    let detail = match address {
+        Address::Path(path) => Detail::PeersMeeting(std::slice::from_ref(path)),
+        Address::Session(_) | Address::Worktree(_) => Detail::PeersOnly,
+    };
+    let listing = peers::listing(ctx, checkouts, detail).await?;
     let me = me(ctx);
     // A remote session is named as this machine lists it (`p1@beta`) or as its own server
     // does (`p1@3f9a0c1e`, as its messages name it).

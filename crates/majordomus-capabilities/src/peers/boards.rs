@@ -4,13 +4,14 @@
 use majordomus_checkout::git::Checkout;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::ServerStanding;
+use majordomus_domain::paths::ClaimPath;
 use majordomus_domain::peers::PeerCheckout;
 
 use super::answer::{BoardView, ListedPeer};
 
 /// How much of a listing to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Detail {
+pub(crate) enum Detail<'a> {
     /// All of it: the peers and boards, the worktrees' changes, the overlaps and the
     /// predicted conflicts.
     Whole,
@@ -18,6 +19,11 @@ pub(crate) enum Detail {
     /// reads its own findings from. No worktree's changes are read and no conflict is
     /// predicted for it, and the overlaps are left empty.
     PeersOnly,
+    /// As [`Detail::PeersOnly`], but this checkout's board lists only its peers with a claim
+    /// that meets one of the paths, found through the board's index (its `attached` then
+    /// counts only them); other boards list all of theirs. What a guard or a message to a
+    /// path reads: the board's other peers would be copied only to be passed over.
+    PeersMeeting(&'a [ClaimPath]),
 }
 
 /// How many digits of the checkout id qualify a peer id in a listing.

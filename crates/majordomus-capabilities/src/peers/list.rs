@@ -103,11 +103,12 @@ impl Operation for PeersList {
     }
 }
 
-/// The listing of `checkouts`; with [`Detail::PeersOnly`], its peers and boards alone.
+/// The listing of `checkouts`; with [`Detail::PeersOnly`] or [`Detail::PeersMeeting`], its
+/// peers and boards alone.
 pub(crate) async fn listing(
     ctx: &Context,
     checkouts: Checkouts,
-    detail: Detail,
+    detail: Detail<'_>,
 ) -> Result<PeerList, CapabilityError> {
     let mut listing = match checkouts {
         // The repository's listing with the boards other machines publish, joined by this
@@ -144,7 +145,7 @@ pub(crate) async fn listing(
 async fn gather(
     ctx: &Context,
     checkouts: Checkouts,
-    detail: Detail,
+    detail: Detail<'_>,
 ) -> Result<PeerList, CapabilityError> {
     let site = &ctx.site;
     let whole_repository = checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
@@ -189,7 +190,7 @@ pub(super) async fn read_board(
     ctx: &Context,
     checkout: Checkout,
     read_here: bool,
-    detail: Detail,
+    detail: Detail<'_>,
 ) -> (BoardView, Vec<ListedPeer>) {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = stamp(&checkout, this_checkout);
@@ -199,7 +200,7 @@ pub(super) async fn read_board(
         peers,
         changes: reported_changes,
         reason,
-    } = board.peers(&ctx.site).await;
+    } = board.peers(&ctx.site, detail).await;
     let changes = match reported_changes {
         Some(changes) => Some(capped(changes)),
         None if read_here => read_changes(&ctx.site, board.checkout()).await,
@@ -224,13 +225,18 @@ impl<'a> Board<'a> {
     /// The board's peers, each marked when a bridge carries its client, and the worktree's
     /// changes as a remote server reported them (from memory, with their age, for a followed
     /// one). A remote board that does not answer has no peers; it is unread only when its
-    /// standing says it should have answered.
-    pub(crate) async fn peers(&self, site: &Site) -> BoardPeers {
+    /// standing says it should have answered. For [`Detail::PeersMeeting`], this process's
+    /// own board lists only the peers whose claims meet the paths.
+    pub(crate) async fn peers(&self, site: &Site, detail: Detail<'_>) -> BoardPeers {
         match self {
             Board::Local { port, .. } => {
                 let bridged = port.bridged_peers();
-                let peers =
-                    ListedPeer::on_this_board(port.board_peers(SystemTime::now()), &bridged);
+                let now = SystemTime::now();
+                let peers = match detail {
+                    Detail::PeersMeeting(paths) => port.board_peers_meeting(paths, now),
+                    Detail::Whole | Detail::PeersOnly => port.board_peers(now),
+                };
+                let peers = ListedPeer::on_this_board(peers, &bridged);
                 BoardPeers {
                     peers,
                     changes: None,
