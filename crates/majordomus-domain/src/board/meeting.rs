@@ -151,7 +151,7 @@ mod tests {
         );
         assert_eq!(
             meeting(&board, &["docs/guide.md", "README.md"]),
-            [docs.clone()]
+            vec![docs.clone()]
         );
         assert_eq!(meeting(&board, &["."]), [sources, docs, gone]);
         assert!(meeting(&board, &["tests"]).is_empty());
