@@ -591,35 +591,41 @@ pub fn working_here_line(finding: &Finding) -> String {
 
 /// The peer a listing shows, described as every fact describes a peer.
 fn describe_peer(peer: &Peer) -> String {
+    let place = peer.checkout.as_ref();
     describe(
         peer.id.as_str(),
         &peer.client.name,
-        peer.checkout.as_ref(),
+        place.map(|c| (c.worktree.as_str(), c.branch.as_deref())),
         peer.attached,
     )
 }
 
 /// The other session whose claim a finding meets, described as every fact describes a peer.
 fn describe_holder(finding: &Finding) -> String {
+    let place = finding.checkout.as_ref();
     describe(
         &finding.peer.0,
         &finding.client,
-        finding.checkout.clone().map(PeerCheckout::from).as_ref(),
+        place.map(|c| (c.worktree.as_str(), c.branch.as_deref())),
         finding.attached,
     )
 }
 
 /// `p2 ("codex" in worktree "/w/beta", branch "beta")`, with `, departed` for a peer whose
-/// connection is gone.
-fn describe(peer: &str, client: &str, checkout: Option<&PeerCheckout>, attached: bool) -> String {
+/// connection is gone; `place` is the worktree and its branch.
+fn describe(
+    peer: &str,
+    client: &str,
+    place: Option<(&str, Option<&str>)>,
+    attached: bool,
+) -> String {
     let mut text = format!("{peer} ({}", quoted(client, QUOTED_BYTES));
-    if let Some(checkout) = checkout {
-        text.push_str(&format!(
-            " in worktree {}",
-            quoted(&checkout.worktree, QUOTED_BYTES)
-        ));
-        if let Some(branch) = &checkout.branch {
-            text.push_str(&format!(", branch {}", quoted(branch, QUOTED_BYTES)));
+    if let Some((worktree, branch)) = place {
+        text.push_str(" in worktree ");
+        text.push_str(&quoted(worktree, QUOTED_BYTES));
+        if let Some(branch) = branch {
+            text.push_str(", branch ");
+            text.push_str(&quoted(branch, QUOTED_BYTES));
         }
     }
     if !attached {

@@ -8,7 +8,7 @@ use majordomus_capabilities::hooks::HookClient;
 use super::{GuardCase, Pace};
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 43] = [
+pub const SCENARIOS: [Scenario; 44] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -55,6 +55,12 @@ pub const SCENARIOS: [Scenario; 43] = [
         id: ScenarioId::BoardListAfterWide,
         name: "scenario/board/list-1000x10-after-256",
         title: "`peers.list` (checkouts: this) of that board once the 256-path claim is on it",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardGuard,
+        name: "scenario/board/guard-1000x10",
+        title: "`hooks.guard` of one file, meeting one peer's claim, with 1,000 attached peers holding 10 paths each",
         target: ScenarioTarget::MillisBelow(2.0),
     },
     Scenario {
@@ -316,6 +322,7 @@ pub enum ScenarioId {
     BoardListRest,
     BoardAnnounceWide,
     BoardListAfterWide,
+    BoardGuard,
     Memory,
     ThroughputAnnounce8,
     ThroughputAnnounce32,

@@ -73,6 +73,7 @@ pub(super) async fn run(
         ScenarioId::BoardListAfterWide => {
             board(scenario, scratch, options, BoardCase::ListAfterWide).await
         }
+        ScenarioId::BoardGuard => board(scenario, scratch, options, BoardCase::Guard).await,
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
         ScenarioId::ThroughputAnnounce8 => {
             throughput(scenario, scratch, options, Hammer::AnnounceMcpHttp, 8).await
@@ -281,6 +282,8 @@ enum BoardCase {
     AnnounceWide,
     /// The listing once the full scope is on the board.
     ListAfterWide,
+    /// A hook's guard of one file that meets one peer's claim.
+    Guard,
 }
 
 /// The full scope the wide cases announce: one path in each of 256 peers' packages.
@@ -305,6 +308,7 @@ async fn board(
             BoardCase::ListRest => "board-list-rest",
             BoardCase::AnnounceWide => "board-announce-wide",
             BoardCase::ListAfterWide => "board-list-wide",
+            BoardCase::Guard => "board-guard",
         },
     )?;
     let site = majordomus_core::context::Site::open(repository.root())?;
@@ -363,6 +367,14 @@ async fn board(
         BoardCase::List | BoardCase::ListRest | BoardCase::ListAfterWide => {
             ("peers.list", json!({"checkouts": "this"}))
         }
+        BoardCase::Guard => (
+            "hooks.guard",
+            json!({
+                "client": "claude-code",
+                "session_id": "bench-crowded-guard",
+                "paths": ["pkg0007/src/mod3/lexer.rs"],
+            }),
+        ),
     };
     let capability = majordomus_capabilities::registry()
         .by_id(id)
@@ -373,7 +385,12 @@ async fn board(
         .map_err(|error| format!("{id} was refused: {}", error.message))?;
     let size = serde_json::to_vec(&first).map_or(0, |bytes| bytes.len()) / 1024;
     let announced = input["scope"].as_array().map_or(0, Vec::len);
-    let note = if announce {
+    let note = if case == BoardCase::Guard {
+        format!(
+            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the guard found {} claim(s) in {size} KB of JSON; in-process",
+            first["findings"].as_array().map_or(0, Vec::len)
+        )
+    } else if announce {
         format!(
             "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the announce of {announced} paths answered {} overlap(s) in {size} KB of JSON; in-process",
             first["overlaps"].as_array().map_or(0, Vec::len)
