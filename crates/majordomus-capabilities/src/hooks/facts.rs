@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::SystemTime;
 
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::index::PathIndex;
@@ -87,8 +88,33 @@ impl Me<'_> {
 /// the peers and their boards are gathered: each answer compares the asking session's own
 /// paths or claims with the others' ([`findings`], [`overlap_facts`]), never every pair of
 /// peers, and reads no worktree's changes.
-pub async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
+async fn listing(ctx: &Context) -> Result<PeerList, CapabilityError> {
     peers::listing(ctx, reach(ctx), Detail::PeersOnly).await
+}
+
+/// The listing a session's news are told from at `moment`: the whole of it for the summary at
+/// session start; at a prompt, whose news are the overlaps that involve the session, only the
+/// session and the peers whose claims meet its own on this board (its other peers would be
+/// copied only to be passed over).
+pub async fn news_listing(
+    ctx: &Context,
+    peer: &PeerId,
+    moment: NewsMoment,
+) -> Result<PeerList, CapabilityError> {
+    let port = match (moment, ctx.port()) {
+        (NewsMoment::Prompt, Some(port)) => port,
+        _ => return listing(ctx).await,
+    };
+    let mine: Vec<ClaimPath> = port
+        .board_peer(peer, SystemTime::now())
+        .map(|me| {
+            me.claims
+                .iter()
+                .flat_map(|claim| claim_paths(&me, claim).to_vec())
+                .collect()
+        })
+        .unwrap_or_default();
+    peers::listing(ctx, reach(ctx), Detail::PeersMeeting(&mine)).await
 }
 
 /// Where the hooks look: the repository, and every machine when it is federated.

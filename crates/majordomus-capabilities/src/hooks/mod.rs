@@ -488,7 +488,7 @@ impl Operation for HooksNews {
         // session joined again, which finds a connection of its client process that was on
         // the board read: the news are told from the peer that speaks for the session, so it
         // never meets its own connection as another. A connection takes a session over once.
-        let mut list = facts::listing(ctx).await?;
+        let mut list = facts::news_listing(ctx, &peer, input.moment).await?;
         for _ in 0..TAKEOVERS {
             let now = server
                 .hook_peer(input.client.as_str(), &input.session_id, &input.ancestors)
@@ -497,7 +497,7 @@ impl Operation for HooksNews {
                 break;
             }
             peer = now;
-            list = facts::listing(ctx).await?;
+            list = facts::news_listing(ctx, &peer, input.moment).await?;
         }
         let lines = facts::news(ctx, list, &peer, &input.session_id, input.moment).await?;
         let moment = match input.moment {

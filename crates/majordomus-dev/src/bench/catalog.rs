@@ -8,7 +8,7 @@ use majordomus_capabilities::hooks::HookClient;
 use super::{GuardCase, Pace};
 
 /// The scenarios, by the name `--filter` matches and the JSON reports.
-pub const SCENARIOS: [Scenario; 44] = [
+pub const SCENARIOS: [Scenario; 45] = [
     Scenario {
         id: ScenarioId::ColdStartBridge,
         name: "scenario/cold-start/bridge",
@@ -61,6 +61,12 @@ pub const SCENARIOS: [Scenario; 44] = [
         id: ScenarioId::BoardGuard,
         name: "scenario/board/guard-1000x10",
         title: "`hooks.guard` of one file, meeting one peer's claim, with 1,000 attached peers holding 10 paths each",
+        target: ScenarioTarget::MillisBelow(2.0),
+    },
+    Scenario {
+        id: ScenarioId::BoardNews,
+        name: "scenario/board/news-1000x10",
+        title: "`hooks.news` at a prompt of a session whose edit meets one peer's claim, with 1,000 attached peers holding 10 paths each",
         target: ScenarioTarget::MillisBelow(2.0),
     },
     Scenario {
@@ -323,6 +329,7 @@ pub enum ScenarioId {
     BoardAnnounceWide,
     BoardListAfterWide,
     BoardGuard,
+    BoardNews,
     Memory,
     ThroughputAnnounce8,
     ThroughputAnnounce32,

@@ -74,6 +74,7 @@ pub(super) async fn run(
             board(scenario, scratch, options, BoardCase::ListAfterWide).await
         }
         ScenarioId::BoardGuard => board(scenario, scratch, options, BoardCase::Guard).await,
+        ScenarioId::BoardNews => board(scenario, scratch, options, BoardCase::News).await,
         ScenarioId::Memory => memory(scenario, scratch, progress).await,
         ScenarioId::ThroughputAnnounce8 => {
             throughput(scenario, scratch, options, Hammer::AnnounceMcpHttp, 8).await
@@ -284,6 +285,8 @@ enum BoardCase {
     ListAfterWide,
     /// A hook's guard of one file that meets one peer's claim.
     Guard,
+    /// A prompt's news for a session whose edit meets one peer's claim.
+    News,
 }
 
 /// The full scope the wide cases announce: one path in each of 256 peers' packages.
@@ -309,6 +312,7 @@ async fn board(
             BoardCase::AnnounceWide => "board-announce-wide",
             BoardCase::ListAfterWide => "board-list-wide",
             BoardCase::Guard => "board-guard",
+            BoardCase::News => "board-news",
         },
     )?;
     let site = majordomus_core::context::Site::open(repository.root())?;
@@ -375,6 +379,27 @@ async fn board(
                 "paths": ["pkg0007/src/mod3/lexer.rs"],
             }),
         ),
+        BoardCase::News => {
+            let edit = json!({
+                "client": "claude-code",
+                "session_id": "bench-crowded-news",
+                "paths": ["pkg0007/src/mod3/lexer.rs"],
+            });
+            majordomus_capabilities::registry()
+                .by_id("hooks.edit")
+                .expect("the hooks are registered")
+                .call(&ctx, edit)
+                .await
+                .map_err(|error| format!("hooks.edit was refused: {}", error.message))?;
+            (
+                "hooks.news",
+                json!({
+                    "client": "claude-code",
+                    "session_id": "bench-crowded-news",
+                    "moment": "prompt",
+                }),
+            )
+        }
     };
     let capability = majordomus_capabilities::registry()
         .by_id(id)
@@ -389,6 +414,11 @@ async fn board(
         format!(
             "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the guard found {} claim(s) in {size} KB of JSON; in-process",
             first["findings"].as_array().map_or(0, Vec::len)
+        )
+    } else if case == BoardCase::News {
+        format!(
+            "{BOARD_PEERS} peers × {BOARD_PATHS} paths on the board; the first prompt was told {} line(s), every later one none; in-process",
+            first["lines"].as_array().map_or(0, Vec::len)
         )
     } else if announce {
         format!(
