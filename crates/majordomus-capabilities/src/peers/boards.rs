@@ -21,8 +21,9 @@ pub(crate) enum Detail<'a> {
     PeersOnly,
     /// As [`Detail::PeersOnly`], but this checkout's board lists only its peers with a claim
     /// that meets one of the paths, found through the board's index (its `attached` then
-    /// counts only them); other boards list all of theirs. What a guard or a message to a
-    /// path reads: the board's other peers would be copied only to be passed over.
+    /// counts only them); other boards list all of theirs. What a guard, a prompt's news and
+    /// a message to a path read: the board's other peers would be copied only to be passed
+    /// over.
     PeersMeeting(&'a [ClaimPath]),
 }
 
