@@ -181,6 +181,10 @@ impl BoardPort for MemoryPort {
         boards.peers().peers_meeting(paths, now)
     }
 
+    fn board_peer_paths(&self, id: &PeerId) -> Vec<Arc<[ClaimPath]>> {
+        self.boards().peers().compared_paths(id)
+    }
+
     fn bridged_peers(&self) -> HashSet<PeerId> {
         HashSet::new()
     }

@@ -111,9 +111,13 @@ pub trait BoardPort: Send + Sync {
     fn board_peer(&self, id: &PeerId, now: SystemTime) -> Option<Peer>;
 
     /// [`BoardPort::board_peers`] for the peers with a claim that meets one of `paths`,
-    /// found through the board's index: what a guard or a message to a path reads, paying
-    /// for the claims that meet rather than a view of every peer.
+    /// found through the board's index: what a guard, a prompt's news and a message to a
+    /// path read, paying for the claims that meet rather than a view of every peer.
     fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer>;
+
+    /// The paths the board compares each claim of the peer `id` on, without a view of the
+    /// peer; empty for a peer not on the board.
+    fn board_peer_paths(&self, id: &PeerId) -> Vec<Arc<[ClaimPath]>>;
 
     /// The peers whose client reaches the server through a `majordomus mcp` bridge. Whether
     /// a peer is bridged is settled when it attaches, which changes the board's version.

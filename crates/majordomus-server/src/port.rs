@@ -2,6 +2,7 @@
 //! the federation publishes. Both only hand on to what `ServerState` does itself.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
@@ -62,6 +63,10 @@ impl BoardPort for ServerState {
 
     fn board_peers_meeting(&self, paths: &[ClaimPath], now: SystemTime) -> Vec<Peer> {
         ServerState::board_peers_meeting(self, paths, now)
+    }
+
+    fn board_peer_paths(&self, id: &PeerId) -> Vec<Arc<[ClaimPath]>> {
+        self.coordination().peers().compared_paths(id)
     }
 
     fn bridged_peers(&self) -> HashSet<PeerId> {

@@ -422,7 +422,8 @@ impl ServerState {
         }
     }
 
-    /// The facts `session_id` was not told yet, which count as told from now on.
+    /// Whether `session_id` was not told yet each fact of `keys`, in order; each counts as
+    /// told from now on.
     pub(crate) fn untold(&self, session_id: &str, keys: &[u64]) -> Vec<bool> {
         let mut sessions = self.sessions();
         let (session, _) = sessions.entry(session_id, Instant::now());

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::time::SystemTime;
 
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::index::PathIndex;
@@ -106,14 +105,10 @@ pub async fn news_listing(
         _ => return listing(ctx).await,
     };
     let mine: Vec<ClaimPath> = port
-        .board_peer(peer, SystemTime::now())
-        .map(|me| {
-            me.claims
-                .iter()
-                .flat_map(|claim| claim_paths(&me, claim).to_vec())
-                .collect()
-        })
-        .unwrap_or_default();
+        .board_peer_paths(peer)
+        .iter()
+        .flat_map(|paths| paths.iter().cloned())
+        .collect();
     peers::listing(ctx, reach(ctx), Detail::PeersMeeting(&mine)).await
 }
 
