@@ -71,7 +71,8 @@ pub struct BoardSnapshot {
 /// Memory a capability keeps in the serving process from one call to the next, held here
 /// without its type: the port outlives every call, and the capability that fills the slot is
 /// its only reader, so all there is to know about what it keeps lives in that capability.
-/// This board's own listing is kept in one (`capabilities::peers::cache`).
+/// The listings of this board and of the repository are kept in one
+/// (`capabilities::peers::cache`).
 #[derive(Default)]
 pub struct KeptSlot(OnceLock<Box<dyn Any + Send + Sync>>);
 

@@ -5,7 +5,7 @@
 //! answers write them as types of their own.
 
 /// One side of a predicted conflict.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConflictSide {
     pub worktree: String,
     pub branch: Option<String>,
@@ -13,7 +13,7 @@ pub struct ConflictSide {
 }
 
 /// Two worktrees whose work would conflict if merged now.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PredictedConflict {
     /// The worktree listed earlier.
     pub ours: ConflictSide,
@@ -40,7 +40,7 @@ pub struct ConflictHunk {
 
 /// Untracked files of one worktree that a prediction left out, being too large to hash: a
 /// conflict on them is not predicted.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotHashed {
     /// The worktree they are in.
     pub worktree: String,
@@ -51,7 +51,7 @@ pub struct NotHashed {
 }
 
 /// The merge conflicts `conflicts.predict` finds, in short.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConflictSummary {
     /// How many pairs of worktrees with changes were merged.
     pub pairs: usize,

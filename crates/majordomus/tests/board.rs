@@ -805,6 +805,104 @@ async fn a_frozen_sibling_is_reported_unread_once_its_kept_board_is_too_old() {
     here.close().await;
 }
 
+/// 10. A serving process keeps its repository listing between calls, and each answer is the
+///     listing made at that instant: every caller is named in its own, a followed board's age
+///     is this call's, and a claim here (with the overlap it makes with a sibling's), a lease
+///     and a message each show in the very next listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_repository_listing_shows_each_change_in_the_next_answer() {
+    let Followed {
+        repo,
+        beta,
+        here,
+        worker,
+        beta_server: _beta_server,
+        ..
+    } = Followed::new().await;
+    let lease = read_lease(repo.root()).expect("the primary's client serves it");
+    let other = McpClient::http(&lease, "gemini-cli", "0.30.0").await;
+    let rest = || async {
+        http()
+            .get(format!("{}/api/v1/peers", lease.url()))
+            .bearer_auth(&lease.token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let mine = here.answer("majordomus_peers", json!({})).await;
+    let theirs = other.answer("majordomus_peers", json!({})).await;
+    let nobodys = rest().await;
+    assert!(mine["caller"].is_string(), "{mine:#}");
+    assert!(theirs["caller"].is_string(), "{theirs:#}");
+    assert_ne!(mine["caller"], theirs["caller"]);
+    assert!(nobodys["caller"].is_null(), "{nobodys:#}");
+    assert_eq!(theirs["peers"], nobodys["peers"]);
+    let ages: Vec<u64> = futures::future::join_all((0..5).map(|_| async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let list = rest().await;
+        kept_age(&list, &beta)
+            .unwrap_or_else(|| panic!("beta's board is listed from memory: {list:#}"))
+    }))
+    .await;
+    assert!(
+        ages.iter().all(|age| *age < KEPT_PROBE_TIMEOUT_MS),
+        "every age is within the bound: {ages:?}"
+    );
+
+    here.answer(
+        "majordomus_announce",
+        json!({"intent": "rename the flags", "scope": ["src/cli/flags.rs"]}),
+    )
+    .await;
+    let list = other.answer("majordomus_peers", json!({})).await;
+    assert!(
+        list["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|peer| peer["announcement"]["intent"] == "rename the flags"),
+        "the claim is listed at once: {list:#}"
+    );
+    let overlaps = list["overlaps"].to_string();
+    assert!(
+        overlaps.contains("src/cli/flags.rs") && overlaps.contains(&display(&beta)),
+        "the claim meets beta's `src/cli` at once: {list:#}"
+    );
+
+    let granted = other
+        .answer(
+            "majordomus_lease",
+            json!({"name": "deploy", "wait_secs": 5}),
+        )
+        .await;
+    assert_eq!(granted["state"], "granted", "{granted:#}");
+    let list = rest().await;
+    assert_eq!(list["leases"][0]["name"], "deploy", "{list:#}");
+    other
+        .answer("majordomus_release", json!({"name": "deploy"}))
+        .await;
+    let list = here.answer("majordomus_peers", json!({})).await;
+    assert!(list.get("leases").is_none(), "{list:#}");
+
+    let recipient = peers_of(&list, &beta)[0]["qualified_id"].clone();
+    let sent = here
+        .answer(
+            "majordomus_send",
+            json!({"to": recipient, "text": "may I take src/cli/flags.rs?"}),
+        )
+        .await;
+    assert_eq!(sent["to"][0]["qualified_id"], recipient, "{sent:#}");
+    let list = rest().await;
+    assert_eq!(list["messages_queued"], 1, "{list:#}");
+
+    drop(worker);
+    other.close().await;
+    here.close().await;
+}
+
 fn board_of<'a>(list: &'a Value, checkout: &Path) -> &'a Value {
     find(&list["boards"], "worktree", &display(checkout))
 }

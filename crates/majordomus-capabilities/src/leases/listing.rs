@@ -24,7 +24,7 @@ const LEASES_LISTED: usize = 32;
 const QUEUE_LISTED: usize = 8;
 
 /// A lease as the board lists it.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ListedLease {
     pub name: String,
     /// Who holds it.

@@ -1,5 +1,8 @@
-//! This board's own listing (`checkouts: this`), made once per state of the board and
-//! answered from memory, encoded or as a value.
+//! Listings kept encoded between calls: made once per state of what they list and answered
+//! from memory, encoded or as a value, with only what differs from call to call (the
+//! caller, a followed board's age) written into each answer. This board's own listing
+//! (`checkouts: this`) is made and kept here; the repository's is kept the same way by the
+//! listing that reads its boards (`list`).
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
@@ -25,8 +28,15 @@ use super::answer::{ListedPeer, PeerList, find_overlaps, listing_of};
 use super::boards::{listed_board, stamp};
 use super::changes::read_changes;
 
-/// What this board's own listing is made of besides the board: whatever differs makes
-/// the listing a different one.
+/// What this board's own listing is made of: the board's version and the rest; whatever
+/// differs makes the listing a different one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct ThisKey {
+    pub version: u64,
+    pub inputs: ListingInputs,
+}
+
+/// What this board's own listing is made of besides the board.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct ListingInputs {
     /// The branch checked out, read on every call: it may be switched under the server.
@@ -37,52 +47,232 @@ pub(super) struct ListingInputs {
     pub changes: Option<WorktreeChanges>,
 }
 
-/// This board's own listing, encoded as the surfaces write it, with what it was made of.
-pub(super) struct CachedListing {
-    /// The board's version it lists.
-    pub version: u64,
-    /// When it was made; an earlier instant (a clock stepped back) is not served it.
-    pub made_at: SystemTime,
-    /// Until when its ages hold ([`BoardSnapshot::same_until`]).
-    pub same_until: Option<SystemTime>,
-    pub inputs: ListingInputs,
-    /// The answer for a caller without a peer: `caller` is `null`.
-    pub encoded: Bytes,
-    /// Where that `null` is in `encoded`, for the answer to a peer.
-    pub caller_at: usize,
+/// A listing encoded as the surfaces write it, for a caller without a peer and with every
+/// followed board's age written `0`: where those are is kept, to write each call's in.
+pub(super) struct EncodedListing {
+    encoded: Bytes,
+    /// Where the caller's `null` is in `encoded`.
+    caller_at: usize,
+    /// Where each board's age (`age_ms`) is in `encoded`, in the boards' order.
+    ages_at: Vec<usize>,
     /// `encoded` as a value, made the first time a surface that writes values asks: a
     /// copy of it costs a fraction of reading the text again.
-    pub value: OnceLock<Value>,
+    value: OnceLock<Value>,
 }
 
-impl CachedListing {
-    /// Whether it is the listing a call at `now` would make of the board at `version`
-    /// with `inputs`: it lists exactly what a new one would.
-    pub(super) fn serves(&self, version: u64, now: SystemTime, inputs: &ListingInputs) -> bool {
-        self.version == version
-            && self.made_at <= now
-            && self.same_until.is_none_or(|until| now < until)
-            && self.inputs == *inputs
+impl EncodedListing {
+    /// Encodes `listing` (its overlaps found) in a buffer of about `size` bytes, as a JSON
+    /// value is (the keys in order), so that it is byte for byte the answer the listing's
+    /// value would give.
+    pub(super) fn encode(mut listing: PeerList, size: usize) -> Result<Self, CapabilityError> {
+        listing.caller = None;
+        let aged = listing
+            .boards
+            .iter_mut()
+            .filter_map(|board| board.age_ms.as_mut());
+        let ages = aged.map(|age| *age = 0).count();
+        let encoded = sorted_json::to_vec(&listing, size).map_err(|error| {
+            CapabilityError::internal(format!("could not encode the answer: {error}"))
+        })?;
+        // Keys are in order and `boards` precedes `caller`; nothing inside a board has a
+        // `caller`, only a board has an `age_ms`, and a string cannot hold either text
+        // unescaped, so the matches are the fields.
+        let after = |text: &'static [u8]| {
+            let encoded = &encoded;
+            (0..encoded.len().saturating_sub(text.len()))
+                .filter(move |&at| encoded[at..].starts_with(text))
+                .map(move |at| at + text.len())
+        };
+        let caller_at = after(b",\"caller\":")
+            .next()
+            .ok_or_else(|| CapabilityError::internal("the encoded listing names no caller"))?;
+        let ages_at: Vec<usize> = after(b"\"age_ms\":").collect();
+        if ages_at.len() != ages {
+            return Err(CapabilityError::internal(
+                "the encoded listing's ages are not where its boards are",
+            ));
+        }
+        Ok(EncodedListing {
+            encoded: Bytes::from(encoded),
+            caller_at,
+            ages_at,
+            value: OnceLock::new(),
+        })
+    }
+
+    /// The listing as answered to `caller`, with `ages` (in milliseconds, one per board that
+    /// has one, in the boards' order) written in.
+    fn bytes_for(&self, caller: Option<&PeerId>, ages: &[u64]) -> Result<Bytes, CapabilityError> {
+        if ages.len() != self.ages_at.len() {
+            return Err(CapabilityError::internal(
+                "the kept listing was answered with another count of ages",
+            ));
+        }
+        let Some(caller) = caller else {
+            if ages.iter().all(|age| *age == 0) {
+                return Ok(self.encoded.clone());
+            }
+            return Ok(self.written(b"null", ages));
+        };
+        let id = serde_json::to_vec(&wire::PeerId::from(caller.clone())).map_err(|error| {
+            CapabilityError::internal(format!("could not encode the caller: {error}"))
+        })?;
+        Ok(self.written(&id, ages))
+    }
+
+    /// `encoded` with `caller` for its `null` and `ages` for its `0`s.
+    fn written(&self, caller: &[u8], ages: &[u64]) -> Bytes {
+        let ages: Vec<String> = ages.iter().map(u64::to_string).collect();
+        let mut splices: Vec<(usize, usize, &[u8])> = vec![(self.caller_at, "null".len(), caller)];
+        splices.extend(
+            self.ages_at
+                .iter()
+                .zip(&ages)
+                .map(|(at, age)| (*at, "0".len(), age.as_bytes())),
+        );
+        splices.sort_unstable_by_key(|(at, ..)| *at);
+        let grown: usize = splices.iter().map(|(_, _, text)| text.len()).sum();
+        let mut answer = Vec::with_capacity(self.encoded.len() + grown);
+        let mut from = 0;
+        for (at, replaced, text) in splices {
+            answer.extend_from_slice(&self.encoded[from..at]);
+            answer.extend_from_slice(text);
+            from = at + replaced;
+        }
+        answer.extend_from_slice(&self.encoded[from..]);
+        Bytes::from(answer)
+    }
+
+    /// The listing as answered to `caller` with `ages`, as a value and its text: the value
+    /// made once per listing, copied, with the caller and ages written in.
+    fn structured_for(
+        &self,
+        caller: Option<&PeerId>,
+        ages: &[u64],
+    ) -> Result<Reply<PeerList>, CapabilityError> {
+        let text = String::from_utf8(self.bytes_for(caller, ages)?.into()).map_err(|error| {
+            CapabilityError::internal(format!("the listing is not UTF-8: {error}"))
+        })?;
+        let kept = match self.value.get() {
+            Some(value) => value,
+            None => {
+                let value = serde_json::from_slice(&self.encoded).map_err(|error| {
+                    CapabilityError::internal(format!("could not decode the listing: {error}"))
+                })?;
+                self.value.get_or_init(|| value)
+            }
+        };
+        let mut value = kept.clone();
+        if let Value::Object(fields) = &mut value {
+            if let Some(caller) = caller {
+                let id =
+                    serde_json::to_value(wire::PeerId::from(caller.clone())).map_err(|error| {
+                        CapabilityError::internal(format!("could not encode the caller: {error}"))
+                    })?;
+                fields.insert("caller".to_owned(), id);
+            }
+            if let Some(Value::Array(boards)) = fields.get_mut("boards") {
+                let aged = boards
+                    .iter_mut()
+                    .filter_map(|board| board.get_mut("age_ms"));
+                for (age, now) in aged.zip(ages) {
+                    *age = Value::from(*now);
+                }
+            }
+        }
+        debug_assert_eq!(
+            value.to_string(),
+            text,
+            "the kept listing's value and text differ"
+        );
+        Ok(Reply::Structured { text, value })
     }
 }
 
-/// The latest [`CachedListing`]: kept by the serving process, whose board it lists, and
-/// made and read by the capability that lists it. Building a crowded board's listing
-/// costs milliseconds; a board is read far more often than it changes.
-#[derive(Default)]
-pub(super) struct ListingCache(Mutex<Option<Arc<CachedListing>>>);
+/// A listing kept between calls: what it was made of (`key`), when, and until when the
+/// ages it lists hold ([`BoardSnapshot::same_until`](majordomus_core::port::BoardSnapshot)).
+pub(super) struct Kept<K> {
+    pub key: K,
+    /// When it was made; an earlier instant (a clock stepped back) is not served it.
+    pub made_at: SystemTime,
+    pub same_until: Option<SystemTime>,
+    pub listing: EncodedListing,
+}
 
-impl ListingCache {
-    pub(super) fn latest(&self) -> Option<Arc<CachedListing>> {
+impl<K> Kept<K> {
+    /// Whether its ages still read as listed at `now`.
+    pub(super) fn holds_at(&self, now: SystemTime) -> bool {
+        self.made_at <= now && self.same_until.is_none_or(|until| now < until)
+    }
+}
+
+/// The latest [`Kept`] listing of one kind: building a crowded board's listing costs
+/// milliseconds, and a board is read far more often than it changes.
+pub(super) struct Latest<K>(Mutex<Option<Arc<Kept<K>>>>);
+
+impl<K> Default for Latest<K> {
+    fn default() -> Self {
+        Latest(Mutex::new(None))
+    }
+}
+
+impl<K> Latest<K> {
+    pub(super) fn latest(&self) -> Option<Arc<Kept<K>>> {
         self.0.lock_or_recover().clone()
     }
 
-    pub(super) fn keep(&self, listing: Arc<CachedListing>) {
+    pub(super) fn keep(&self, listing: Arc<Kept<K>>) {
         *self.0.lock_or_recover() = Some(listing);
     }
 }
 
-/// `checkouts: this` from the board this process serves, in the `form` its surface writes.
+/// The kept listings, held by the serving process, whose boards they list, and made and
+/// read by the capability that lists them: this board's, and the repository's (`R`, the
+/// key `list` reads it by), one for `checkouts: repository` and one for `everywhere`.
+pub(super) struct KeptListings<R> {
+    pub this: Latest<ThisKey>,
+    pub repository: Latest<R>,
+    pub everywhere: Latest<R>,
+}
+
+impl<R> Default for KeptListings<R> {
+    fn default() -> Self {
+        KeptListings {
+            this: Latest::default(),
+            repository: Latest::default(),
+            everywhere: Latest::default(),
+        }
+    }
+}
+
+/// `kept` answered to `caller` with `ages`, in the `form` its surface writes; a large
+/// value is copied on a blocking thread.
+pub(super) async fn answer_kept<K: Send + Sync + 'static>(
+    kept: Arc<Kept<K>>,
+    caller: Option<PeerId>,
+    ages: Vec<u64>,
+    form: Form,
+) -> Result<Reply<PeerList>, CapabilityError> {
+    match form {
+        Form::Encoded => kept
+            .listing
+            .bytes_for(caller.as_ref(), &ages)
+            .map(Reply::Encoded),
+        Form::Structured if kept.listing.encoded.len() <= ENCODE_INLINE_BYTES => {
+            kept.listing.structured_for(caller.as_ref(), &ages)
+        }
+        Form::Structured => {
+            tokio::task::spawn_blocking(move || kept.listing.structured_for(caller.as_ref(), &ages))
+                .await
+                .map_err(|error| {
+                    CapabilityError::internal(format!("copying the listing failed: {error}"))
+                })?
+        }
+    }
+}
+
+/// `checkouts: this` from the board this process serves, in the `form` its surface writes,
+/// kept in `kept`.
 ///
 /// The listing is made once per state of the board and served from memory until something
 /// it lists changes: the board's version (any peer attached, heard from or gone, any claim
@@ -94,6 +284,7 @@ impl ListingCache {
 pub(super) async fn this_board_reply(
     ctx: &Context,
     port: &dyn BoardPort,
+    kept: &Latest<ThisKey>,
     form: Form,
 ) -> Result<Reply<PeerList>, CapabilityError> {
     let site = &ctx.site;
@@ -109,44 +300,30 @@ pub(super) async fn this_board_reply(
         url: port.url(),
         changes: read_changes(site, &checkout).await,
     };
-    let version = port.board_version(now);
-    let cache = port
-        .listing_slot()
-        .get_or_init(ListingCache::default)
-        .ok_or_else(|| CapabilityError::internal("the listing slot keeps something else"))?;
-    let listing = match cache.latest() {
-        Some(kept) if kept.serves(version, now, &inputs) => kept,
+    let key = ThisKey {
+        version: port.board_version(now),
+        inputs,
+    };
+    let listing = match kept.latest() {
+        Some(listing) if listing.key == key && listing.holds_at(now) => listing,
         _ => {
-            let made = Arc::new(encode_this(port, &checkout, inputs, now).await?);
-            cache.keep(made.clone());
+            let made = Arc::new(encode_this(port, &checkout, key.inputs, now).await?);
+            kept.keep(made.clone());
             made
         }
     };
-    let caller = ctx.caller().cloned();
-    match form {
-        Form::Encoded => for_caller(&listing, caller.as_ref()).map(Reply::Encoded),
-        Form::Structured if listing.encoded.len() <= ENCODE_INLINE_BYTES => {
-            structured_for_caller(&listing, caller.as_ref())
-        }
-        Form::Structured => {
-            tokio::task::spawn_blocking(move || structured_for_caller(&listing, caller.as_ref()))
-                .await
-                .map_err(|error| {
-                    CapabilityError::internal(format!("copying the listing failed: {error}"))
-                })?
-        }
-    }
+    answer_kept(listing, ctx.caller().cloned(), Vec::new(), form).await
 }
 
-/// Makes this board's listing at `now`, encoded as a JSON value is (the keys in order), so
-/// that it is byte for byte the answer the listing's value would give. A crowded board's
-/// overlaps are found and its listing encoded on a blocking thread, not on a worker.
+/// Makes this board's listing at `now`, kept under the board's version it lists. A crowded
+/// board's overlaps are found and its listing encoded on a blocking thread, not on a
+/// worker.
 async fn encode_this(
     port: &dyn BoardPort,
     checkout: &Checkout,
     inputs: ListingInputs,
     now: SystemTime,
-) -> Result<CachedListing, CapabilityError> {
+) -> Result<Kept<ThisKey>, CapabilityError> {
     let snapshot = port.board_snapshot(now);
     let bridged = port.bridged_peers();
     let peers = ListedPeer::on_this_board(snapshot.peers, &bridged);
@@ -158,101 +335,37 @@ async fn encode_this(
         inputs.changes.clone(),
         peers,
     );
-    let listing = listing_of(None, vec![board], None);
+    let mut listing = listing_of(None, vec![board], None);
     let size = listing.size_estimate();
-    let (encoded, caller_at) = if size > ENCODE_INLINE_BYTES {
-        tokio::task::spawn_blocking(move || encode_listing(listing, size))
-            .await
-            .map_err(|error| {
-                CapabilityError::internal(format!("encoding the listing failed: {error}"))
-            })??
+    let encoded = if size > ENCODE_INLINE_BYTES {
+        tokio::task::spawn_blocking(move || {
+            find_overlaps(&mut listing);
+            EncodedListing::encode(listing, size)
+        })
+        .await
+        .map_err(|error| {
+            CapabilityError::internal(format!("encoding the listing failed: {error}"))
+        })??
     } else {
-        encode_listing(listing, size)?
+        find_overlaps(&mut listing);
+        EncodedListing::encode(listing, size)?
     };
-    Ok(CachedListing {
-        version: snapshot.version,
+    Ok(Kept {
+        key: ThisKey {
+            version: snapshot.version,
+            inputs,
+        },
         made_at: now,
         same_until: snapshot.same_until,
-        inputs,
-        encoded: Bytes::from(encoded),
-        caller_at,
-        value: OnceLock::new(),
+        listing: encoded,
     })
-}
-
-/// `listing` with its overlaps found, encoded in a buffer of about `size` bytes, and where
-/// its caller's `null` is.
-fn encode_listing(mut listing: PeerList, size: usize) -> Result<(Vec<u8>, usize), CapabilityError> {
-    find_overlaps(&mut listing);
-    let encoded = sorted_json::to_vec(&listing, size).map_err(|error| {
-        CapabilityError::internal(format!("could not encode the answer: {error}"))
-    })?;
-    // Keys are in order and `boards` precedes `caller`; nothing inside a board has a
-    // `caller`, and a string cannot hold this text unescaped, so the first match is the
-    // field.
-    const CALLER: &[u8] = b",\"caller\":null,";
-    let caller_at = encoded
-        .windows(CALLER.len())
-        .position(|window| window == CALLER)
-        .map(|at| at + CALLER.len() - "null,".len())
-        .ok_or_else(|| CapabilityError::internal("the encoded listing names no caller"))?;
-    Ok((encoded, caller_at))
-}
-
-/// The kept listing as answered to `caller`: as it is for a call without a peer, with the
-/// peer's id in place of its `null` otherwise.
-fn for_caller(listing: &CachedListing, caller: Option<&PeerId>) -> Result<Bytes, CapabilityError> {
-    let Some(caller) = caller else {
-        return Ok(listing.encoded.clone());
-    };
-    let id = serde_json::to_vec(&wire::PeerId::from(caller.clone())).map_err(|error| {
-        CapabilityError::internal(format!("could not encode the caller: {error}"))
-    })?;
-    let (before, after) = listing.encoded.split_at(listing.caller_at);
-    let after = &after["null".len()..];
-    let mut answer = Vec::with_capacity(before.len() + id.len() + after.len());
-    answer.extend_from_slice(before);
-    answer.extend_from_slice(&id);
-    answer.extend_from_slice(after);
-    Ok(Bytes::from(answer))
-}
-
-/// The kept listing as answered to `caller` as a value and its text: the value made once
-/// per listing, copied, with the caller written in.
-fn structured_for_caller(
-    listing: &CachedListing,
-    caller: Option<&PeerId>,
-) -> Result<Reply<PeerList>, CapabilityError> {
-    let text = String::from_utf8(for_caller(listing, caller)?.into())
-        .map_err(|error| CapabilityError::internal(format!("the listing is not UTF-8: {error}")))?;
-    let kept = match listing.value.get() {
-        Some(value) => value,
-        None => {
-            let value = serde_json::from_slice(&listing.encoded).map_err(|error| {
-                CapabilityError::internal(format!("could not decode the listing: {error}"))
-            })?;
-            listing.value.get_or_init(|| value)
-        }
-    };
-    let mut value = kept.clone();
-    if let (Some(caller), Value::Object(fields)) = (caller, &mut value) {
-        let id = serde_json::to_value(wire::PeerId::from(caller.clone())).map_err(|error| {
-            CapabilityError::internal(format!("could not encode the caller: {error}"))
-        })?;
-        fields.insert("caller".to_owned(), id);
-    }
-    debug_assert_eq!(
-        value.to_string(),
-        text,
-        "the kept listing's value and text differ"
-    );
-    Ok(Reply::Structured { text, value })
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
+    use super::super::answer::BoardView;
     use super::*;
 
     #[test]
@@ -264,66 +377,84 @@ mod tests {
             url: Some("http://127.0.0.1:1".into()),
             changes: None,
         };
-        let kept = CachedListing {
-            version: 7,
+        let key = |version: u64, inputs: &ListingInputs| ThisKey {
+            version,
+            inputs: inputs.clone(),
+        };
+        let kept = Kept {
+            key: key(7, &inputs),
             made_at: at(1_000),
             same_until: Some(at(1_400)),
-            inputs: inputs.clone(),
-            encoded: Bytes::from_static(b"{}"),
-            caller_at: 0,
-            value: OnceLock::new(),
+            listing: EncodedListing::encode(listing_of(None, Vec::new(), None), 0).unwrap(),
         };
-        assert!(kept.serves(7, at(1_000), &inputs));
-        assert!(kept.serves(7, at(1_399), &inputs));
-        assert!(!kept.serves(8, at(1_000), &inputs), "the board changed");
-        assert!(!kept.serves(7, at(1_400), &inputs), "an age ticked over");
-        assert!(!kept.serves(7, at(999), &inputs), "the clock stepped back");
+        let serves = |version: u64, now, inputs: &ListingInputs| {
+            kept.key == key(version, inputs) && kept.holds_at(now)
+        };
+        assert!(serves(7, at(1_000), &inputs));
+        assert!(serves(7, at(1_399), &inputs));
+        assert!(!serves(8, at(1_000), &inputs), "the board changed");
+        assert!(!serves(7, at(1_400), &inputs), "an age ticked over");
+        assert!(!serves(7, at(999), &inputs), "the clock stepped back");
         let switched = ListingInputs {
             branch: Some("topic".into()),
             ..inputs.clone()
         };
-        assert!(
-            !kept.serves(7, at(1_000), &switched),
-            "the branch was switched"
-        );
+        assert!(!serves(7, at(1_000), &switched), "the branch was switched");
         let changed = ListingInputs {
             changes: Some(WorktreeChanges::unreadable("git is still reading")),
             ..inputs
         };
-        assert!(!kept.serves(7, at(1_000), &changed), "git read new changes");
+        assert!(!serves(7, at(1_000), &changed), "git read new changes");
     }
 
     #[test]
-    fn a_kept_listing_answers_a_value_that_writes_its_text_with_the_caller_in_it() {
-        let (encoded, caller_at) = encode_listing(listing_of(None, Vec::new(), None), 0).unwrap();
-        let kept = CachedListing {
-            version: 1,
-            made_at: UNIX_EPOCH,
-            same_until: None,
-            inputs: ListingInputs {
-                branch: None,
-                standing: ServerStanding::Ready,
-                url: None,
-                changes: None,
-            },
-            encoded: Bytes::from(encoded),
-            caller_at,
-            value: OnceLock::new(),
+    fn a_kept_listing_answers_a_value_that_writes_its_text_with_the_caller_and_ages_in_it() {
+        let board = |n: u64, age_ms: Option<u64>| {
+            let mut view = BoardView::unread(
+                format!("checkout-{n}"),
+                format!("/repository/age_ms-{n}"),
+                Some("\"age_ms\":0".into()),
+                "its server is starting".into(),
+            );
+            view.age_ms = age_ms;
+            (view, Vec::new())
         };
-        for caller in [Some(PeerId::nth(3)), None, Some(PeerId::nth(12))] {
+        let boards = vec![board(1, None), board(2, Some(41)), board(3, Some(7))];
+        let listing = listing_of(Some(PeerId::nth(9)), boards, None);
+        let encoded = EncodedListing::encode(listing, 0).unwrap();
+        let plain: Value = serde_json::from_slice(&encoded.encoded).unwrap();
+        assert_eq!(plain["caller"], Value::Null, "kept without a caller");
+        assert_eq!(plain["boards"][1]["age_ms"], 0, "kept without its ages");
+        for (caller, ages) in [
+            (Some(PeerId::nth(3)), [12_345, 0]),
+            (None, [0, 0]),
+            (None, [9, 1_000_000]),
+            (Some(PeerId::nth(12)), [0, 3]),
+        ] {
             let Reply::Structured { text, value } =
-                structured_for_caller(&kept, caller.as_ref()).unwrap()
+                encoded.structured_for(caller.as_ref(), &ages).unwrap()
             else {
                 panic!("a structured reply was asked for");
             };
-            let encoded = for_caller(&kept, caller.as_ref()).unwrap();
-            assert_eq!(text.as_bytes(), &encoded[..]);
-            assert_eq!(value, serde_json::from_slice::<Value>(&encoded).unwrap());
+            let bytes = encoded.bytes_for(caller.as_ref(), &ages).unwrap();
+            assert_eq!(text.as_bytes(), &bytes[..]);
+            assert_eq!(value, serde_json::from_slice::<Value>(&bytes).unwrap());
             let expected = caller.map_or(Value::Null, |id| Value::String(id.as_str().into()));
             assert_eq!(value["caller"], expected);
+            assert!(value["boards"][0].get("age_ms").is_none());
+            assert_eq!(value["boards"][1]["age_ms"], ages[0]);
+            assert_eq!(value["boards"][2]["age_ms"], ages[1]);
+            assert_eq!(
+                value["boards"][2]["branch"], "\"age_ms\":0",
+                "a string is left alone"
+            );
         }
+        assert!(
+            encoded.bytes_for(None, &[1]).is_err(),
+            "a count of ages other than the boards' is refused"
+        );
         assert_eq!(
-            kept.value.get().unwrap()["caller"],
+            encoded.value.get().unwrap()["caller"],
             Value::Null,
             "kept without a caller"
         );

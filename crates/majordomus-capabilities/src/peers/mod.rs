@@ -5,8 +5,8 @@
 //! write them ([`wire`]), the worktrees' changes as the answers write them
 //! ([`wire_changes`]), the answer's types ([`answer`]), other machines' boards joined to a listing ([`federated`]), git's reading of
 //! one worktree's changes ([`changes`]), the background reading of the whole repository
-//! ([`reading`]), a board's entry in a listing ([`boards`]), this board's listing kept
-//! encoded between calls ([`cache`]), the listing for people ([`render`]), `peers.list` and
+//! ([`reading`]), a board's entry in a listing ([`boards`]), the listings kept encoded
+//! between calls ([`cache`]), the listing for people ([`render`]), `peers.list` and
 //! the reading of any checkout's peers, which asks a remote board's `peers.list` ([`list`]),
 //! the siblings' boards an announcement reads ([`siblings`]) and `peers.announce`
 //! ([`announce`]).

@@ -13,7 +13,6 @@ use crate::conflicts::{ConflictPrediction, Predicted, predict_repository};
 use majordomus_core::context::{Context, RepositoryReading, Site};
 use majordomus_core::survey;
 
-use super::answer::BoardView;
 use super::changes::board_changes;
 
 /// A prediction in short, as a listing carries it: at most a few files per pair and a few
@@ -77,13 +76,11 @@ fn summary_of(prediction: ConflictPrediction) -> ConflictSummary {
     }
 }
 
-/// A board's changes from the repository reading, with their age; or why there are none yet.
-pub(super) fn changes_read(
-    reading: Option<&RepositoryReading>,
-    view: &BoardView,
-) -> WorktreeChanges {
+/// The changes of the worktree at `worktree` from the repository reading, with their age; or
+/// why there are none yet.
+pub(super) fn changes_read(reading: Option<&RepositoryReading>, worktree: &str) -> WorktreeChanges {
     let found = reading.and_then(|reading| {
-        let mut changes = reading.changes.get(&view.worktree)?.clone();
+        let mut changes = reading.changes.get(worktree)?.clone();
         changes.read_seconds_ago = Some(reading.started.elapsed().as_secs());
         Some(changes)
     });

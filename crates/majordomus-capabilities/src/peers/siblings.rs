@@ -1,5 +1,7 @@
 //! The other worktrees' boards as an announcement reads them: all within one probe timeout.
 
+use std::time::SystemTime;
+
 use majordomus_domain::checkouts::Checkouts;
 use majordomus_domain::peers::PeerCheckout;
 
@@ -62,9 +64,15 @@ pub(super) async fn read_siblings(
                 checkout.branch.clone(),
                 too_slow,
             );
-            tokio::time::timeout_at(deadline, read_board(ctx, checkout, false, Detail::Whole))
+            match tokio::time::timeout_at(deadline, read_board(ctx, checkout, false, Detail::Whole))
                 .await
-                .unwrap_or((unread, Vec::new()))
+            {
+                Ok(board) => {
+                    let (view, peers, _) = board.listed(SystemTime::now());
+                    (view, peers)
+                }
+                Err(_) => (unread, Vec::new()),
+            }
         }
     });
     // What the worktrees without a server changed comes from the repository reading, waited
