@@ -821,17 +821,7 @@ async fn a_kept_repository_listing_shows_each_change_in_the_next_answer() {
     } = Followed::new().await;
     let lease = read_lease(repo.root()).expect("the primary's client serves it");
     let other = McpClient::http(&lease, "gemini-cli", "0.30.0").await;
-    let rest = || async {
-        http()
-            .get(format!("{}/api/v1/peers", lease.url()))
-            .bearer_auth(&lease.token)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    };
+    let rest = || peers_rest(&lease);
     let mine = here.answer("majordomus_peers", json!({})).await;
     let theirs = other.answer("majordomus_peers", json!({})).await;
     let nobodys = rest().await;
@@ -984,17 +974,7 @@ async fn a_branch_switched_while_serving_shows_in_the_next_listing() {
     let root = repo.root().to_path_buf();
     let linked = repo.add_worktree("linked");
     let (_server, lease) = ServeProcess::start(&repo, &root).await;
-    let list = || async {
-        http()
-            .get(format!("{}/api/v1/peers", lease.url()))
-            .bearer_auth(&lease.token)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    };
+    let list = || peers_rest(&lease);
     let before = list().await;
     assert_eq!(board_of(&before, &root)["branch"], "main");
     assert_eq!(board_of(&before, &linked)["branch"], "linked");

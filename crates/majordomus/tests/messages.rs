@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::{
-    LeaseFile, McpClient, ServeProcess, TempRepo, eventually, http, majordomus_command, run_cli,
+    LeaseFile, McpClient, ServeProcess, TempRepo, eventually, http, majordomus_command, peers_rest,
+    run_cli,
 };
 
 const SEND: &str = "majordomus_send";
@@ -459,18 +460,6 @@ async fn peers_cli(repo: &TempRepo, checkout: &Path) -> Value {
     .await;
     assert!(output.status.success());
     serde_json::from_slice(&output.stdout).unwrap()
-}
-
-async fn peers_rest(lease: &LeaseFile) -> Value {
-    http()
-        .get(format!("{}/api/v1/peers", lease.url()))
-        .bearer_auth(&lease.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 /// Who holds claim `name` on every surface: the MCP listing, REST and `peers --json`; each

@@ -533,6 +533,20 @@ pub(crate) fn http() -> reqwest::Client {
     .clone()
 }
 
+/// The repository's listing over plain REST (`GET /api/v1/peers`), as the server `lease`
+/// names answers it to a caller without a session.
+pub(crate) async fn peers_rest(lease: &LeaseFile) -> Value {
+    http()
+        .get(format!("{}/api/v1/peers", lease.url()))
+        .bearer_auth(&lease.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Asks `GET /` of a URL: the identity probe, no token.
 pub(crate) async fn probe(url: &str) -> Result<Value, String> {
     let response = http()
