@@ -393,7 +393,8 @@ async fn gather<'a>(
     let (mut boards, reading) = tokio::join!(boards, reading);
     for board in &mut boards {
         if whole_repository && board.entry.changes.is_none() {
-            board.entry.changes = Some(changes_read(reading.as_deref(), &board.entry.worktree));
+            let worktree = &board.entry.stamp.worktree;
+            board.entry.changes = Some(changes_read(reading.as_deref(), worktree));
         }
     }
     let conflicts = whole_repository.then(|| conflicts_read(reading.as_deref()));
@@ -412,7 +413,6 @@ pub(super) struct ReadBoard<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct BoardEntry {
     pub stamp: PeerCheckout,
-    pub worktree: String,
     pub standing: ServerStanding,
     pub url: Option<String>,
     /// Why the board could not be read; absent when it was, or had nobody to read.
@@ -474,7 +474,6 @@ impl ReadBoard<'_> {
             url,
             reason,
             changes,
-            ..
         } = self.entry;
         let (mut view, peers) = listed_board(stamp, standing, url, reason, changes, peers);
         view.age_ms = self.age.map(|age| age.as_millis() as u64);
@@ -507,7 +506,6 @@ pub(super) async fn read_board<'a>(
     };
     ReadBoard {
         entry: BoardEntry {
-            worktree: stamp.worktree.clone(),
             stamp,
             standing: board.standing(),
             url: board.url(),
