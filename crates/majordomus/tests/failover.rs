@@ -408,6 +408,24 @@ async fn a_deposed_server_writes_nothing_more_to_the_journal() {
     );
 }
 
+/// Spawns `command`, whose executable was just written. A child another test forked while
+/// that file was open for writing holds it open until it execs, and Linux refuses to run
+/// the file meanwhile ("text file busy"), so the spawn is tried again within [`BOUND`].
+async fn spawn_fresh_copy(command: &mut std::process::Command) -> std::process::Child {
+    let deadline = std::time::Instant::now() + BOUND;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            spawned => return spawned.expect("the copied executable runs"),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replaced_executable_makes_its_server_outdated() {
     let repo = TempRepo::new();
@@ -425,7 +443,7 @@ async fn a_replaced_executable_makes_its_server_outdated() {
         .stdout(log.try_clone().unwrap())
         .stderr(log);
     clear_git_env(&mut server);
-    let mut server = server.spawn().unwrap();
+    let mut server = spawn_fresh_copy(&mut server).await;
     wait_ready(&root).await;
 
     let replacement = copy_dir.join("majordomus.new");
