@@ -19,7 +19,7 @@ use majordomus_domain::sync::LockExt;
 use majordomus_core::api::CapabilityError;
 use majordomus_core::context::Context;
 use majordomus_core::port::BoardPort;
-use majordomus_core::registry::{ENCODE_INLINE_BYTES, Form, Reply, sorted_json};
+use majordomus_core::registry::{Form, Reply, inline_or_blocking, sorted_json};
 use majordomus_core::survey;
 
 use crate::wire;
@@ -258,15 +258,12 @@ pub(super) async fn answer_kept<K: Send + Sync + 'static>(
             .listing
             .bytes_for(caller.as_ref(), &ages)
             .map(Reply::Encoded),
-        Form::Structured if kept.listing.encoded.len() <= ENCODE_INLINE_BYTES => {
-            kept.listing.structured_for(caller.as_ref(), &ages)
-        }
         Form::Structured => {
-            tokio::task::spawn_blocking(move || kept.listing.structured_for(caller.as_ref(), &ages))
-                .await
-                .map_err(|error| {
-                    CapabilityError::internal(format!("copying the listing failed: {error}"))
-                })?
+            let size = kept.listing.encoded.len();
+            inline_or_blocking(size, "copying the listing", move || {
+                kept.listing.structured_for(caller.as_ref(), &ages)
+            })
+            .await?
         }
     }
 }
@@ -337,19 +334,11 @@ async fn encode_this(
     );
     let mut listing = listing_of(None, vec![board], None);
     let size = listing.size_estimate();
-    let encoded = if size > ENCODE_INLINE_BYTES {
-        tokio::task::spawn_blocking(move || {
-            find_overlaps(&mut listing);
-            EncodedListing::encode(listing, size)
-        })
-        .await
-        .map_err(|error| {
-            CapabilityError::internal(format!("encoding the listing failed: {error}"))
-        })??
-    } else {
+    let encoded = inline_or_blocking(size, "encoding the listing", move || {
         find_overlaps(&mut listing);
-        EncodedListing::encode(listing, size)?
-    };
+        EncodedListing::encode(listing, size)
+    })
+    .await??;
     Ok(Kept {
         key: ThisKey {
             version: snapshot.version,

@@ -19,8 +19,8 @@ use majordomus_core::api::CapabilityError;
 use majordomus_core::context::{Context, Site};
 use majordomus_core::port::BoardPort;
 use majordomus_core::registry::{
-    Declaration, ENCODE_INLINE_BYTES, Exposure, Form, HttpMethod, Kind, Moment, Needs, Operation,
-    Reply, Stability,
+    Declaration, Exposure, Form, HttpMethod, Kind, Moment, Needs, Operation, Reply, Stability,
+    inline_or_blocking,
 };
 use majordomus_core::survey;
 use majordomus_federation::{Federation, FederationStatus};
@@ -201,19 +201,13 @@ impl ReadListing<'_> {
         listing.leases = self.leases;
         listing.messages_queued = self.messages_queued;
         if self.detail == Detail::Whole {
-            if listing.size_estimate() > ENCODE_INLINE_BYTES {
-                // A crowded repository's peers take a while to compare: not on a worker.
-                listing = tokio::task::spawn_blocking(move || {
-                    find_overlaps(&mut listing);
-                    listing
-                })
-                .await
-                .map_err(|error| {
-                    CapabilityError::internal(format!("finding the overlaps failed: {error}"))
-                })?;
-            } else {
+            // A crowded repository's peers take a while to compare: not on a worker.
+            let size = listing.size_estimate();
+            listing = inline_or_blocking(size, "finding the overlaps", move || {
                 find_overlaps(&mut listing);
-            }
+                listing
+            })
+            .await?;
         }
         Ok((listing, pinned))
     }
@@ -254,21 +248,16 @@ async fn repository_reply(
     {
         return answer_kept(listing, caller, ages, form).await;
     }
-    let Some(mut key) = RepositoryKey::of(&read).filter(|_| !federated) else {
+    let Some(mut key) = (!federated).then(|| RepositoryKey::of(&read)).flatten() else {
         return Ok(Reply::Typed(read.assemble(ctx, now).await?.0));
     };
     let (listing, pinned) = read.assemble(ctx, now).await?;
     key.this_board = pinned.map(|pinned| pinned.version);
     let size = listing.size_estimate();
-    let encoded = if size > ENCODE_INLINE_BYTES {
-        tokio::task::spawn_blocking(move || EncodedListing::encode(listing, size))
-            .await
-            .map_err(|error| {
-                CapabilityError::internal(format!("encoding the listing failed: {error}"))
-            })??
-    } else {
-        EncodedListing::encode(listing, size)?
-    };
+    let encoded = inline_or_blocking(size, "encoding the listing", move || {
+        EncodedListing::encode(listing, size)
+    })
+    .await??;
     let made = Arc::new(Kept {
         key,
         made_at: now,

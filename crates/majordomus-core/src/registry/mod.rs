@@ -187,12 +187,10 @@ impl Answer {
     pub async fn into_text_and_value(self) -> Result<(String, Value), CapabilityError> {
         match self.0 {
             Built::Structured { text, value } => Ok((text, value)),
-            Built::Encoded(bytes) if bytes.len() <= ENCODE_INLINE_BYTES => decoded(bytes),
-            Built::Encoded(bytes) => tokio::task::spawn_blocking(move || decoded(bytes))
-                .await
-                .map_err(|error| {
-                    CapabilityError::internal(format!("decoding the answer failed: {error}"))
-                })?,
+            Built::Encoded(bytes) => {
+                inline_or_blocking(bytes.len(), "decoding the answer", move || decoded(bytes))
+                    .await?
+            }
         }
     }
 
@@ -390,12 +388,23 @@ async fn run_erased<O: Operation>(
         Form::Encoded => encode::<O>(&output, size),
         Form::Structured => structure::<O>(&output),
     };
+    inline_or_blocking(size, "encoding the answer", build).await?
+}
+
+/// Runs `work`, which handles an answer of about `size` bytes, on a blocking thread when
+/// that is over [`ENCODE_INLINE_BYTES`] and on the calling worker otherwise. `what` names
+/// the work in the error a failed thread gives.
+pub async fn inline_or_blocking<T: Send + 'static>(
+    size: usize,
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CapabilityError> {
     if size <= ENCODE_INLINE_BYTES {
-        return build();
+        return Ok(work());
     }
-    tokio::task::spawn_blocking(build).await.map_err(|error| {
-        CapabilityError::internal(format!("encoding the answer failed: {error}"))
-    })?
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| CapabilityError::internal(format!("{what} failed: {error}")))
 }
 
 /// `output` as a value, and the text it writes: the same bytes [`encode`] gives, since a
