@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::mailbox_file::MailboxFile;
 use majordomus_checkout::shared_file::{FileStamp, reading_answers};
-use majordomus_domain::messages::{Home, Mailbox, ReceiptState};
+use majordomus_domain::messages::{Home, Mailbox};
 use majordomus_domain::sync::LockExt;
 
 use majordomus_core::api::CapabilityError;
@@ -219,12 +219,5 @@ pub(super) async fn queued(ctx: &Context) -> usize {
         .await
         .ok()
         .flatten()
-        .map_or(0, |mailbox| {
-            mailbox
-                .messages
-                .iter()
-                .flat_map(|message| &message.receipts)
-                .filter(|receipt| receipt.state == ReceiptState::Queued)
-                .count()
-        })
+        .map_or(0, |mailbox| mailbox.queued())
 }

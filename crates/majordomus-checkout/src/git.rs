@@ -305,13 +305,33 @@ impl WorktreeList {
             return None;
         }
         self.notice
-            .watch(|| registry_targets(common, &self.registry.lock_or_recover()));
+            .watch(|| registry_targets(repository, common, &self.registry.lock_or_recover()));
         if let Some(current) = self.cached.lock_or_recover().as_mut()
             && Arc::ptr_eq(&current.listed, &kept)
         {
             current.verified = noticed;
         }
         Some(kept.checkouts.clone())
+    }
+
+    /// Where the registry's notice stands now: besides the registry, it covers every other
+    /// worktree's lease ([`lease_in`]).
+    pub fn noticed(&self) -> Option<Noticed> {
+        self.notice.now()
+    }
+
+    /// Lists the worktrees of `repository` and starts the registry's notice now, rather than
+    /// after the first repository-wide call: a serving process that is only ever asked
+    /// about its own checkout then trusts its branch from the notice too
+    /// ([`BranchWatch::current`]), instead of stamping `HEAD` on every call. Each reader
+    /// still checks its files itself once at the notice's generation before trusting it.
+    pub fn watch_registry(&self, repository: &Checkout) -> Result<(), CheckoutError> {
+        self.listed(repository)?;
+        if let Some(common) = repository.common_dir.as_deref() {
+            self.notice
+                .watch(|| registry_targets(repository, common, &self.registry.lock_or_recover()));
+        }
+        Ok(())
     }
 
     /// The stamps of one call, with where the registry's notice stands at its start (see
@@ -558,7 +578,22 @@ impl RegistryMemo {
 /// The files [`registry_stamp`] stamps, as a [`ChangeNotice`] watches them: the registry
 /// directory's every entry, and the directories that hold a file (or the registry, or the
 /// reftable directory) watched for it to appear.
-fn registry_targets(common: &Path, memo: &RegistryMemo) -> Targets {
+/// The lease's file name ([`crate::lease`]).
+pub const LEASE_FILE: &str = "lease.json";
+
+/// Where the lease of the checkout whose git dir is `git_dir` lives. The registry's notice
+/// covers it in every other worktree, so that a repository-wide call trusts a lease it found
+/// absent while the notice stands still ([`crate::notice::KnownAbsent`]).
+pub fn lease_in(git_dir: &Path) -> PathBuf {
+    git_dir.join("majordomus").join(LEASE_FILE)
+}
+
+/// What the registry's notice covers for a process in `repository`: the registry, each
+/// worktree's `HEAD`, and every other worktree's lease. Its own lease's directory is left
+/// out: its server writes the files it keeps beside the lease on every change of its board,
+/// and only the siblings' leases are ever looked for.
+fn registry_targets(repository: &Checkout, common: &Path, memo: &RegistryMemo) -> Targets {
+    let own = repository.git_dir.as_deref();
     let registry = common.join("worktrees");
     let mut targets = Targets::new();
     add_file(&mut targets, &common.join("HEAD"));
@@ -566,11 +601,17 @@ fn registry_targets(common: &Path, memo: &RegistryMemo) -> Targets {
     add_file(&mut targets, &common.join("reftable"));
     add_file(&mut targets, &registry);
     add_directory(&mut targets, &registry);
+    if own != Some(common) {
+        add_file(&mut targets, &lease_in(common));
+    }
     for entry in &memo.entries {
         for name in ["HEAD", "gitdir", "locked"] {
             add_file(&mut targets, &entry.dir.join(name));
         }
         add_file(&mut targets, &entry.pointer);
+        if own != Some(entry.dir.as_path()) {
+            add_file(&mut targets, &lease_in(&entry.dir));
+        }
     }
     targets
 }

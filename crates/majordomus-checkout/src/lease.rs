@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::files;
-use crate::git::Checkout;
+use crate::git::{Checkout, LEASE_FILE, lease_in};
 use crate::process::{
     ExecutableStamp, ProcessHandle, executable_stamp, process_alive, process_start_time,
 };
@@ -31,7 +31,6 @@ use crate::process::{
 /// The `schema` every lease this crate writes carries, and the only one it trusts on read.
 pub const LEASE_SCHEMA: &str = "majordomus-lease/v1";
 
-const LEASE_FILE: &str = "lease.json";
 const LOCK_FILE: &str = "lease.lock";
 
 /// A lease document, token included. Never put it in an answer: use [`Lease::redacted`]
@@ -219,7 +218,7 @@ fn this_executable() -> ExecutableStamp {
 /// runtime dir (`$XDG_RUNTIME_DIR`), else cache dir (`$XDG_CACHE_HOME`, `~/.cache`).
 pub fn lease_path(checkout: &Checkout) -> PathBuf {
     match &checkout.git_dir {
-        Some(git_dir) => git_dir.join("majordomus").join(LEASE_FILE),
+        Some(git_dir) => lease_in(git_dir),
         None => private_base(|name| std::env::var_os(name))
             .join("majordomus")
             .join(&checkout.id)
@@ -684,7 +683,7 @@ mod tests {
     use super::*;
     use crate::testing::{Repository, git};
 
-    fn lease_in(dir: &Path) -> (PathBuf, Lease) {
+    fn lease_document_in(dir: &Path) -> (PathBuf, Lease) {
         let path = dir.join("majordomus").join(LEASE_FILE);
         (path, Lease::new_for_this_process(dir, "1.2.3"))
     }
@@ -731,7 +730,7 @@ mod tests {
     #[test]
     fn create_is_exclusive_and_private() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let handle = try_create(&path, &lease).unwrap();
         assert_eq!(handle.path(), path);
         assert_eq!(handle.lease(), &lease);
@@ -758,7 +757,7 @@ mod tests {
     #[test]
     fn of_many_simultaneous_creators_exactly_one_wins() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, _) = lease_in(dir.path());
+        let (path, _) = lease_document_in(dir.path());
         let winners: usize = std::thread::scope(|scope| {
             let racers: Vec<_> = (0..10)
                 .map(|_| {
@@ -815,7 +814,7 @@ mod tests {
     #[test]
     fn age_counts_from_started_at_or_else_from_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, mut lease) = lease_in(dir.path());
+        let (path, mut lease) = lease_document_in(dir.path());
         lease.started_at = "2026-01-01T00:00:00Z".into();
         let now =
             SystemTime::from(OffsetDateTime::parse("2026-01-01T00:00:07Z", &Rfc3339).unwrap());
@@ -851,7 +850,7 @@ mod tests {
     #[test]
     fn the_url_is_published_only_while_the_lease_is_ours() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let mut handle = try_create(&path, &lease).unwrap();
         assert!(handle.still_ours());
         assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
@@ -880,7 +879,7 @@ mod tests {
     #[test]
     fn a_file_beside_the_lease_changes_only_while_the_lease_is_ours() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let handle = try_create(&path, &lease).unwrap();
         let beside = path.with_file_name("claims.json");
         assert!(read_beside(&path, "claims.json", 64).unwrap().is_none());
@@ -936,7 +935,7 @@ mod tests {
     #[test]
     fn a_file_beside_the_lease_is_removed_when_nothing_is_left_to_keep() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let handle = try_create(&path, &lease).unwrap();
         assert!(
             handle.write_beside("claims.json", None).unwrap(),
@@ -959,7 +958,7 @@ mod tests {
     #[test]
     fn a_recheck_follows_the_file_and_sees_a_take_over_or_an_edit() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let mut handle = try_create(&path, &lease).unwrap();
         assert!(handle.recheck());
         assert!(handle.recheck(), "unchanged, still ours");
@@ -988,7 +987,7 @@ mod tests {
     #[test]
     fn a_watch_sees_the_lease_it_read_until_another_server_takes_it_over() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let mut handle = try_create(&path, &lease).unwrap();
         assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
         let (read, judged) = document(&path);
@@ -1009,7 +1008,7 @@ mod tests {
     #[test]
     fn release_removes_only_our_own_lease() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let handle = try_create(&path, &lease).unwrap();
         assert!(handle.release());
         assert_eq!(read_lease(&path), LeaseReading::Absent);
@@ -1018,7 +1017,7 @@ mod tests {
     #[test]
     fn a_released_lease_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let mut handle = try_create(&path, &lease).unwrap();
         assert!(handle.publish_url("http://127.0.0.1:4100").unwrap());
         assert!(path.with_file_name(LOCK_FILE).exists(), "publishing locked");
@@ -1033,7 +1032,7 @@ mod tests {
     #[test]
     fn a_lock_file_removed_or_replaced_after_opening_is_not_the_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, _) = lease_in(dir.path());
+        let (path, _) = lease_document_in(dir.path());
         let held = LeaseLock::acquire(&path).unwrap();
         let lock_path = held.path.clone();
         // A rival opened the lock file and now waits for its lock.
@@ -1058,7 +1057,7 @@ mod tests {
     fn the_lock_excludes_even_while_its_file_is_removed_and_made_again() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let dir = tempfile::tempdir().unwrap();
-        let (path, _) = lease_in(dir.path());
+        let (path, _) = lease_document_in(dir.path());
         let inside = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for racer in 0..8 {
@@ -1081,7 +1080,7 @@ mod tests {
     #[test]
     fn take_over_removes_exactly_the_judged_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, lease) = lease_in(dir.path());
+        let (path, lease) = lease_document_in(dir.path());
         let mut handle = try_create(&path, &lease).unwrap();
         let (_, judged) = document(&path);
 

@@ -12,6 +12,7 @@ use majordomus_checkout::changes::ChangesCache;
 use majordomus_checkout::config::{Config, UserFiles};
 use majordomus_checkout::conflicts::{ConflictPredictor, GitVersion};
 use majordomus_checkout::git::Checkout;
+use majordomus_checkout::notice::KnownAbsent;
 use majordomus_checkout::{BranchWatch, WorktreeList};
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::conflicts::{ConflictHunk, ConflictSummary};
@@ -32,6 +33,8 @@ pub struct Site {
     pub worktrees: WorktreeList,
     /// This checkout's branch, read again only when `HEAD` changes.
     pub branch: BranchWatch,
+    /// The worktrees' leases found absent while the registry's notice stood still.
+    pub absent_leases: KnownAbsent,
     /// One HTTP client for probes and sibling reads, so connections are reused.
     pub http: reqwest::Client,
     /// Each worktree's changes, read by git at most once per [`CHANGES_INTERVAL`].
@@ -65,6 +68,7 @@ impl Site {
             config,
             worktrees: WorktreeList::default(),
             branch: BranchWatch::default(),
+            absent_leases: KnownAbsent::default(),
             http,
             changes: ChangesCache::new(CHANGES_INTERVAL),
             conflicts,

@@ -4,6 +4,7 @@
 //! two servers from asking each other forever; it is asked through the route the capability
 //! declares ([`ask`]).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -54,17 +55,23 @@ impl Survey {
 }
 
 /// Reads a checkout's lease, probes the server it names and decides its standing.
+///
+/// A lease found absent is not looked for again while the registry's notice, which covers
+/// every worktree's lease, stands still: most siblings of a repository-wide call are
+/// served by nobody, and each would cost an `open` that finds nothing.
 pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
     let path = lease_path(&checkout);
-    let read = move || {
-        let reading = read_lease(&path);
-        let age = lease_age(&path, &reading, SystemTime::now());
-        (reading, age)
-    };
-    let (reading, age) = if site.reads_inline() {
-        read()
+    let noticed = site.worktrees.noticed();
+    let (reading, age) = if site.absent_leases.holds(&path, noticed.as_ref()) {
+        (LeaseReading::Absent, None)
+    } else if site.reads_inline() {
+        let found = lease_with_age(&path);
+        if matches!(found.0, LeaseReading::Absent) {
+            site.absent_leases.record(&path, noticed.as_ref());
+        }
+        found
     } else {
-        tokio::task::spawn_blocking(read)
+        tokio::task::spawn_blocking(move || lease_with_age(&path))
             .await
             .unwrap_or_else(|error| {
                 (
@@ -79,6 +86,13 @@ pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
         lease,
         standing,
     }
+}
+
+/// The lease at `path`, and how old it is.
+fn lease_with_age(path: &Path) -> (LeaseReading, Option<Duration>) {
+    let reading = read_lease(path);
+    let age = lease_age(path, &reading, SystemTime::now());
+    (reading, age)
 }
 
 /// Probes the server a lease names and judges the checkout's standing from what was found.
@@ -330,4 +344,57 @@ pub async fn covered_checkouts(
         .into_iter()
         .filter(|checkout| checkout.id != this.id);
     Ok(std::iter::once(here).chain(others).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::testing::{add_worktree, site_in_repository};
+    use majordomus_checkout::config::Config;
+    use majordomus_checkout::{Lease, try_create};
+    use majordomus_domain::checkouts::ServerStanding;
+
+    #[tokio::test]
+    async fn a_sibling_lease_found_absent_is_seen_as_soon_as_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        let site = site_in_repository(&repo, Config::default());
+        add_worktree(&site, &dir.path().join("sibling"));
+        site.worktrees.watch_registry(&site.checkout).unwrap();
+        let sibling = site
+            .worktrees
+            .checkouts(&site.checkout)
+            .unwrap()
+            .into_iter()
+            .find(|checkout| checkout.id != site.checkout.id)
+            .expect("the sibling is listed");
+        let path = lease_path(&sibling);
+        let standing = || {
+            let sibling = sibling.clone();
+            let site = &site;
+            async move { survey(site, sibling).await.standing.standing }
+        };
+
+        assert_eq!(standing().await, ServerStanding::Absent);
+        if cfg!(target_os = "linux") {
+            assert!(
+                site.absent_leases
+                    .holds(&path, site.worktrees.noticed().as_ref()),
+                "the absence is kept while the notice stands still"
+            );
+        }
+        // The lease's directory appears with the lease: the first lease of a worktree.
+        let lease = Lease::new_for_this_process(&sibling.root, "1.2.3");
+        let held = try_create(&path, &lease).expect("the lease is created");
+        assert_ne!(standing().await, ServerStanding::Absent);
+
+        // Gone again, and back: in the directory that appeared, which is watched now.
+        drop(held);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(standing().await, ServerStanding::Absent);
+        // Written as any process may write it, with nothing else in the worktree changed.
+        std::fs::write(&path, serde_json::to_vec(&lease).unwrap()).unwrap();
+        assert_ne!(standing().await, ServerStanding::Absent);
+    }
 }

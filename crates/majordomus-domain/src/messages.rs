@@ -409,6 +409,15 @@ impl Mailbox {
         carried
     }
 
+    /// How many receipts wait, for anyone.
+    pub fn queued(&self) -> usize {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.receipts)
+            .filter(|r| r.state == ReceiptState::Queued)
+            .count()
+    }
+
     /// How many messages wait for `to`.
     pub fn queued_for(&self, to: &Party) -> usize {
         self.messages

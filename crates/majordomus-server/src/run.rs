@@ -236,6 +236,13 @@ pub async fn start(
     // what a predecessor killed mid-prediction left in the repository goes now
     let sweeping = state.site.clone();
     tokio::task::spawn_blocking(move || sweeping.conflicts.sweep_stale());
+    // the worktrees listed and their registry watched before the first call needs them
+    let listing = state.site.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = listing.worktrees.watch_registry(&listing.checkout) {
+            tracing::debug!(%error, "the worktrees could not be listed at start");
+        }
+    });
     spawn_housekeeping(state.clone());
     super::sessions::watch_quiet_sessions(&state);
     super::events::follow_siblings(&super::events::Follow {

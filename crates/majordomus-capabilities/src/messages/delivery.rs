@@ -74,13 +74,16 @@ fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 
-/// Whether anything may wait for `party`: from the mailbox as this process last read it,
-/// when it did not change since.
-async fn may_wait(place: &Place, party: &Party) -> bool {
+/// `recipient` named, when anything may wait for it: from the mailbox as this process last
+/// read it, when it did not change since. A mailbox that cannot be read may hold anything.
+/// The party is named only once the mailbox holds anything queued: most calls find it
+/// empty or absent, and naming a party copies its peer off the board.
+async fn waiting_for(place: &Place, recipient: impl FnOnce() -> Option<Party>) -> Option<Party> {
     match place.read_recent().await {
-        Ok(Some(mailbox)) => mailbox.queued_for(party) > 0,
-        Ok(None) => false,
-        Err(_) => true,
+        Ok(Some(mailbox)) if mailbox.queued() == 0 => None,
+        Ok(Some(mailbox)) => recipient().filter(|party| mailbox.queued_for(party) > 0),
+        Ok(None) => None,
+        Err(_) => recipient(),
     }
 }
 
@@ -92,16 +95,16 @@ enum Giving {
     Hand(u64),
 }
 
-/// Gives what waits for `party` through `through`; `None` when nothing waits.
+/// Gives what waits for `recipient` through `through`; `None` when nothing waits.
 async fn give(
     place: &Place,
-    party: Party,
+    recipient: impl FnOnce() -> Option<Party>,
     through: String,
     giving: Giving,
 ) -> Result<Option<Inbox>, CapabilityError> {
-    if !may_wait(place, &party).await {
+    let Some(party) = waiting_for(place, recipient).await else {
         return Ok(None);
-    }
+    };
     let delivery = place
         .change(move |mailbox| {
             let now = millis(SystemTime::now());
@@ -123,9 +126,8 @@ async fn give(
 /// The messages waiting for the caller, delivered through the tool `tool` it called; `None`
 /// when the call came through no session of this server, or nothing waits.
 pub async fn inbox(ctx: &Context, tool: &str) -> Option<Inbox> {
-    let party = me(ctx)?;
     let place = Place::of(ctx).ok()?;
-    give(&place, party, format!("{tool} tool"), Giving::Deliver)
+    give(&place, || me(ctx), format!("{tool} tool"), Giving::Deliver)
         .await
         .ok()
         .flatten()
@@ -137,10 +139,11 @@ pub const HAND_TOKEN_MAX: u64 = (1 << 53) - 1;
 /// The messages waiting for `peer` of this server, handed to its client's hook `through`:
 /// delivered once the hook confirms with the answer's `hand` ([`confirm`]).
 pub async fn hand_to_hook(ctx: &Context, peer: &PeerId, through: String) -> Option<Inbox> {
-    let party = party_here(&ctx.site, ctx.port()?, peer)?;
+    let port = ctx.port()?;
     let place = Place::of(ctx).ok()?;
     let token = rand::random::<u64>() & HAND_TOKEN_MAX;
-    give(&place, party, through, Giving::Hand(token))
+    let recipient = || party_here(&ctx.site, port, peer);
+    give(&place, recipient, through, Giving::Hand(token))
         .await
         .ok()
         .flatten()

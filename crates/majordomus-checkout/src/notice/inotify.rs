@@ -75,6 +75,14 @@ impl ChangeNotice {
                 return None;
             }
         };
+        // A target directory that appeared is watched before anyone reads in it at the
+        // new generation, so that what is written there next is noticed too.
+        if changed && !watching.missing.is_empty() && watching.watch_appeared().is_err() {
+            state.watching = None;
+            state.generation += 1;
+            state.refused_at = Some(Instant::now());
+            return None;
+        }
         let stale = watching.stale;
         let targets = watching.targets.clone();
         if changed {
@@ -315,17 +323,20 @@ mod tests {
         fs::create_dir(dir.path().join("reftable")).unwrap();
         let appeared = generation(&notice);
         assert!(appeared > added, "the parent notices the directory appear");
-        notice.watch(|| targets);
-        let watched = generation(&notice);
-        assert!(
-            watched > appeared,
-            "what it held before it was watched is read again"
-        );
         fs::write(&tables, "0x01.ref\n").unwrap();
+        let written = generation(&notice);
         assert!(
-            generation(&notice) > watched,
-            "and its files are watched from then on"
+            written > appeared,
+            "the directory is watched from the generation that noticed it appear"
         );
+        notice.watch(|| targets);
+        assert_eq!(
+            generation(&notice),
+            written,
+            "and the same targets are kept"
+        );
+        fs::write(&tables, "0x02.ref\n").unwrap();
+        assert!(generation(&notice) > written);
     }
 
     #[test]

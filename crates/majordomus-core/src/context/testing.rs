@@ -45,3 +45,17 @@ fn git(dir: &Path, args: &[&str]) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Adds a linked worktree of `site`'s repository at `dir`, on a new branch of `dir`'s name.
+pub fn add_worktree(site: &Site, dir: &Path) {
+    let name = dir
+        .file_name()
+        .expect("the worktree's directory has a name")
+        .to_string_lossy()
+        .into_owned();
+    let path = dir.to_string_lossy().into_owned();
+    git(
+        &site.checkout.root,
+        &["worktree", "add", "--quiet", "-b", &name, &path],
+    );
+}
