@@ -6,7 +6,8 @@
 //! Publishing never waits and never grows anything without bound: the backlog is a ring
 //! (at most `BACKLOG_EVENTS` events and `BACKLOG_BYTES` bytes), every subscriber has a
 //! buffer of `SUBSCRIBER_BUFFER` events and is dropped, with a last event saying so, when it
-//! fills; at most `MAX_SUBSCRIBERS` streams are open at once.
+//! fills; at most `MAX_SUBSCRIBERS` streams are open at once. A stream sends the events
+//! that arrive within a millisecond of one another in one write.
 //!
 //! Adding a kind of event is one variant of [`Change`] and one call where the board changes.
 //!
@@ -136,7 +137,7 @@ fn sse_events(subscription: Subscription) -> impl Stream<Item = Result<SseEvent,
         };
         Ok(if at == 0 { event.retry(Duration::from_millis(RETRY_MS)) } else { event })
     }));
-    let live = tokio_stream_of(receiver).map(|event| {
+    let live = gathered(receiver).map(|event| {
         Ok(SseEvent::default()
             .id(event.id.to_string())
             .data(&event.data))
@@ -164,6 +165,60 @@ fn stream_event(head: u64, body: serde_json::Value) -> SseEvent {
         .data(body.to_string())
 }
 
-fn tokio_stream_of<T>(mut receiver: mpsc::Receiver<T>) -> impl Stream<Item = T> {
-    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
+/// How long a stream waits, once an event came, for more before it sends: a board at work
+/// changes thousands of times a second, and each event sent alone is a write to the socket
+/// and a wake-up of its reader (a following sibling's server, most often). What arrives
+/// meanwhile goes out in the same write.
+const GATHER_EVENTS: Duration = Duration::from_millis(1);
+
+/// The most events one write carries.
+const GATHERED_EVENTS: usize = 64;
+
+/// The events `receiver` gets, in order, each at most [`GATHER_EVENTS`] (and a timer's
+/// tick) after it came.
+fn gathered<T>(receiver: mpsc::Receiver<T>) -> impl Stream<Item = T> {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        let first = receiver.recv().await?;
+        tokio::time::sleep(GATHER_EVENTS).await;
+        let mut events = vec![first];
+        while events.len() < GATHERED_EVENTS {
+            match receiver.try_recv() {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            }
+        }
+        Some((futures::stream::iter(events), receiver))
+    })
+    .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn gathered_events_come_all_in_order_and_a_lone_one_at_once() {
+        let (sender, receiver) = mpsc::channel(SUBSCRIBER_BUFFER);
+        let mut events = Box::pin(gathered(receiver));
+        let burst = GATHERED_EVENTS * 3 + 5;
+        for event in 0..burst {
+            sender.send(event).await.unwrap();
+        }
+        let mut received = Vec::new();
+        while received.len() < burst {
+            received.push(events.next().await.unwrap());
+        }
+        assert_eq!(received, (0..burst).collect::<Vec<_>>());
+
+        let sent = std::time::Instant::now();
+        sender.send(burst).await.unwrap();
+        assert_eq!(events.next().await, Some(burst));
+        assert!(
+            sent.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            sent.elapsed()
+        );
+        drop(sender);
+        assert_eq!(events.next().await, None, "the stream ends with its sender");
+    }
 }
