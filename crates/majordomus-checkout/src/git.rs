@@ -590,8 +590,8 @@ pub fn lease_in(git_dir: &Path) -> PathBuf {
 
 /// What the registry's notice covers for a process in `repository`: the registry, each
 /// worktree's `HEAD`, and every other worktree's lease. Its own lease's directory is left
-/// out: its server writes the files it keeps beside the lease on every change of its board,
-/// and only the siblings' leases are ever looked for.
+/// out: its server rewrites the files it keeps beside the lease as its board changes, and
+/// only the siblings' leases are ever looked for.
 fn registry_targets(repository: &Checkout, common: &Path, memo: &RegistryMemo) -> Targets {
     let own = repository.git_dir.as_deref();
     let registry = common.join("worktrees");

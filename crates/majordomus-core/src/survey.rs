@@ -57,7 +57,7 @@ impl Survey {
 /// Reads a checkout's lease, probes the server it names and decides its standing.
 ///
 /// A lease found absent is not looked for again while the registry's notice, which covers
-/// every worktree's lease, stands still: most siblings of a repository-wide call are
+/// every other worktree's lease, stands still: most siblings of a repository-wide call are
 /// served by nobody, and each would cost an `open` that finds nothing.
 pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
     let path = lease_path(&checkout);
@@ -351,6 +351,7 @@ mod tests {
     use super::*;
     use crate::context::testing::{add_worktree, site_in_repository};
     use majordomus_checkout::config::Config;
+    use majordomus_checkout::notice::ChangeNotice;
     use majordomus_checkout::{Lease, try_create};
     use majordomus_domain::checkouts::ServerStanding;
 
@@ -377,7 +378,7 @@ mod tests {
         };
 
         assert_eq!(standing().await, ServerStanding::Absent);
-        if cfg!(target_os = "linux") {
+        if ChangeNotice::WATCHES {
             assert!(
                 site.absent_leases
                     .holds(&path, site.worktrees.noticed().as_ref()),

@@ -61,6 +61,10 @@ struct Watching {
 }
 
 impl ChangeNotice {
+    /// Whether this build's notice watches anything: inotify's does, where the kernel gives
+    /// it a descriptor and the watches.
+    pub const WATCHES: bool = true;
+
     /// Where the notice stands now, every change the kernel reported until now counted;
     /// `None` while it watches nothing, or since one of its watches was lost.
     pub fn now(&self) -> Option<Noticed> {

@@ -8,6 +8,9 @@ use super::{Noticed, Targets};
 pub struct ChangeNotice;
 
 impl ChangeNotice {
+    /// Whether this build's notice watches anything: this one never does.
+    pub const WATCHES: bool = false;
+
     /// Never a promise: the reader checks the files itself.
     pub fn now(&self) -> Option<Noticed> {
         None
