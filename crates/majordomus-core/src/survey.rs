@@ -64,21 +64,24 @@ pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
     let noticed = site.worktrees.noticed();
     let (reading, age) = if site.absent_leases.holds(&path, noticed.as_ref()) {
         (LeaseReading::Absent, None)
-    } else if site.reads_inline() {
-        let found = lease_with_age(&path);
+    } else {
+        let found = if site.reads_inline() {
+            lease_with_age(&path)
+        } else {
+            let reading = path.clone();
+            tokio::task::spawn_blocking(move || lease_with_age(&reading))
+                .await
+                .unwrap_or_else(|error| {
+                    (
+                        LeaseReading::Corrupt(format!("it could not be read: {error}")),
+                        None,
+                    )
+                })
+        };
         if matches!(found.0, LeaseReading::Absent) {
             site.absent_leases.record(&path, noticed.as_ref());
         }
         found
-    } else {
-        tokio::task::spawn_blocking(move || lease_with_age(&path))
-            .await
-            .unwrap_or_else(|error| {
-                (
-                    LeaseReading::Corrupt(format!("it could not be read: {error}")),
-                    None,
-                )
-            })
     };
     let (standing, lease) = judge(site, &checkout, &reading, age).await;
     Survey {

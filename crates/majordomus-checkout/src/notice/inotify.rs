@@ -70,23 +70,18 @@ impl ChangeNotice {
     pub fn now(&self) -> Option<Noticed> {
         let mut state = self.state.lock_or_recover();
         let watching = state.watching.as_mut()?;
-        let changed = match drain(watching) {
-            Ok(changed) => changed,
-            Err(_) => {
-                state.watching = None;
-                state.generation += 1;
-                state.refused_at = Some(Instant::now());
-                return None;
-            }
-        };
         // A target directory that appeared is watched before anyone reads in it at the
         // new generation, so that what is written there next is noticed too.
-        if changed && !watching.missing.is_empty() && watching.watch_appeared().is_err() {
-            state.watching = None;
-            state.generation += 1;
-            state.refused_at = Some(Instant::now());
+        let drained = drain(watching).and_then(|changed| {
+            if changed && !watching.missing.is_empty() {
+                watching.watch_appeared()?;
+            }
+            Ok(changed)
+        });
+        let Ok(changed) = drained else {
+            state.give_up();
             return None;
-        }
+        };
         let stale = watching.stale;
         let targets = watching.targets.clone();
         if changed {
@@ -125,11 +120,7 @@ impl ChangeNotice {
             match watching.watch_appeared() {
                 Ok(false) => {}
                 Ok(true) => state.generation += 1,
-                Err(_) => {
-                    state.watching = None;
-                    state.generation += 1;
-                    state.refused_at = Some(Instant::now());
-                }
+                Err(_) => state.give_up(),
             }
             return;
         }
@@ -138,6 +129,16 @@ impl ChangeNotice {
             .then(|| start(targets).ok())
             .flatten();
         state.refused_at = state.watching.is_none().then(Instant::now);
+    }
+}
+
+impl NoticeState {
+    /// inotify failed the notice: nothing is watched (nor asked again for
+    /// [`RETRY_REFUSED`]), and what was read at the generation before is checked again.
+    fn give_up(&mut self) {
+        self.watching = None;
+        self.generation += 1;
+        self.refused_at = Some(Instant::now());
     }
 }
 

@@ -95,7 +95,7 @@ pub struct KnownAbsent {
 }
 
 /// The most files [`KnownAbsent`] holds: one per watched worktree's lease.
-pub const MAX_KNOWN_ABSENT: usize = MAX_WATCHED_DIRECTORIES;
+const MAX_KNOWN_ABSENT: usize = MAX_WATCHED_DIRECTORIES;
 
 impl KnownAbsent {
     /// Whether `file` was found absent at `noticed`'s generation, which covers it.
