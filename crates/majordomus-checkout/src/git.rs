@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::notice::{ChangeNotice, Noticed, Targets, add_directory, add_file};
+use crate::shared_file::{SHARED_FILES, shared_path};
 use majordomus_domain::ids::identity_digest;
 use majordomus_domain::sync::LockExt;
 
@@ -575,9 +576,6 @@ impl RegistryMemo {
     }
 }
 
-/// The files [`registry_stamp`] stamps, as a [`ChangeNotice`] watches them: the registry
-/// directory's every entry, and the directories that hold a file (or the registry, or the
-/// reftable directory) watched for it to appear.
 /// The lease's file name ([`crate::lease`]).
 pub const LEASE_FILE: &str = "lease.json";
 
@@ -589,13 +587,17 @@ pub fn lease_in(git_dir: &Path) -> PathBuf {
 }
 
 /// What the registry's notice covers for a process in `repository`: the registry, each
-/// worktree's `HEAD`, and every other worktree's lease. Its own lease's directory is left
-/// out: its server rewrites the files it keeps beside the lease as its board changes, and
-/// only the siblings' leases are ever looked for.
+/// worktree's `HEAD`, every other worktree's lease, and the repository's shared files (the
+/// lease table, the mailbox). Its own lease is left out: its server rewrites the files it
+/// keeps beside the lease as its board changes, and only the siblings' leases are ever
+/// looked for.
 fn registry_targets(repository: &Checkout, common: &Path, memo: &RegistryMemo) -> Targets {
     let own = repository.git_dir.as_deref();
     let registry = common.join("worktrees");
     let mut targets = Targets::new();
+    for name in SHARED_FILES {
+        add_file(&mut targets, &shared_path(common, name));
+    }
     add_file(&mut targets, &common.join("HEAD"));
     add_file(&mut targets, &common.join("reftable/tables.list"));
     add_file(&mut targets, &common.join("reftable"));

@@ -86,6 +86,21 @@ impl FileStamp {
     }
 }
 
+/// The lease table's name among the shared files.
+pub(crate) const LEASE_TABLE: &str = "leases";
+
+/// The mailbox's name among the shared files.
+pub(crate) const MAILBOX: &str = "messages";
+
+/// Every shared file of a repository, by name. The worktree registry's notice covers them
+/// all, so that a reading of one is trusted while the notice stands still, with no `stat`.
+pub const SHARED_FILES: [&str; 2] = [LEASE_TABLE, MAILBOX];
+
+/// Where the shared file `name` of the repository whose common git dir is `common_dir` is.
+pub fn shared_path(common_dir: &Path, name: &str) -> PathBuf {
+    common_dir.join("majordomus").join(format!("{name}.json"))
+}
+
 /// One shared file of a repository, `<git-common-dir>/majordomus/<name>.json`, with its lock
 /// `<name>.lock` beside it.
 #[derive(Clone, Debug)]
@@ -99,10 +114,10 @@ pub(crate) struct SharedFile {
 impl SharedFile {
     /// The file `name` of the repository whose common git dir is `common_dir`.
     pub(crate) fn new(common_dir: &Path, name: &str, what: &'static str) -> SharedFile {
-        let dir = common_dir.join("majordomus");
+        let path = shared_path(common_dir, name);
         SharedFile {
-            path: dir.join(format!("{name}.json")),
-            lock: dir.join(format!("{name}.lock")),
+            lock: path.with_extension("lock"),
+            path,
             what,
         }
     }

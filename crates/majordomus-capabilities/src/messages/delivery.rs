@@ -157,7 +157,7 @@ pub async fn confirm(ctx: &Context, token: u64) -> Result<usize, CapabilityError
     // the file's version now that holds no such hand answers without taking the lock. A
     // federated mailbox's latest revision is told to this process some time after its write,
     // so there the change itself looks.
-    if matches!(place, Place::File(_))
+    if matches!(place, Place::File { .. })
         && !place
             .read_recent()
             .await?

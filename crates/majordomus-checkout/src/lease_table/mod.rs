@@ -15,7 +15,7 @@ use std::path::Path;
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 
 use crate::process::{process_alive, process_start_time};
-use crate::shared_file::{FileStamp, SharedFile, Stored};
+use crate::shared_file::{FileStamp, LEASE_TABLE, SharedFile, Stored};
 
 impl Stored for LeaseTable {
     type Wire = wire::LeaseTable;
@@ -31,7 +31,7 @@ impl LeaseTableFile {
     /// The table of the repository whose common git dir is `common_dir`.
     pub fn new(common_dir: &Path) -> LeaseTableFile {
         LeaseTableFile {
-            file: SharedFile::new(common_dir, "leases", "lease table"),
+            file: SharedFile::new(common_dir, LEASE_TABLE, "lease table"),
         }
     }
 

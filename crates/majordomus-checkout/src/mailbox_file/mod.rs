@@ -14,7 +14,7 @@ use std::path::Path;
 
 use majordomus_domain::messages::Mailbox;
 
-use crate::shared_file::{FileStamp, SharedFile, Stored, Written};
+use crate::shared_file::{FileStamp, MAILBOX, SharedFile, Stored, Written};
 
 impl Stored for Mailbox {
     type Wire = wire::Mailbox;
@@ -30,7 +30,7 @@ impl MailboxFile {
     /// The mailbox of the repository whose common git dir is `common_dir`.
     pub fn new(common_dir: &Path) -> MailboxFile {
         MailboxFile {
-            file: SharedFile::new(common_dir, "messages", "mailbox"),
+            file: SharedFile::new(common_dir, MAILBOX, "mailbox"),
         }
     }
 
