@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use majordomus_checkout::git::Checkout;
 use majordomus_checkout::lease::LeaseView;
+use majordomus_checkout::notice::Noticed;
 use majordomus_domain::checkouts::ServerStanding;
 
 use majordomus_core::api::CapabilityError;
@@ -56,16 +57,33 @@ impl<'a> Board<'a> {
     /// `checkout`'s board as `ctx` reaches it: in memory when it is the checkout this
     /// process serves (a server never asks itself), through its lease otherwise.
     pub(super) async fn of(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
+        Board::of_noticed(ctx, checkout, ctx.site.worktrees.noticed().as_ref()).await
+    }
+
+    /// [`Board::of`], by a call that began when the worktree registry's notice stood at
+    /// `noticed` ([`survey::survey_noticed`]).
+    async fn of_noticed(
+        ctx: &'a Context,
+        checkout: Checkout,
+        noticed: Option<&Noticed>,
+    ) -> Board<'a> {
         match ctx.port() {
             Some(port) if checkout.id == ctx.site.checkout.id => Board::Local { port, checkout },
-            _ => Board::Remote(Box::new(survey::survey(&ctx.site, checkout).await)),
+            _ => Board::Remote(Box::new(
+                survey::survey_noticed(&ctx.site, checkout, noticed).await,
+            )),
         }
     }
 
-    /// `checkout`'s board for a listing: as [`Board::of`], but a sibling's board that this
-    /// serving process follows, confirmed by its server within the bound, is read from
-    /// memory rather than asked.
-    pub(super) async fn listed(ctx: &'a Context, checkout: Checkout) -> Board<'a> {
+    /// `checkout`'s board for a listing, by a call that began when the worktree registry's
+    /// notice stood at `noticed`: as [`Board::of`], but a sibling's board that this serving
+    /// process follows, confirmed by its server within the bound, is read from memory rather
+    /// than asked.
+    pub(super) async fn listed(
+        ctx: &'a Context,
+        checkout: Checkout,
+        noticed: Option<&Noticed>,
+    ) -> Board<'a> {
         let view = match ctx.port() {
             Some(port) if checkout.id != ctx.site.checkout.id => port.sibling_board(&checkout.id),
             _ => None,
@@ -79,7 +97,7 @@ impl<'a> Board<'a> {
                 }),
                 view,
             },
-            None => Board::of(ctx, checkout).await,
+            None => Board::of_noticed(ctx, checkout, noticed).await,
         }
     }
 

@@ -290,7 +290,13 @@ impl WorktreeList {
     /// While the registry's files have not changed since the kept listing was last found
     /// current, as the [`ChangeNotice`] in `stamps` says, nothing is asked of the file
     /// system at all; the notice itself is set up here, after the first such finding.
-    pub fn kept_checkouts(&self, repository: &Checkout, stamps: &Stamps) -> Option<Vec<Checkout>> {
+    /// Without `may_stat`, only the notice is asked: a registry too large to stat inline.
+    pub fn kept_checkouts(
+        &self,
+        repository: &Checkout,
+        stamps: &Stamps,
+        may_stat: bool,
+    ) -> Option<Vec<Checkout>> {
         let common = repository.common_dir.as_deref()?;
         let noticed = stamps.noticed.as_ref().map(|noticed| noticed.generation);
         let kept = {
@@ -301,6 +307,9 @@ impl WorktreeList {
             }
             kept.listed.clone()
         };
+        if !may_stat {
+            return None;
+        }
         let stamp = registry_stamp(common, &self.registry, stamps)?;
         if stamp != kept.stamp {
             return None;
@@ -462,7 +471,8 @@ type FileStamp = (PathBuf, u64, u64, i64, i64);
 #[derive(Debug, Default)]
 pub struct Stamps {
     taken: RefCell<Vec<(PathBuf, Option<FileStamp>)>>,
-    noticed: Option<Noticed>,
+    /// Where the registry's notice stood when the call began.
+    pub noticed: Option<Noticed>,
 }
 
 impl Stamps {
@@ -1010,7 +1020,7 @@ mod tests {
             let made: Vec<Checkout> = listed.iter().map(|w| w.checkout(&primary)).collect();
             assert_eq!(cache.checkouts(&primary).unwrap(), made);
             assert_eq!(
-                cache.kept_checkouts(&primary, &Stamps::default()),
+                cache.kept_checkouts(&primary, &Stamps::default(), true),
                 Some(made)
             );
             listed.into_iter().map(|w| w.branch).collect()
@@ -1184,7 +1194,7 @@ mod tests {
         let call = |cache: &WorktreeList| {
             let stamps = cache.stamps();
             let here = branch.current(&primary, &stamps);
-            let kept = cache.kept_checkouts(&primary, &stamps);
+            let kept = cache.kept_checkouts(&primary, &stamps, true);
             (here, kept, stamps.taken.borrow().len())
         };
         // Until a kept listing agrees with what git says: an unread or changed registry

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use majordomus_checkout::notice::Noticed;
 use majordomus_checkout::{
     Checkout, Evidence, Lease, LeaseReading, ProbeAnswer, Standing, judge_standing, lease_age,
     lease_path, read_lease,
@@ -55,14 +56,20 @@ impl Survey {
 }
 
 /// Reads a checkout's lease, probes the server it names and decides its standing.
+pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
+    survey_noticed(site, checkout, site.worktrees.noticed().as_ref()).await
+}
+
+/// [`survey`], by a call that began when the registry's notice stood at `noticed`.
 ///
 /// A lease found absent is not looked for again while the registry's notice, which covers
 /// every other worktree's lease, stands still: most siblings of a repository-wide call are
-/// served by nobody, and each would cost an `open` that finds nothing.
-pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
+/// served by nobody, and each would cost an `open` that finds nothing. A call surveys every
+/// sibling at the one generation it began at ([`covered_and_noticed`]), not one `read` of
+/// the notice each.
+pub async fn survey_noticed(site: &Site, checkout: Checkout, noticed: Option<&Noticed>) -> Survey {
     let path = lease_path(&checkout);
-    let noticed = site.worktrees.noticed();
-    let (reading, age) = if site.absent_leases.holds(&path, noticed.as_ref()) {
+    let (reading, age) = if site.absent_leases.holds(&path, noticed) {
         (LeaseReading::Absent, None)
     } else {
         let found = if site.reads_inline() {
@@ -79,7 +86,7 @@ pub async fn survey(site: &Site, checkout: Checkout) -> Survey {
                 })
         };
         if matches!(found.0, LeaseReading::Absent) {
-            site.absent_leases.record(&path, noticed.as_ref());
+            site.absent_leases.record(&path, noticed);
         }
         found
     };
@@ -309,32 +316,52 @@ fn describe_http_error(error: &reqwest::Error, timeout: Duration) -> String {
 /// The checkouts an answer covers: this one alone, or every checkout of the repository, this
 /// one first and then the others in git's order. This checkout's branch is read afresh when
 /// `HEAD` changed, since a long-running server's checkout may have switched branches; listing
-/// the worktrees may spawn git, so it runs on a blocking thread unless the registry is small
-/// and unchanged (see [`Site::reads_inline`]).
+/// the worktrees may spawn git, so it runs on a blocking thread unless the registry's notice
+/// vouches for the kept list, or the registry is small and unchanged (see
+/// [`Site::reads_inline`]).
 pub async fn covered_checkouts(
     site: &Arc<Site>,
     checkouts: Checkouts,
 ) -> Result<Vec<Checkout>, CapabilityError> {
+    Ok(covered_and_noticed(site, checkouts).await?.0)
+}
+
+/// [`covered_checkouts`], with where the registry's notice stood when they were found: the
+/// generation the call's surveys of them trust ([`survey_noticed`]).
+pub async fn covered_and_noticed(
+    site: &Arc<Site>,
+    checkouts: Checkouts,
+) -> Result<(Vec<Checkout>, Option<Noticed>), CapabilityError> {
     let this = &site.checkout;
     let mut here = this.clone();
     let stamps = site.worktrees.stamps();
+    let noticed = stamps.noticed.clone();
     here.branch = site.branch.current(this, &stamps);
     if checkouts == Checkouts::This || this.common_dir.is_none() {
-        return Ok(vec![here]);
+        return Ok((vec![here], noticed));
     }
-    let kept = site
-        .reads_inline()
-        .then(|| site.worktrees.kept_checkouts(this, &stamps))
-        .flatten();
+    // A registry the notice vouches for is read from memory whatever its size; one too large
+    // to stat inline is stamped on the blocking thread, and once found unchanged there the
+    // notice vouches for it from then on.
+    let inline = site.reads_inline();
+    let kept = site.worktrees.kept_checkouts(this, &stamps, inline);
     let worktrees = match kept {
         Some(checkouts) => checkouts,
         None => {
             let listing = site.clone();
             tokio::task::spawn_blocking(move || {
-                listing
-                    .worktrees
-                    .checkouts(&listing.checkout)
-                    .map_err(|error| error.to_string())
+                let (worktrees, repository) = (&listing.worktrees, &listing.checkout);
+                let kept = (!inline)
+                    .then(|| worktrees.kept_checkouts(repository, &stamps, true))
+                    .flatten();
+                kept.map_or_else(
+                    || {
+                        worktrees
+                            .checkouts(repository)
+                            .map_err(|error| error.to_string())
+                    },
+                    Ok,
+                )
             })
             .await
             .unwrap_or_else(|error| Err(error.to_string()))
@@ -346,7 +373,7 @@ pub async fn covered_checkouts(
     let others = worktrees
         .into_iter()
         .filter(|checkout| checkout.id != this.id);
-    Ok(std::iter::once(here).chain(others).collect())
+    Ok((std::iter::once(here).chain(others).collect(), noticed))
 }
 
 #[cfg(test)]
@@ -357,6 +384,43 @@ mod tests {
     use majordomus_checkout::notice::ChangeNotice;
     use majordomus_checkout::{Lease, try_create};
     use majordomus_domain::checkouts::ServerStanding;
+
+    #[tokio::test]
+    async fn a_registry_too_large_to_stat_inline_is_vouched_for_by_the_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        let site = Arc::new(site_in_repository(&repo, Config::default()));
+        for n in 0..=crate::context::INLINE_READ_WORKTREES {
+            add_worktree(&site, &dir.path().join(format!("wt{n}")));
+        }
+        site.worktrees.watch_registry(&site.checkout).unwrap();
+        assert!(!site.reads_inline(), "more worktrees than are read inline");
+        let covered = || async {
+            let (checkouts, _) = covered_and_noticed(&site, Checkouts::Repository)
+                .await
+                .unwrap();
+            checkouts.len()
+        };
+        let vouched = || {
+            let stamps = site.worktrees.stamps();
+            site.worktrees
+                .kept_checkouts(&site.checkout, &stamps, false)
+                .is_some()
+        };
+
+        let all = crate::context::INLINE_READ_WORKTREES + 2;
+        assert_eq!(covered().await, all);
+        assert_eq!(covered().await, all);
+        assert_eq!(
+            vouched(),
+            ChangeNotice::WATCHES,
+            "once found unchanged, the list is kept while the notice stands still"
+        );
+        add_worktree(&site, &dir.path().join("one-more"));
+        assert!(!vouched(), "a new worktree moves the notice on");
+        assert_eq!(covered().await, all + 1);
+    }
 
     #[tokio::test]
     async fn a_sibling_lease_found_absent_is_seen_as_soon_as_it_is_written() {

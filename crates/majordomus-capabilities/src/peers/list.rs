@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use majordomus_checkout::git::Checkout;
+use majordomus_checkout::notice::Noticed;
 use majordomus_domain::changes::WorktreeChanges;
 use majordomus_domain::checkouts::{Checkouts, ServerStanding};
 use majordomus_domain::conflicts::ConflictSummary;
@@ -355,11 +356,12 @@ async fn gather<'a>(
 ) -> Result<(Vec<ReadBoard<'a>>, Option<ConflictSummary>), CapabilityError> {
     let site = &ctx.site;
     let whole_repository = checkouts == Checkouts::Repository && site.checkout.common_dir.is_some();
-    let covered = survey::covered_checkouts(site, checkouts).await?;
+    let (covered, noticed) = survey::covered_and_noticed(site, checkouts).await?;
+    let noticed = noticed.as_ref();
     let boards = futures::future::join_all(
         covered
             .into_iter()
-            .map(|checkout| read_board(ctx, checkout, !whole_repository, detail)),
+            .map(|checkout| read_board(ctx, checkout, !whole_repository, detail, noticed)),
     );
     let whole_repository = whole_repository && detail == Detail::Whole;
     // The worktrees nobody serves and the conflict prediction are read in the background,
@@ -472,16 +474,18 @@ impl ReadBoard<'_> {
 
 /// Reads one checkout's board ([`Board`]), and what the worktree changed: from the answer
 /// of its server, read here for this process's own board, or, when `read_here`, for a board
-/// without a server. Otherwise `changes` is left for the repository reading to fill.
+/// without a server. Otherwise `changes` is left for the repository reading to fill. The
+/// call began when the worktree registry's notice stood at `noticed`.
 pub(super) async fn read_board<'a>(
     ctx: &'a Context,
     checkout: Checkout,
     read_here: bool,
     detail: Detail<'_>,
+    noticed: Option<&Noticed>,
 ) -> ReadBoard<'a> {
     let this_checkout = checkout.id == ctx.site.checkout.id;
     let stamp = stamp(&checkout, this_checkout);
-    let board = Board::listed(ctx, checkout).await;
+    let board = Board::listed(ctx, checkout, noticed).await;
     let read_here = (read_here || board.is_local()) && detail == Detail::Whole;
     let BoardPeers {
         peers,

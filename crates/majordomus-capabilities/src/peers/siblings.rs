@@ -25,11 +25,11 @@ pub(super) async fn read_siblings(
     let too_slow = format!("it did not answer within {} ms", timeout.as_millis());
     let listed = tokio::time::timeout_at(
         deadline,
-        survey::covered_checkouts(site, Checkouts::Repository),
+        survey::covered_and_noticed(site, Checkouts::Repository),
     )
     .await;
-    let checkouts = match listed {
-        Ok(Ok(checkouts)) => checkouts,
+    let (checkouts, noticed) = match listed {
+        Ok(Ok(covered)) => covered,
         failed => {
             let reason = match failed {
                 Ok(Err(error)) => error.message,
@@ -55,6 +55,7 @@ pub(super) async fn read_siblings(
     };
     let here = stamp(&checkouts[0], true);
     let any_sibling = checkouts.len() > 1;
+    let noticed = noticed.as_ref();
     let siblings = checkouts.into_iter().skip(1).map(|checkout| {
         let too_slow = too_slow.clone();
         async move {
@@ -64,9 +65,8 @@ pub(super) async fn read_siblings(
                 checkout.branch.clone(),
                 too_slow,
             );
-            match tokio::time::timeout_at(deadline, read_board(ctx, checkout, false, Detail::Whole))
-                .await
-            {
+            let read = read_board(ctx, checkout, false, Detail::Whole, noticed);
+            match tokio::time::timeout_at(deadline, read).await {
                 Ok(board) => {
                     let (view, peers, _) = board.listed(SystemTime::now());
                     (view, peers)
