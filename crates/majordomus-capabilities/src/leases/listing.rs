@@ -78,7 +78,7 @@ pub async fn held_by_others(
     names: &[String],
 ) -> Result<Vec<HeldElsewhere>, CapabilityError> {
     let place = Place::of(ctx)?;
-    let table = place.read_shared().await?;
+    let table = place.read_shared(&ctx.site).await?;
     let liveness = Liveness::new(ctx.port().map(attached_here), &place);
     let key = session_key(this_server(), peer);
     let at = SystemTime::now();
@@ -118,7 +118,7 @@ pub async fn listed_leases(ctx: &Context) -> Vec<ListedLease> {
     let Ok(place) = Place::of(ctx) else {
         return Vec::new();
     };
-    let Ok(table) = place.read_shared().await else {
+    let Ok(table) = place.read_shared(&ctx.site).await else {
         return Vec::new();
     };
     let liveness = Liveness::new(None, &place);
@@ -205,7 +205,7 @@ pub async fn grants_to(ctx: &Context, peer: &PeerId) -> Vec<Fact> {
         return Vec::new();
     };
     let key = session_key(this_server(), peer);
-    let Ok(table) = place.read_shared().await else {
+    let Ok(table) = place.read_shared(&ctx.site).await else {
         return Vec::new();
     };
     table

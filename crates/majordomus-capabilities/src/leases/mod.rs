@@ -216,7 +216,11 @@ impl Operation for LeasesAcquire {
                 let again = Resource::Named(name.clone());
                 standing = ask(&place, &again, holder.clone(), ttl, port).await?.1;
             } else {
-                let Some(now) = place.read_shared().await?.standing(&name, &holder.key) else {
+                let Some(now) = place
+                    .read_shared(&ctx.site)
+                    .await?
+                    .standing(&name, &holder.key)
+                else {
                     return Err(CapabilityError::not_found(format!(
                         "your request for `{name}` left the table while it waited (its session \
                          or process ended, or it was released)"
@@ -452,7 +456,7 @@ pub async fn sweep(site: &Arc<Site>, port: &dyn BoardPort) {
     let Ok(place) = Place::serving(site, Some(port)) else {
         return;
     };
-    let Ok(table) = place.read_shared().await else {
+    let Ok(table) = place.read_shared(site).await else {
         return;
     };
     let liveness = Liveness::new(Some(attached_here(port)), &place);

@@ -81,16 +81,14 @@ impl Place {
         }
     }
 
-    /// The table as it is now, read once for every request of this process that looks at
-    /// it (see [`Readings`]).
-    pub(super) async fn read_shared(&self) -> Result<Arc<LeaseTable>, CapabilityError> {
+    /// The table of `site`'s repository as it is now, read once for every request of this
+    /// process that looks at it (see [`Readings`]).
+    pub(super) async fn read_shared(
+        &self,
+        site: &Site,
+    ) -> Result<Arc<LeaseTable>, CapabilityError> {
         static LAST: Readings = Readings::new();
-        LAST.read(
-            self,
-            SystemTime::now(),
-            LOCAL_CHANGES.load(Ordering::Acquire),
-        )
-        .await
+        LAST.read(self, Look::now(self, site)).await
     }
 
     /// Whether a sweep of this table is due from a waiting request (see [`Sweeps`]).
@@ -163,7 +161,9 @@ const SWEEP_EVERY: Duration = Duration::from_millis(500);
 /// The last reading of a table, shared by the requests that look at it: while the file's
 /// stamp is the one it was read at (and the reading still answers: [`reading_answers`]; a
 /// federated table: for [`FEDERATED_READING_LASTS`]) and this
-/// process changed nothing, it is the answer. Readers that come together wait for one
+/// process changed nothing, it is the answer. While the worktree registry's notice, which
+/// covers the file, stands where it stood when the file was last found so, the stamp is not
+/// even taken. Readers that come together wait for one
 /// read, behind an async lock, so the requests waiting for a lease read the table once a
 /// change, not once each.
 struct Readings(tokio::sync::Mutex<Option<Reading>>);
@@ -179,6 +179,35 @@ struct Reading {
     changes: u64,
     at: SystemTime,
     contents: Arc<LeaseTable>,
+    /// The notice's generation when a look that began after it found the file as read.
+    verified: Option<u64>,
+}
+
+/// One look at a table: when, after how many changes of this process, and where the worktree
+/// registry's notice stood when it began, for a file it covers.
+struct Look {
+    now: SystemTime,
+    changes: u64,
+    generation: Option<u64>,
+}
+
+impl Look {
+    /// A look at `place`, `site`'s table, beginning now.
+    fn now(place: &Place, site: &Site) -> Look {
+        let generation = match place {
+            Place::File(file) => site
+                .worktrees
+                .noticed()
+                .filter(|noticed| noticed.covers(file.path()))
+                .map(|noticed| noticed.generation),
+            Place::Federated(_) => None,
+        };
+        Look {
+            now: SystemTime::now(),
+            changes: LOCAL_CHANGES.load(Ordering::Acquire),
+            generation,
+        }
+    }
 }
 
 impl Readings {
@@ -186,19 +215,27 @@ impl Readings {
         Readings(tokio::sync::Mutex::const_new(None))
     }
 
-    /// The table as it is at `now`, after this process changed tables `changes` times.
-    async fn read(
-        &self,
-        place: &Place,
-        now: SystemTime,
-        changes: u64,
-    ) -> Result<Arc<LeaseTable>, CapabilityError> {
+    /// The table as it is at the `look`.
+    async fn read(&self, place: &Place, look: Look) -> Result<Arc<LeaseTable>, CapabilityError> {
+        let Look {
+            now,
+            changes,
+            generation,
+        } = look;
         let mut last = self.0.lock().await;
+        if let Some(reading) = last.as_ref()
+            && generation.is_some()
+            && reading.verified == generation
+            && reading.table == place.table()
+            && reading.changes == changes
+        {
+            return Ok(reading.contents.clone());
+        }
         let stamp = match place {
             Place::File(file) => file.stamp(),
             Place::Federated(_) => None,
         };
-        if let Some(reading) = last.as_ref()
+        if let Some(reading) = last.as_mut()
             && reading.table == place.table()
             && reading.changes == changes
             && match place {
@@ -208,6 +245,9 @@ impl Readings {
                 Place::Federated(_) => reading.age(now) < FEDERATED_READING_LASTS,
             }
         {
+            if generation.is_some() {
+                reading.verified = generation;
+            }
             return Ok(reading.contents.clone());
         }
         let contents = Arc::new(place.read().await?);
@@ -218,6 +258,7 @@ impl Readings {
             changes,
             at: now,
             contents: contents.clone(),
+            verified: generation,
         });
         Ok(contents)
     }
@@ -391,7 +432,10 @@ mod tests {
     use majordomus_domain::leases::LeaseTtl;
 
     use super::*;
+    use majordomus_checkout::config::Config;
+    use majordomus_checkout::notice::ChangeNotice;
     use majordomus_checkout::shared_file::UNSETTLED_READING_LASTS;
+    use majordomus_core::context::testing::site_in_repository;
 
     fn holder(key: &str) -> Holder {
         Holder {
@@ -428,7 +472,14 @@ mod tests {
         let read = |place: &Place, now: SystemTime, changes: u64| {
             let place = place.clone();
             let readings = &readings;
-            async move { readings.read(&place, now, changes).await.unwrap() }
+            async move {
+                let look = Look {
+                    now,
+                    changes,
+                    generation: None,
+                };
+                readings.read(&place, look).await.unwrap()
+            }
         };
 
         let none = read(&place, later(), 0).await;
@@ -475,6 +526,61 @@ mod tests {
         let other_dir = tempfile::tempdir().unwrap();
         let other = Place::File(LeaseTableFile::new(other_dir.path()));
         assert!(read(&other, later(), 1).await.leases.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_reading_kept_while_the_notice_stands_still_is_read_again_once_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = site_in_repository(dir.path(), Config::default());
+        site.worktrees.watch_registry(&site.checkout).unwrap();
+        let file = table_file(&site).unwrap();
+        let place = Place::File(file.clone());
+        let readings = Readings::new();
+        let ttl = LeaseTtl::check(60).unwrap();
+        // Granted as another process would: a plain change of the file, right after a read.
+        let grant = |key: &'static str| {
+            file.change(|table| {
+                let now = SystemTime::now();
+                (table.acquire("suite", holder(key), ttl, now).unwrap(), true)
+            })
+            .unwrap()
+        };
+        let read = || async {
+            readings
+                .read(&place, Look::now(&place, &site))
+                .await
+                .unwrap()
+        };
+        let queued =
+            |table: Arc<LeaseTable>| table.leases.get("suite").map(|lease| lease.queue.len());
+
+        let none = read().await;
+        assert!(none.leases.is_empty(), "no file yet: no lease");
+        assert_eq!(
+            Look::now(&place, &site).generation.is_some(),
+            ChangeNotice::WATCHES,
+            "the registry's notice covers the table"
+        );
+        grant("first");
+        let first = read().await;
+        assert_eq!(queued(first.clone()), Some(0));
+        assert!(
+            Arc::ptr_eq(&first, &read().await),
+            "kept while nothing changed"
+        );
+        grant("second");
+        assert_eq!(
+            queued(read().await),
+            Some(1),
+            "a write within the same tick"
+        );
+        grant("third");
+        assert_eq!(queued(read().await), Some(2));
+        std::fs::remove_file(file.path()).unwrap();
+        assert!(
+            read().await.leases.is_empty(),
+            "a removed table is seen gone"
+        );
     }
 
     #[test]
