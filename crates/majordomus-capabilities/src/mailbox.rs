@@ -95,14 +95,15 @@ impl LastRead {
     }
 
     /// The kept reading, when the mailbox is still at `stamp` and the reading answers for
-    /// it; it is then verified at `generation` too.
+    /// it; it is then verified at `generation` too, when its stamp was settled: an unsettled
+    /// one may be another write's as well, and answers only briefly.
     fn current(stamp: &Stamp, generation: Option<u64>) -> Option<Option<Arc<Mailbox>>> {
         let mut last = LAST_READ.lock_or_recover();
         let last = last.as_mut()?;
         if last.stamp != *stamp || !reading_answers(last.settled, last.at.elapsed()) {
             return None;
         }
-        if generation.is_some() {
+        if generation.is_some() && last.settled {
             last.verified = generation;
         }
         Some(last.mailbox.clone())

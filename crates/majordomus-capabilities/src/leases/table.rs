@@ -245,7 +245,8 @@ impl Readings {
                 Place::Federated(_) => reading.age(now) < FEDERATED_READING_LASTS,
             }
         {
-            if generation.is_some() {
+            // An unsettled stamp may be another write's as well, and answers only briefly.
+            if generation.is_some() && reading.settled {
                 reading.verified = generation;
             }
             return Ok(reading.contents.clone());
