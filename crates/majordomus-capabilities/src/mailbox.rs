@@ -164,11 +164,8 @@ impl Place {
     /// The notice's generation when this place was taken, for a file it covers.
     fn generation(&self) -> Option<u64> {
         match self {
-            Place::File {
-                file,
-                noticed: Some(noticed),
-            } if noticed.covers(file.path()) => Some(noticed.generation),
-            _ => None,
+            Place::File { file, noticed } => noticed.as_ref()?.generation_of(file.path()),
+            Place::Federated { .. } => None,
         }
     }
 

@@ -325,7 +325,7 @@ impl WorktreeList {
     }
 
     /// Where the registry's notice stands now: besides the registry, it covers every other
-    /// worktree's lease ([`lease_in`]).
+    /// worktree's lease ([`lease_in`]) and the shared files.
     pub fn noticed(&self) -> Option<Noticed> {
         self.notice.now()
     }

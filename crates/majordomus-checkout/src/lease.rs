@@ -684,8 +684,7 @@ mod tests {
     use crate::testing::{Repository, git};
 
     fn lease_document_in(dir: &Path) -> (PathBuf, Lease) {
-        let path = dir.join("majordomus").join(LEASE_FILE);
-        (path, Lease::new_for_this_process(dir, "1.2.3"))
+        (lease_in(dir), Lease::new_for_this_process(dir, "1.2.3"))
     }
 
     fn document(path: &Path) -> (Lease, Vec<u8>) {

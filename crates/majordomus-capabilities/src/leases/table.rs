@@ -198,8 +198,7 @@ impl Look {
             Place::File(file) => site
                 .worktrees
                 .noticed()
-                .filter(|noticed| noticed.covers(file.path()))
-                .map(|noticed| noticed.generation),
+                .and_then(|noticed| noticed.generation_of(file.path())),
             Place::Federated(_) => None,
         };
         Look {

@@ -63,6 +63,12 @@ impl Noticed {
             None => false,
         }
     }
+
+    /// The generation, when it covers `file`: what a reading of `file` that began here is
+    /// trusted at.
+    pub fn generation_of(&self, file: &Path) -> Option<u64> {
+        self.covers(file).then_some(self.generation)
+    }
 }
 
 /// Adds `file` to `targets`: its name, in its directory.
@@ -100,25 +106,25 @@ const MAX_KNOWN_ABSENT: usize = MAX_WATCHED_DIRECTORIES;
 impl KnownAbsent {
     /// Whether `file` was found absent at `noticed`'s generation, which covers it.
     pub fn holds(&self, file: &Path, noticed: Option<&Noticed>) -> bool {
-        let Some(noticed) = noticed.filter(|noticed| noticed.covers(file)) else {
+        let Some(generation) = noticed.and_then(|noticed| noticed.generation_of(file)) else {
             return false;
         };
         let found = self.found.lock_or_recover();
-        found.0 == noticed.generation && found.1.contains(file)
+        found.0 == generation && found.1.contains(file)
     }
 
     /// `file` was found absent by a look that began when the notice stood at `noticed`. A
     /// change after that moved the generation on, and the finding is not trusted.
     pub fn record(&self, file: &Path, noticed: Option<&Noticed>) {
-        let Some(noticed) = noticed.filter(|noticed| noticed.covers(file)) else {
+        let Some(generation) = noticed.and_then(|noticed| noticed.generation_of(file)) else {
             return;
         };
         let mut found = self.found.lock_or_recover();
-        if noticed.generation < found.0 {
+        if generation < found.0 {
             return;
         }
-        if noticed.generation > found.0 {
-            *found = (noticed.generation, BTreeSet::new());
+        if generation > found.0 {
+            *found = (generation, BTreeSet::new());
         }
         if found.1.len() < MAX_KNOWN_ABSENT {
             found.1.insert(file.to_path_buf());
