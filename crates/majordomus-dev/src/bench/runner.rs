@@ -407,7 +407,8 @@ struct Fixture {
 }
 
 /// What the fixture's recipient session claims: the place `messages.send`'s benchmark case
-/// writes to, and nothing any other row names.
+/// writes to and the hooks' file lies in (the one live claim they meet), and nothing a
+/// measured row announces.
 const RECIPIENT_CLAIM: &str = "docs";
 
 impl Fixture {
