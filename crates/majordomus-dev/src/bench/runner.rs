@@ -635,6 +635,21 @@ fn preparation(capability: &Capability) -> Option<(&'static Capability, Value)> 
     Some((prepare, input))
 }
 
+/// The calls that must stand before a row's first, made once and untimed, and how many:
+/// a listing of one's messages lists a full mailbox of the caller's own sends on every
+/// transport. Without them what a caller found depended on which transport had sent last,
+/// since the mailbox keeps only the latest messages: an MCP session listed none of its own,
+/// and REST, asking as a person, listed all of them.
+fn filling(capability: &Capability) -> Option<(&'static Capability, Value, usize)> {
+    let (id, times) = match capability.id() {
+        "messages.list" => ("messages.send", majordomus_domain::limits::MESSAGES_KEPT),
+        _ => return None,
+    };
+    let fill = majordomus_capabilities::registry().by_id(id)?;
+    let (_, input) = fill.bench_cases().into_iter().next()?;
+    Some((fill, input, times))
+}
+
 /// Measures one row: warm-up, then iterations until the budget says stop; `slow` is added to
 /// every measured call.
 pub(crate) async fn measure_row(
@@ -653,6 +668,11 @@ pub(crate) async fn measure_row(
         .find(|(case, _)| *case == key.case)
         .map(|(_, input)| input)
         .expect("rows are planned from the declared cases");
+    if let Some((fill, fill_input, times)) = filling(capability) {
+        for _ in 0..times {
+            let _ = tokio::time::timeout(CALL_BOUND, caller.call(fill, &fill_input)).await;
+        }
+    }
     let prepare = preparation(capability);
     let sampled = sample_calls(
         budget,
