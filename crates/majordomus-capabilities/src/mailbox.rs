@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use majordomus_checkout::mailbox_file::MailboxFile;
-use majordomus_checkout::notice::Noticed;
-use majordomus_checkout::shared_file::{FileStamp, reading_answers};
+use majordomus_checkout::shared_file::{FileStamp, Vouched, reading_answers};
 use majordomus_domain::messages::{Home, Mailbox};
 use majordomus_domain::sync::LockExt;
 
@@ -25,11 +24,12 @@ const NO_SERVER: &str = "this repository is federated: its messages are kept in 
 
 /// Where the repository's mailbox is kept.
 pub(super) enum Place {
-    /// One machine: the file every worktree's server changes under its lock, and where the
-    /// worktree registry's notice, which covers it, stood when this place was taken.
+    /// One machine: the file every worktree's server changes under its lock, and the
+    /// generation the worktree registry's notice, which covers it, stood at when this place
+    /// was taken.
     File {
         file: MailboxFile,
-        noticed: Option<Noticed>,
+        generation: Option<u64>,
     },
     /// A federated checkout: the federation's key, changed by compare-and-set.
     Federated {
@@ -62,14 +62,14 @@ struct LastRead {
     at: Instant,
     /// `None`: there was no file.
     mailbox: Option<Arc<Mailbox>>,
-    /// The notice's generation when a look that began after it found the file at `stamp`.
-    verified: Option<u64>,
+    /// Where the notice stood when a look found the file at `stamp`.
+    verified: Vouched,
 }
 
 impl LastRead {
     /// Keeps `mailbox`, the version at `stamp`, as the process's reading from now; found so
     /// by a look that began when the notice stood at `verified`.
-    fn keep(stamp: Stamp, mailbox: Option<Arc<Mailbox>>, verified: Option<u64>) {
+    fn keep(stamp: Stamp, mailbox: Option<Arc<Mailbox>>, verified: Vouched) {
         let settled = match &stamp {
             Stamp::File(_, file) => file.is_none_or(|file| file.settled(SystemTime::now())),
             Stamp::Revision(..) => true,
@@ -91,21 +91,18 @@ impl LastRead {
         let Stamp::File(read, _) = &last.stamp else {
             return None;
         };
-        (last.verified == Some(generation) && read == path).then(|| last.mailbox.clone())
+        (last.verified.holds(Some(generation)) && read == path).then(|| last.mailbox.clone())
     }
 
     /// The kept reading, when the mailbox is still at `stamp` and the reading answers for
-    /// it; it is then verified at `generation` too, when its stamp was settled: an unsettled
-    /// one may be another write's as well, and answers only briefly.
+    /// it; it is then vouched for at `generation` too ([`Vouched::confirm`]).
     fn current(stamp: &Stamp, generation: Option<u64>) -> Option<Option<Arc<Mailbox>>> {
         let mut last = LAST_READ.lock_or_recover();
         let last = last.as_mut()?;
         if last.stamp != *stamp || !reading_answers(last.settled, last.at.elapsed()) {
             return None;
         }
-        if generation.is_some() && last.settled {
-            last.verified = generation;
-        }
+        last.verified.confirm(generation, last.settled);
         Some(last.mailbox.clone())
     }
 }
@@ -124,8 +121,11 @@ impl Place {
     ) -> Result<Place, CapabilityError> {
         let Some(port) = site.federated_through(port, NO_SERVER)? else {
             return mailbox_file(site).map(|file| Place::File {
+                generation: site
+                    .worktrees
+                    .noticed()
+                    .and_then(|noticed| noticed.generation_of(file.path())),
                 file,
-                noticed: site.worktrees.noticed(),
             });
         };
         let federation = port.federation();
@@ -164,7 +164,7 @@ impl Place {
     /// The notice's generation when this place was taken, for a file it covers.
     fn generation(&self) -> Option<u64> {
         match self {
-            Place::File { file, noticed } => noticed.as_ref()?.generation_of(file.path()),
+            Place::File { generation, .. } => *generation,
             Place::Federated { .. } => None,
         }
     }
@@ -194,13 +194,13 @@ impl Place {
             return Ok(kept);
         }
         if matches!(stamp, Stamp::File(_, None)) {
-            LastRead::keep(stamp, None, generation);
+            LastRead::keep(stamp, None, Vouched::at(generation));
             return Ok(None);
         }
         // Read after the stamp was taken: a change in between is read now, and seen as a
         // change by the next look, never missed.
         let mailbox = Arc::new(self.read().await?);
-        LastRead::keep(stamp, Some(mailbox.clone()), generation);
+        LastRead::keep(stamp, Some(mailbox.clone()), Vouched::at(generation));
         Ok(Some(mailbox))
     }
 
@@ -220,7 +220,7 @@ impl Place {
                     // the file changes again: the tool answer that follows a send, looking for
                     // the sender's messages, reads nothing.
                     let stamp = Stamp::File(file.path().to_path_buf(), Some(written.stamp));
-                    LastRead::keep(stamp, Some(Arc::new(written.value)), None);
+                    LastRead::keep(stamp, Some(Arc::new(written.value)), Vouched::default());
                 }
                 Ok(answer)
             }

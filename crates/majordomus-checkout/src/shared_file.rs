@@ -69,6 +69,34 @@ pub fn reading_answers(settled: bool, age: Duration) -> bool {
     settled || age < UNSETTLED_READING_LASTS
 }
 
+/// Where the worktree registry's notice, which covers the shared files, stood when a kept
+/// reading of one was last found current. While the notice stands there, nothing changed
+/// the file, and the reading answers with no `stat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Vouched(Option<u64>);
+
+impl Vouched {
+    /// A reading made by a look that began when the notice stood at `generation` (`None`:
+    /// the notice does not cover the file, or watches nothing).
+    pub fn at(generation: Option<u64>) -> Vouched {
+        Vouched(generation)
+    }
+
+    /// Whether the notice still stands at `generation`, where the reading was vouched for.
+    pub fn holds(self, generation: Option<u64>) -> bool {
+        generation.is_some() && self.0 == generation
+    }
+
+    /// The reading was found at the stamp it was taken at, by a look that began at
+    /// `generation`: vouched for there, when that stamp was settled. An unsettled stamp may
+    /// be another write's in the same tick as well, and answers only briefly.
+    pub fn confirm(&mut self, generation: Option<u64>, settled: bool) {
+        if generation.is_some() && settled {
+            self.0 = generation;
+        }
+    }
+}
+
 impl FileStamp {
     /// Whether, as of `now`, no later write can leave the file with this same stamp: it was
     /// written at least [`SETTLED_AFTER`] before, so any later write has a later time. A

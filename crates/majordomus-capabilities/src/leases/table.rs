@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use majordomus_checkout::lease_table::{self, LeaseTableFile};
-use majordomus_checkout::shared_file::{FileStamp, reading_answers};
+use majordomus_checkout::shared_file::{FileStamp, Vouched, reading_answers};
 use majordomus_domain::leases::{Holder, LeaseTable, Life, ProcessId};
 use majordomus_domain::peers::PeerId;
 use majordomus_domain::sync::LockExt;
@@ -179,8 +179,8 @@ struct Reading {
     changes: u64,
     at: SystemTime,
     contents: Arc<LeaseTable>,
-    /// The notice's generation when a look that began after it found the file as read.
-    verified: Option<u64>,
+    /// Where the notice stood when a look found the file as read.
+    verified: Vouched,
 }
 
 /// One look at a table: when, after how many changes of this process, and where the worktree
@@ -223,8 +223,7 @@ impl Readings {
         } = look;
         let mut last = self.0.lock().await;
         if let Some(reading) = last.as_ref()
-            && generation.is_some()
-            && reading.verified == generation
+            && reading.verified.holds(generation)
             && reading.table == place.table()
             && reading.changes == changes
         {
@@ -244,10 +243,7 @@ impl Readings {
                 Place::Federated(_) => reading.age(now) < FEDERATED_READING_LASTS,
             }
         {
-            // An unsettled stamp may be another write's as well, and answers only briefly.
-            if generation.is_some() && reading.settled {
-                reading.verified = generation;
-            }
+            reading.verified.confirm(generation, reading.settled);
             return Ok(reading.contents.clone());
         }
         let contents = Arc::new(place.read().await?);
@@ -258,7 +254,7 @@ impl Readings {
             changes,
             at: now,
             contents: contents.clone(),
-            verified: generation,
+            verified: Vouched::at(generation),
         });
         Ok(contents)
     }
