@@ -229,6 +229,13 @@ fn a_filtered_run_reports_exactly_the_rows_it_selects_with_the_machine() {
             has_floor,
             "a row with a floor is also read as what it adds over its in-process p50: {row}"
         );
+        assert_eq!(
+            row["answer_floor_ratio"]
+                .as_f64()
+                .is_some_and(|ratio| ratio > 0.0),
+            has_floor,
+            "a row with a floor is also read against the floor answering its own answer: {row}"
+        );
     }
     let machine = &report["machine"];
     assert!(machine["logical_cores"].as_u64().is_some_and(|n| n >= 1));
@@ -351,5 +358,86 @@ fn a_baseline_flags_the_slowed_row_and_no_other() {
         comparison["flagged"],
         serde_json::json!([slowed]),
         "{comparison}"
+    );
+}
+
+/// The floor server answers, on its `kept` route and its `kept` tool, exactly what it was
+/// last handed, and its do-nothing answer stays what it was: a row read against it is read
+/// against its own answer's bytes, not some other.
+#[test]
+fn the_floor_answers_exactly_what_it_was_handed() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+
+    use majordomus_dev::bench::floor::{KEEP_TOOL, KEPT_ROUTE, KEPT_TOOL, ROUTE, TOOL};
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, ClientConfig};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_majordomus-dev"))
+        .args(["floor-server", "--http"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_string();
+    let answer =
+        serde_json::json!({"peers": [{"id": "p1", "intent": "say \"why\"\n"}], "count": 1});
+    let body = answer.to_string();
+
+    majordomus_server::run::runtime().block_on(async {
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let kept = http
+            .post(format!("{url}{KEPT_ROUTE}"))
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert!(kept.status().is_success());
+        let answered = http.get(format!("{url}{KEPT_ROUTE}")).send().await.unwrap();
+        assert_eq!(
+            answered.text().await.unwrap(),
+            body,
+            "the route answers the bytes kept"
+        );
+        let plain = http.get(format!("{url}{ROUTE}")).send().await.unwrap();
+        assert_eq!(plain.text().await.unwrap(), r#"{"ok":true}"#);
+
+        let transport = StreamableHttpClientTransport::from_uri(format!("{url}/mcp"));
+        let client = ClientConfig::default().serve(transport).await.unwrap();
+        let call = async |tool: &str, arguments: Value| {
+            let Value::Object(arguments) = arguments else {
+                unreachable!("the arguments are objects")
+            };
+            client
+                .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments))
+                .await
+                .unwrap()
+        };
+        call(KEEP_TOOL, serde_json::json!({"answer": answer.clone()})).await;
+        let kept = call(KEPT_TOOL, serde_json::json!({})).await;
+        assert_eq!(kept.structured_content, Some(answer.clone()));
+        let text = kept.content[0].as_text().unwrap().text.clone();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            answer,
+            "the tool answers it as majordomus does: structured, and as JSON text"
+        );
+        let plain = call(TOOL, serde_json::json!({})).await;
+        assert_eq!(
+            plain.structured_content,
+            Some(serde_json::json!({"ok": true}))
+        );
+        let _ = client.cancel().await;
+    });
+    drop(server.stdin.take());
+    assert!(
+        server.wait().unwrap().success(),
+        "the floor ends when its stdin closes"
     );
 }

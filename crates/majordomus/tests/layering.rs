@@ -507,15 +507,24 @@ fn non_test(source: &str) -> &str {
     let mut lines = source.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
         if line.trim_end() == "#[cfg(test)]"
-            && lines
-                .peek()
-                .is_some_and(|next| next.starts_with("mod ") && next.trim_end().ends_with('{'))
+            && lines.peek().is_some_and(|next| is_inline_module(next))
         {
             return &source[..offset];
         }
         offset += line.len();
     }
     source
+}
+
+/// Whether `line` opens a module written inline, whatever its visibility (a test module
+/// other files' tests borrow from is `pub(crate)`).
+fn is_inline_module(line: &str) -> bool {
+    let declared = line
+        .strip_prefix("pub(crate) ")
+        .or_else(|| line.strip_prefix("pub(super) "))
+        .or_else(|| line.strip_prefix("pub "))
+        .unwrap_or(line);
+    declared.starts_with("mod ") && declared.trim_end().ends_with('{')
 }
 
 /// One file's use of another part of the module both are in.
@@ -808,6 +817,8 @@ fn a_file_is_counted_up_to_its_tests() {
     assert_eq!(non_test(source).lines().count(), 2);
     let item_only = "#[cfg(test)]\nmod testing;\nfn a() {}\n";
     assert_eq!(non_test(item_only).lines().count(), 3);
+    let shared = "fn a() {}\n#[cfg(test)]\npub(crate) mod tests {\n    pub fn t() {}\n}\n";
+    assert_eq!(non_test(shared).lines().count(), 1);
 }
 
 #[test]

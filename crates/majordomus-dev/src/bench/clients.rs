@@ -48,6 +48,16 @@ impl Outcome {
     }
 }
 
+/// What a call's transport carried back: what the floor is handed to answer in a row's
+/// place, so that the row can be read against a server that does nothing but carry it.
+pub(super) enum Carried {
+    /// An MCP tool result's structured content (the floor answers it as majordomus does:
+    /// as structured content and the same JSON as text).
+    Structured(Value),
+    /// A REST answer's body, as its bytes.
+    Body(Vec<u8>),
+}
+
 /// A connected rmcp client.
 pub(super) type McpService = RunningService<RoleClient, ClientConfig>;
 
@@ -87,23 +97,71 @@ impl Caller {
                 call_tool(service, tool, arguments).await
             }
             Caller::Rest { http, base, token } => {
-                let Some((method, path)) = capability.declaration.exposure.http else {
-                    return Outcome::Failure(format!("{} has no HTTP route", capability.id()));
-                };
-                let request = match method {
-                    HttpMethod::Get => {
-                        let query = serde_urlencoded::to_string(query_pairs(input))
-                            .expect("string pairs encode");
-                        let url = if query.is_empty() {
-                            format!("{base}{path}")
-                        } else {
-                            format!("{base}{path}?{query}")
-                        };
-                        http.get(url)
-                    }
-                    HttpMethod::Post => http.post(format!("{base}{path}")).json(input),
-                };
-                rest_outcome(request.bearer_auth(token)).await
+                match rest_request(http, base, capability, input) {
+                    Ok(request) => rest_outcome(request.bearer_auth(token)).await,
+                    Err(failure) => failure,
+                }
+            }
+        }
+    }
+
+    /// Calls the capability with `input` once and answers what its transport carried back,
+    /// when it answered: the tool result's structured content, or the route's body.
+    pub(super) async fn carried(&self, capability: &Capability, input: &Value) -> Option<Carried> {
+        match self {
+            Caller::InProcess(_) => None,
+            Caller::Mcp(_) => {
+                let tool = capability.declaration.exposure.mcp_tool?;
+                let answer = self.tool_answer(tool, input.clone()).await.ok()?;
+                Some(Carried::Structured(answer))
+            }
+            Caller::Rest { http, base, token } => {
+                let request = rest_request(http, base, capability, input).ok()?;
+                let response = request.bearer_auth(token).send().await.ok()?;
+                if !response.status().is_success() {
+                    return None;
+                }
+                Some(Carried::Body(response.bytes().await.ok()?.to_vec()))
+            }
+        }
+    }
+
+    /// Hands the floor server behind this caller `carried`, for [`Caller::call_kept_floor`]
+    /// to be answered with; says whether the floor took it.
+    pub(super) async fn keep_on_floor(&self, carried: Carried) -> bool {
+        match (self, carried) {
+            (Caller::Mcp(_), Carried::Structured(answer)) => self
+                .tool_answer(
+                    super::floor::KEEP_TOOL,
+                    serde_json::json!({ "answer": answer }),
+                )
+                .await
+                .is_ok(),
+            (Caller::Rest { http, base, token }, Carried::Body(body)) => http
+                .post(format!("{base}{}", super::floor::KEPT_ROUTE))
+                .bearer_auth(token)
+                .body(body)
+                .send()
+                .await
+                .is_ok_and(|response| response.status().is_success()),
+            _ => false,
+        }
+    }
+
+    /// Calls the floor once for the answer it was last handed ([`Caller::keep_on_floor`]),
+    /// over this caller's transport, as [`Caller::call_floor`] calls its do-nothing one.
+    pub(super) async fn call_kept_floor(&self) -> Outcome {
+        match self {
+            Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
+            Caller::Mcp(service) => {
+                call_tool(service, super::floor::KEPT_TOOL, JsonObject::new()).await
+            }
+            Caller::Rest { http, base, token } => {
+                rest_outcome(
+                    http.get(format!("{base}{}", super::floor::KEPT_ROUTE))
+                        .bearer_auth(token),
+                )
+                .await
             }
         }
     }
@@ -185,6 +243,34 @@ async fn call_tool(service: &McpService, tool: &str, arguments: JsonObject) -> O
         Ok(_) => Outcome::Answer,
         Err(error) => Outcome::Failure(error.to_string()),
     }
+}
+
+/// The request a capability's route takes `input` as: a GET's query, or a POST's JSON body.
+fn rest_request(
+    http: &reqwest::Client,
+    base: &str,
+    capability: &Capability,
+    input: &Value,
+) -> Result<reqwest::RequestBuilder, Outcome> {
+    let Some((method, path)) = capability.declaration.exposure.http else {
+        return Err(Outcome::Failure(format!(
+            "{} has no HTTP route",
+            capability.id()
+        )));
+    };
+    Ok(match method {
+        HttpMethod::Get => {
+            let query =
+                serde_urlencoded::to_string(query_pairs(input)).expect("string pairs encode");
+            let url = if query.is_empty() {
+                format!("{base}{path}")
+            } else {
+                format!("{base}{path}?{query}")
+            };
+            http.get(url)
+        }
+        HttpMethod::Post => http.post(format!("{base}{path}")).json(input),
+    })
 }
 
 /// Sends a REST request and reads its answer: the body is read and parsed whole, as any

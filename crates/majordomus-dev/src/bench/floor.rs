@@ -4,12 +4,20 @@
 //! own as `majordomus` is. The rows' own clients call it over the same transports, so a row's
 //! ratio to its transport's floor is what majordomus adds on top of rmcp, axum and the
 //! machine, which no change to majordomus can remove.
+//!
+//! The floor also answers, on its `kept` tool and route, whatever a row's call answered
+//! last: a server doing nothing but carrying a row's own answer, so a row can also be read
+//! against what moving its answer's bytes costs (see the runner's `measure_row`).
 
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
 use axum::routing::get;
+use majordomus_domain::sync::LockExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -23,8 +31,17 @@ use serde_json::{Value, json};
 /// The floor server's one tool.
 pub const TOOL: &str = "noop";
 
+/// The floor server's tool that keeps its `answer` argument, to answer it from [`KEPT_TOOL`].
+pub const KEEP_TOOL: &str = "keep";
+
+/// The floor server's tool that answers what [`KEEP_TOOL`] was last given.
+pub const KEPT_TOOL: &str = "kept";
+
 /// The floor server's REST route.
 pub const ROUTE: &str = "/api/v1/floor";
+
+/// The floor server's REST route that keeps a POST's body and answers it to every GET.
+pub const KEPT_ROUTE: &str = "/api/v1/floor/kept";
 
 /// What the floor's clients send as a token: the floor asks for none, but the rows send
 /// theirs, so the floor's calls carry one all the same.
@@ -42,9 +59,12 @@ fn answer() -> Value {
     json!({"ok": true})
 }
 
-/// An MCP server that serves one tool and nothing else.
-#[derive(Clone, Copy, Default)]
-struct Floor;
+/// An MCP server that serves the do-nothing tool, and the pair that keeps an answer and
+/// answers it. The sessions of one HTTP floor server share what was kept.
+#[derive(Clone, Default)]
+struct Floor {
+    kept: Arc<Mutex<Value>>,
+}
 
 impl ServerHandler for Floor {
     fn get_info(&self) -> ServerConfig {
@@ -62,26 +82,42 @@ impl ServerHandler for Floor {
             Value::Object(object) => Arc::new(object),
             _ => unreachable!("the literal is an object"),
         };
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            TOOL,
-            "Does nothing; answers {\"ok\": true}.",
-            schema,
-        )]))
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                TOOL,
+                "Does nothing; answers {\"ok\": true}.",
+                schema.clone(),
+            ),
+            Tool::new(KEEP_TOOL, "Keeps its `answer` argument.", schema.clone()),
+            Tool::new(KEPT_TOOL, "Answers what `keep` was last given.", schema),
+        ]))
     }
 
     async fn call_tool(
         &self,
-        _request: CallToolRequestParams,
+        request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        Ok(CallToolResult::structured(answer()).into())
+        let answer = match request.name.as_ref() {
+            KEEP_TOOL => {
+                let given = request
+                    .arguments
+                    .and_then(|mut arguments| arguments.remove("answer"))
+                    .unwrap_or(Value::Null);
+                *self.kept.lock_or_recover() = given;
+                answer()
+            }
+            KEPT_TOOL => self.kept.lock_or_recover().clone(),
+            _ => answer(),
+        };
+        Ok(CallToolResult::structured(answer).into())
     }
 }
 
 /// Serves the floor over this process's stdin and stdout, through the same tokio streams
 /// `majordomus mcp` reads and writes, until stdin closes.
 pub async fn serve_stdio() -> Result<(), String> {
-    let running = Floor
+    let running = Floor::default()
         .serve(rmcp::transport::io::stdio())
         .await
         .map_err(|error| format!("the client did not complete initialize: {error}"))?;
@@ -94,14 +130,32 @@ pub async fn serve_stdio() -> Result<(), String> {
 /// end, so the server cannot outlive it.
 pub async fn serve_http() -> Result<(), String> {
     use axum::serve::ListenerExt as _;
+    let floor = Floor::default();
     let mcp = StreamableHttpService::new(
-        || Ok(Floor),
+        move || Ok(floor.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    let kept: Arc<Mutex<Bytes>> = Arc::default();
     let router = Router::new()
         .route_service("/mcp", mcp)
-        .route(ROUTE, get(|| async { axum::Json(answer()) }));
+        .route(ROUTE, get(|| async { axum::Json(answer()) }))
+        .route(
+            KEPT_ROUTE,
+            get(|State(kept): State<Arc<Mutex<Bytes>>>| async move {
+                (
+                    [(CONTENT_TYPE, "application/json")],
+                    kept.lock_or_recover().clone(),
+                )
+            })
+            .post(
+                |State(kept): State<Arc<Mutex<Bytes>>>, body: Bytes| async move {
+                    *kept.lock_or_recover() = body;
+                    axum::Json(answer())
+                },
+            ),
+        )
+        .with_state(kept);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|error| format!("cannot bind a loopback port: {error}"))?;

@@ -49,6 +49,14 @@ pub struct Row {
     /// work is more than a transport's floor (a gather, a write), `floor_ratio` says little
     /// about the transport's part, and this says it. Absent where either was not measured.
     pub added_floor_ratio: Option<f64>,
+    /// The median of the floor server answering this row's own answer (kept from one of its
+    /// calls), called alternately with the row's calls as the do-nothing floor is.
+    pub answer_floor_p50_ms: Option<f64>,
+    /// The median over `answer_floor_p50_ms`, to two decimals: what majordomus adds over a
+    /// server that does nothing but carry the same answer. Where `floor_ratio` is high and
+    /// this is near 1, the time goes to moving and reading the answer's bytes, not to
+    /// producing them.
+    pub answer_floor_ratio: Option<f64>,
 }
 
 /// What a throughput scenario's clients achieved together, and what it cost the server.
@@ -314,6 +322,10 @@ pub(super) fn judge(rows: &mut [Row]) {
         row.added_floor_ratio = floor
             .zip(handler.get(&(row.capability, row.case)))
             .map(|(floor, handler)| hundredths((row.summary.p50_ms - handler).max(0.0) / floor));
+        row.answer_floor_ratio = row
+            .answer_floor_p50_ms
+            .filter(|&floor| floor > 0.0)
+            .map(|floor| hundredths(row.summary.p50_ms / floor));
     }
     let p50: BTreeMap<(String, BenchTransport, String), f64> = rows
         .iter()
@@ -359,7 +371,7 @@ fn outcome_cell(row: &Row) -> String {
     }
 }
 
-const ROW_HEADERS: [&str; 12] = [
+const ROW_HEADERS: [&str; 13] = [
     "capability",
     "transport",
     "case",
@@ -369,6 +381,7 @@ const ROW_HEADERS: [&str; 12] = [
     "p99 ms",
     "× floor",
     "added × floor",
+    "× answer floor",
     "target",
     "met",
     "outcome",
@@ -458,6 +471,8 @@ impl Report {
                     floor_cell(row),
                     row.added_floor_ratio
                         .map_or_else(|| "—".into(), |ratio| format!("{ratio:.2}")),
+                    row.answer_floor_ratio
+                        .map_or_else(|| "—".into(), |ratio| format!("{ratio:.2}")),
                     row.target.short(),
                     met(row.target_met).to_string(),
                     outcome_cell(row),
@@ -502,7 +517,7 @@ impl Report {
             .collect();
         (!floors.is_empty()).then(|| {
             format!(
-                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. added × floor: the row's p50 less the same case's in-process p50, over the same floor (`added_floor_ratio`): what the transport and the serving add, apart from the capability's own work. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
+                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. added × floor: the row's p50 less the same case's in-process p50, over the same floor (`added_floor_ratio`): what the transport and the serving add, apart from the capability's own work. × answer floor: the row's p50 over the p50 of the same floor server answering the row's own answer, handed to it from one of the row's calls and called alternately with them too (`answer_floor_ratio`): what majordomus adds over carrying its answer's bytes. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
                 floors.join(", ")
             )
         })
@@ -713,6 +728,8 @@ pub(crate) mod tests {
             floor_ratio: None,
             floor_p50_ms: None,
             added_floor_ratio: None,
+            answer_floor_p50_ms: None,
+            answer_floor_ratio: None,
         }
     }
 

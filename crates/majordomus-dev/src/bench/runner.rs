@@ -371,6 +371,7 @@ async fn measure_floor(
         budget,
         slow.of(&key),
         None,
+        false,
         async || {},
         async || caller.call_floor().await,
     )
@@ -392,6 +393,8 @@ async fn measure_floor(
         floor_ratio: None,
         floor_p50_ms: None,
         added_floor_ratio: None,
+        answer_floor_p50_ms: None,
+        answer_floor_ratio: None,
     })
 }
 
@@ -652,6 +655,11 @@ fn filling(capability: &Capability) -> Option<(&'static Capability, Value, usize
 
 /// Measures one row: warm-up, then iterations until the budget says stop; `slow` is added to
 /// every measured call.
+///
+/// With a floor, the floor server is first handed what one call of the row answered, and
+/// its call answering that is timed beside the row's as well: a server that does nothing
+/// but carry the row's own answer, so the row can be read against what its answer's bytes
+/// cost the transport and its client apart from what majordomus does to produce them.
 pub(crate) async fn measure_row(
     key: &RowKey,
     caller: &Caller,
@@ -674,10 +682,24 @@ pub(crate) async fn measure_row(
         }
     }
     let prepare = preparation(capability);
+    let kept = match floor {
+        Some(floor) => {
+            if let Some((prepare, input)) = &prepare {
+                let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
+            }
+            let carried = tokio::time::timeout(CALL_BOUND, caller.carried(capability, &input));
+            match carried.await {
+                Ok(Some(carried)) => floor.keep_on_floor(carried).await,
+                _ => false,
+            }
+        }
+        None => false,
+    };
     let sampled = sample_calls(
         budget,
         slow,
         floor,
+        kept,
         async || {
             if let Some((prepare, input)) = &prepare {
                 let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
@@ -707,5 +729,7 @@ pub(crate) async fn measure_row(
         floor_ratio: None,
         floor_p50_ms: None,
         added_floor_ratio: None,
+        answer_floor_p50_ms: None,
+        answer_floor_ratio: None,
     })
 }

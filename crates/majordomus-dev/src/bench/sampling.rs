@@ -1,5 +1,6 @@
 //! Sampling one row: warm-up, then calls until the budget says stop, each timed alone and,
-//! with a floor, alternated call for call with the floor of the same transport.
+//! with a floor, alternated call for call with the floor of the same transport (and with
+//! the floor answering the row's own answer, when it was handed one).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ pub(super) struct Sampled {
     samples: Vec<Duration>,
     /// The floor's calls made alternately with the row's, when a floor was given.
     floor_samples: Vec<Duration>,
+    /// The calls of the floor answering the row's own answer, made the same way.
+    kept_floor_samples: Vec<Duration>,
     outcomes: BTreeMap<&'static str, usize>,
     first: Outcome,
 }
@@ -40,6 +43,8 @@ impl Sampled {
             summary: Summary::of(&self.samples),
             floor_p50_ms: (!self.floor_samples.is_empty())
                 .then(|| Summary::of(&self.floor_samples).p50_ms),
+            answer_floor_p50_ms: (!self.kept_floor_samples.is_empty())
+                .then(|| Summary::of(&self.kept_floor_samples).p50_ms),
             ..row
         }
     }
@@ -51,11 +56,14 @@ impl Sampled {
 /// With a `floor`, each measured call is preceded by a timed call of the floor on the same
 /// transport, so the row and its floor meet the machine in the same state, call for call: a
 /// ratio of two medians taken minutes apart moves with whatever else the machine did in
-/// between, one of medians taken together does not.
+/// between, one of medians taken together does not. With `kept` as well, every other floor
+/// call is the floor's call answering what it was handed (the row's own answer), so each
+/// floor is measured on half the row's calls, in the same state as the other.
 pub(super) async fn sample_calls(
     budget: Budget,
     slow: Option<Duration>,
     floor: Option<&Caller>,
+    kept: bool,
     prepare: impl AsyncFn(),
     call: impl AsyncFn() -> Outcome,
 ) -> Sampled {
@@ -81,16 +89,32 @@ pub(super) async fn sample_calls(
     }
     let mut samples = Vec::with_capacity(budget.max);
     let mut floor_samples = Vec::new();
+    let mut kept_floor_samples = Vec::new();
     let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut first: Option<Outcome> = None;
     let clock = Instant::now();
+    let mut turn = 0_usize;
     loop {
         if let Some(floor) = floor {
+            // Each floor call comes straight after one of the row's, as the row's comes after
+            // a floor's: each server has sat idle for one other call before it answers. Called
+            // one after the other, the second floor would answer on a server still awake.
+            let kept_turn = kept && turn % 2 == 1;
             let started = Instant::now();
-            let answered = tokio::time::timeout(CALL_BOUND, floor.call_floor()).await;
+            let answered = if kept_turn {
+                tokio::time::timeout(CALL_BOUND, floor.call_kept_floor()).await
+            } else {
+                tokio::time::timeout(CALL_BOUND, floor.call_floor()).await
+            };
+            let elapsed = started.elapsed();
             if matches!(answered, Ok(Outcome::Answer)) {
-                floor_samples.push(started.elapsed());
+                if kept_turn {
+                    kept_floor_samples.push(elapsed);
+                } else {
+                    floor_samples.push(elapsed);
+                }
             }
+            turn += 1;
         }
         let (elapsed, outcome) = once(true).await;
         let failed = matches!(outcome, Outcome::Failure(_));
@@ -111,6 +135,7 @@ pub(super) async fn sample_calls(
     Sampled {
         samples,
         floor_samples,
+        kept_floor_samples,
         outcomes,
         first: first.expect("at least one iteration ran"),
     }
