@@ -441,3 +441,38 @@ fn the_floor_answers_exactly_what_it_was_handed() {
         "the floor ends when its stdin closes"
     );
 }
+
+/// A throughput scenario reads its clients' calls a second against the floor server twice:
+/// doing nothing, and carrying the answer majordomus gave the first client.
+#[test]
+fn a_throughput_run_is_read_against_both_floors() {
+    let report = bench_json(&[
+        "--scenarios",
+        "--filter",
+        "scenario/throughput/list-rest-8",
+        "--throughput-seconds",
+        "0.3",
+    ]);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 1, "{report}");
+    let scenario = &scenarios[0];
+    assert_eq!(scenario["outcome"], "measured", "{scenario}");
+    let throughput = &scenario["throughput"];
+    for figure in [
+        "calls_per_second",
+        "floor_calls_per_second",
+        "answer_floor_calls_per_second",
+        "answer_floor_p99_ms",
+    ] {
+        assert!(
+            throughput[figure].as_f64().is_some_and(|value| value > 0.0),
+            "{figure}: {scenario}"
+        );
+    }
+    assert!(
+        scenario["note"]
+            .as_str()
+            .is_some_and(|note| note.contains("answering what majordomus answered")),
+        "{scenario}"
+    );
+}

@@ -76,6 +76,10 @@ pub struct Throughput {
     pub floor_calls_per_second: f64,
     pub floor_p99_ms: f64,
     pub floor_server_cpu_percent: f64,
+    /// The same clients against the floor server answering what majordomus answered the
+    /// first of them, for as long; absent where the calls have no one answer (lease turns).
+    pub answer_floor_calls_per_second: Option<f64>,
+    pub answer_floor_p99_ms: Option<f64>,
 }
 
 /// The server's resident memory before and after sessions were opened.

@@ -209,7 +209,9 @@ pub(super) const THROUGHPUT_WARMUP: usize = 20;
 /// process's multi-thread runtime; on a small machine they compete with the server for its
 /// cores, which the CPU figure shows. Then the same clients call the floor server's
 /// do-nothing tool or route for as long: what these clients reach on this machine when the
-/// server does next to nothing, so the row reads as a ratio as the rows do.
+/// server does next to nothing, so the row reads as a ratio as the rows do. Last they call
+/// the floor answering what majordomus answered the first client, for as long: what they
+/// reach when the server does nothing but carry the same answer.
 pub(super) async fn throughput(
     scenario: &Scenario,
     scratch: &Scratch,
@@ -230,7 +232,7 @@ pub(super) async fn throughput(
         Hammer::LeaseTurns => registry.by_id("leases.acquire"),
     }
     .expect("the hammered capabilities are registered");
-    let calls = (0..clients)
+    let calls: Vec<Call> = (0..clients)
         .map(|n| match hammer {
             Hammer::AnnounceMcpHttp => Call::Capability(
                 capability,
@@ -247,11 +249,17 @@ pub(super) async fn throughput(
     let measured = async {
         let url = lease.url.clone().ok_or("the ready lease names no URL")?;
         let callers = connect_callers(hammer, clients, &url, &lease.token).await?;
-        drive(callers, calls, seconds, pid).await
+        let carried = match (&calls[0], &callers[0]) {
+            (Call::Capability(capability, input), caller) => {
+                caller.carried(capability, input).await
+            }
+            _ => None,
+        };
+        Ok::<_, String>((drive(callers, calls, seconds, pid).await?, carried))
     }
     .await;
     server.stop().await;
-    let measured = measured?;
+    let (measured, carried) = measured?;
 
     let floor_server = super::super::setup::FloorHttpServer::start(scratch).await?;
     let floor = async {
@@ -263,11 +271,28 @@ pub(super) async fn throughput(
         )
         .await?;
         let calls = (0..clients).map(|_| Call::Floor).collect();
-        drive(callers, calls, seconds, floor_server.pid()?).await
+        let floor = drive(callers, calls, seconds, floor_server.pid()?).await?;
+        // Then the floor answering what a client of majordomus was answered, for as long.
+        let Some(carried) = carried else {
+            return Ok((floor, None));
+        };
+        let callers = connect_callers(
+            hammer,
+            clients,
+            &floor_server.url,
+            super::super::floor::TOKEN,
+        )
+        .await?;
+        if !callers[0].keep_on_floor(carried).await {
+            return Err("the floor server did not keep the answer it was handed".to_string());
+        }
+        let calls = (0..clients).map(|_| Call::KeptFloor).collect();
+        let kept = drive(callers, calls, seconds, floor_server.pid()?).await?;
+        Ok((floor, Some(kept)))
     }
     .await;
     floor_server.stop().await;
-    let floor = floor?;
+    let (floor, kept) = floor?;
 
     let throughput = Throughput {
         clients,
@@ -279,6 +304,8 @@ pub(super) async fn throughput(
         floor_calls_per_second: floor.per_second().round(),
         floor_p99_ms: Summary::of(&floor.samples).p99_ms,
         floor_server_cpu_percent: (floor.cpu_share() * 1000.0).round() / 10.0,
+        answer_floor_calls_per_second: kept.as_ref().map(|kept| kept.per_second().round()),
+        answer_floor_p99_ms: kept.as_ref().map(|kept| Summary::of(&kept.samples).p99_ms),
     };
     let summary = Summary::of(&measured.samples);
     let what = match hammer {
@@ -302,6 +329,16 @@ pub(super) async fn throughput(
         throughput.floor_p99_ms,
         throughput.floor_server_cpu_percent,
     );
+    let note = match (
+        throughput.answer_floor_calls_per_second,
+        throughput.answer_floor_p99_ms,
+    ) {
+        (Some(per_second), Some(p99_ms)) => format!(
+            "{note}. The floor server answering what majordomus answered the first client: {per_second:.0} calls/s ({:.2} of it), p99 {p99_ms:.3} ms",
+            throughput.calls_per_second / per_second.max(1.0),
+        ),
+        _ => note,
+    };
     Ok(ScenarioRow::throughput(scenario, summary, throughput, note))
 }
 
@@ -311,6 +348,8 @@ pub(super) enum Call {
     Capability(&'static Capability, Value),
     /// The floor server's do-nothing tool or route.
     Floor,
+    /// The floor server's tool or route answering what it was handed.
+    KeptFloor,
     /// One turn at a lease every client wants: asked for until granted, then released.
     LeaseTurn,
 }
@@ -322,6 +361,7 @@ impl Call {
                 tokio::time::timeout(SETUP_BOUND, caller.call(capability, input)).await
             }
             Call::Floor => tokio::time::timeout(SETUP_BOUND, caller.call_floor()).await,
+            Call::KeptFloor => tokio::time::timeout(SETUP_BOUND, caller.call_kept_floor()).await,
             Call::LeaseTurn => tokio::time::timeout(SETUP_BOUND, lease_turn(caller)).await,
         };
         outcome.unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()))
@@ -331,6 +371,7 @@ impl Call {
         match self {
             Call::Capability(capability, _) => capability.id(),
             Call::Floor => "the floor",
+            Call::KeptFloor => "the floor answering majordomus's answer",
             Call::LeaseTurn => "a turn at the lease",
         }
     }
