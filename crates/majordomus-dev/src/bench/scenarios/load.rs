@@ -2,6 +2,7 @@
 //! callers at once.
 
 use super::super::clients::{HttpPooling, connect_http};
+use super::super::floor::TOKEN as FLOOR_TOKEN;
 use super::*;
 
 /// `VmRSS` of a `majordomus serve` before and after [`MEMORY_SESSIONS`] MCP Streamable HTTP
@@ -263,26 +264,15 @@ pub(super) async fn throughput(
 
     let floor_server = super::super::setup::FloorHttpServer::start(scratch).await?;
     let floor = async {
-        let callers = connect_callers(
-            hammer,
-            clients,
-            &floor_server.url,
-            super::super::floor::TOKEN,
-        )
-        .await?;
+        let floor_callers =
+            async || connect_callers(hammer, clients, &floor_server.url, FLOOR_TOKEN).await;
         let calls = (0..clients).map(|_| Call::Floor).collect();
-        let floor = drive(callers, calls, seconds, floor_server.pid()?).await?;
+        let floor = drive(floor_callers().await?, calls, seconds, floor_server.pid()?).await?;
         // Then the floor answering what a client of majordomus was answered, for as long.
         let Some(carried) = carried else {
             return Ok((floor, None));
         };
-        let callers = connect_callers(
-            hammer,
-            clients,
-            &floor_server.url,
-            super::super::floor::TOKEN,
-        )
-        .await?;
+        let callers = floor_callers().await?;
         if !callers[0].keep_on_floor(carried).await {
             return Err("the floor server did not keep the answer it was handed".to_string());
         }
