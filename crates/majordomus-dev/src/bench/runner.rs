@@ -657,9 +657,9 @@ fn filling(capability: &Capability) -> Option<(&'static Capability, Value, usize
 /// every measured call.
 ///
 /// With a floor, the floor server is first handed what one call of the row answered, and
-/// its call answering that is timed beside the row's as well: a server that does nothing
-/// but carry the row's own answer, so the row can be read against what its answer's bytes
-/// cost the transport and its client apart from what majordomus does to produce them.
+/// every other floor call asks for that answer back: a server that does nothing but carry
+/// the row's own answer, so the row can be read against what its answer's bytes cost the
+/// transport and its client apart from what majordomus does to produce them.
 pub(crate) async fn measure_row(
     key: &RowKey,
     caller: &Caller,
