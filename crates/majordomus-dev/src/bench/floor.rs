@@ -1,4 +1,4 @@
-//! The floors: the least a transport can cost. A minimal rmcp server with one tool that does
+//! The floors: the least a transport can cost. A minimal rmcp server whose tool does
 //! nothing, served over stdio or behind rmcp's Streamable HTTP service on axum, and a plain
 //! axum route answering a few bytes of JSON — `majordomus-dev floor-server`, a process of its
 //! own as `majordomus` is. The rows' own clients call it over the same transports, so a row's
