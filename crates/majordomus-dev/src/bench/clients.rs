@@ -151,34 +151,25 @@ impl Caller {
     /// Calls the floor once for the answer it was last handed ([`Caller::keep_on_floor`]),
     /// over this caller's transport, as [`Caller::call_floor`] calls its do-nothing one.
     pub(super) async fn call_kept_floor(&self) -> Outcome {
-        match self {
-            Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
-            Caller::Mcp(service) => {
-                call_tool(service, super::floor::KEPT_TOOL, JsonObject::new()).await
-            }
-            Caller::Rest { http, base, token } => {
-                rest_outcome(
-                    http.get(format!("{base}{}", super::floor::KEPT_ROUTE))
-                        .bearer_auth(token),
-                )
-                .await
-            }
-        }
+        self.ask_floor(super::floor::KEPT_TOOL, super::floor::KEPT_ROUTE)
+            .await
     }
 
     /// Calls the floor once over this caller's transport: the floor server's one tool, or
     /// its REST route, with what the rows send besides the input (the token, the same
     /// client and connection).
     pub(super) async fn call_floor(&self) -> Outcome {
+        self.ask_floor(super::floor::TOOL, super::floor::ROUTE)
+            .await
+    }
+
+    /// One call of the floor server's `tool` over MCP, or a GET of its `route` over REST.
+    async fn ask_floor(&self, tool: &str, route: &str) -> Outcome {
         match self {
             Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
-            Caller::Mcp(service) => call_tool(service, super::floor::TOOL, JsonObject::new()).await,
+            Caller::Mcp(service) => call_tool(service, tool, JsonObject::new()).await,
             Caller::Rest { http, base, token } => {
-                rest_outcome(
-                    http.get(format!("{base}{}", super::floor::ROUTE))
-                        .bearer_auth(token),
-                )
-                .await
+                rest_outcome(http.get(format!("{base}{route}")).bearer_auth(token)).await
             }
         }
     }

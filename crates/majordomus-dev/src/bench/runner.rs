@@ -682,11 +682,14 @@ pub(crate) async fn measure_row(
         }
     }
     let prepare = preparation(capability);
+    let prepared = async || {
+        if let Some((prepare, input)) = &prepare {
+            let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
+        }
+    };
     let kept = match floor {
         Some(floor) => {
-            if let Some((prepare, input)) = &prepare {
-                let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
-            }
+            prepared().await;
             let carried = tokio::time::timeout(CALL_BOUND, caller.carried(capability, &input));
             match carried.await {
                 Ok(Some(carried)) => floor.keep_on_floor(carried).await,
@@ -695,18 +698,9 @@ pub(crate) async fn measure_row(
         }
         None => false,
     };
-    let sampled = sample_calls(
-        budget,
-        slow,
-        floor,
-        kept,
-        async || {
-            if let Some((prepare, input)) = &prepare {
-                let _ = tokio::time::timeout(CALL_BOUND, caller.call(prepare, input)).await;
-            }
-        },
-        async || caller.call(capability, &input).await,
-    )
+    let sampled = sample_calls(budget, slow, floor, kept, prepared, async || {
+        caller.call(capability, &input).await
+    })
     .await;
     let expected = if expects_refusal(capability, &input, key.transport) {
         "refusal"
