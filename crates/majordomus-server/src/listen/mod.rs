@@ -38,8 +38,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod clock;
+mod poll_again;
 
 use clock::{Alarm, Closed, ConnectionClock, Deadlines, Phase};
+use poll_again::PollAgain;
 
 /// The most connections served in full at once: kept alive between requests and given the
 /// whole header timeout. Fewer when the open-file limit is low (see [`connection_limits`]).
@@ -196,12 +198,12 @@ async fn serve_with(
             tracing::info!("a connection place is free again");
             turning_away = false;
         }
-        connections.spawn(serve_connection(
+        connections.spawn(PollAgain::new(serve_connection(
             stream,
             router.clone(),
             admitted,
             shutdown.clone(),
-        ));
+        )));
     }
     drop(listener);
     connections.close();
