@@ -362,8 +362,9 @@ fn a_baseline_flags_the_slowed_row_and_no_other() {
 }
 
 /// The floor server answers, on its `kept` route and its `kept` tool, exactly what it was
-/// last handed, and its do-nothing answer stays what it was: a row read against it is read
-/// against its own answer's bytes, not some other.
+/// last handed, to a GET, to a POST of a row's JSON and to a tool call with a row's
+/// arguments, and its do-nothing answer stays what it was: a row read against it is read
+/// against its own request and answer's bytes, not some other.
 #[test]
 fn the_floor_answers_exactly_what_it_was_handed() {
     use std::io::BufRead as _;
@@ -393,7 +394,7 @@ fn the_floor_answers_exactly_what_it_was_handed() {
     majordomus_server::run::runtime().block_on(async {
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         let kept = http
-            .post(format!("{url}{KEPT_ROUTE}"))
+            .put(format!("{url}{KEPT_ROUTE}"))
             .body(body.clone())
             .send()
             .await
@@ -404,6 +405,29 @@ fn the_floor_answers_exactly_what_it_was_handed() {
             answered.text().await.unwrap(),
             body,
             "the route answers the bytes kept"
+        );
+        let request = serde_json::json!({"session_id": "s", "paths": ["docs/a.md"]});
+        let posted = http
+            .post(format!("{url}{KEPT_ROUTE}"))
+            .json(&request)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            posted.text().await.unwrap(),
+            body,
+            "a row's POST is answered the bytes kept, and keeps nothing"
+        );
+        let not_json = http
+            .post(format!("{url}{KEPT_ROUTE}"))
+            .header("content-type", "application/json")
+            .body("{")
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            not_json.status().is_client_error(),
+            "the POST's body is parsed as JSON, as a route of majordomus parses it"
         );
         let plain = http.get(format!("{url}{ROUTE}")).send().await.unwrap();
         assert_eq!(plain.text().await.unwrap(), r#"{"ok":true}"#);
@@ -420,7 +444,11 @@ fn the_floor_answers_exactly_what_it_was_handed() {
                 .unwrap()
         };
         call(KEEP_TOOL, serde_json::json!({"answer": answer.clone()})).await;
-        let kept = call(KEPT_TOOL, serde_json::json!({})).await;
+        let kept = call(
+            KEPT_TOOL,
+            serde_json::json!({"intent": "a row's arguments"}),
+        )
+        .await;
         assert_eq!(kept.structured_content, Some(answer.clone()));
         let text = kept.content[0].as_text().unwrap().text.clone();
         assert_eq!(

@@ -90,11 +90,7 @@ impl Caller {
                 let Some(tool) = capability.declaration.exposure.mcp_tool else {
                     return Outcome::Failure(format!("{} is not an MCP tool", capability.id()));
                 };
-                let arguments: JsonObject = match input {
-                    Value::Object(object) => object.clone(),
-                    _ => JsonObject::new(),
-                };
-                call_tool(service, tool, arguments).await
+                call_tool(service, tool, arguments(input)).await
             }
             Caller::Rest { http, base, token } => {
                 match rest_request(http, base, capability, input) {
@@ -138,7 +134,7 @@ impl Caller {
                 .await
                 .is_ok(),
             (Caller::Rest { http, base, token }, Carried::Body(body)) => http
-                .post(format!("{base}{}", super::floor::KEPT_ROUTE))
+                .put(format!("{base}{}", super::floor::KEPT_ROUTE))
                 .bearer_auth(token)
                 .body(body)
                 .send()
@@ -149,27 +145,36 @@ impl Caller {
     }
 
     /// Calls the floor once for the answer it was last handed ([`Caller::keep_on_floor`]),
-    /// over this caller's transport, as [`Caller::call_floor`] calls its do-nothing one.
-    pub(super) async fn call_kept_floor(&self) -> Outcome {
-        self.ask_floor(super::floor::KEPT_TOOL, super::floor::KEPT_ROUTE)
-            .await
+    /// sending what a call of `capability` with `input` sends: the same tool arguments, or
+    /// the same method with the same query or JSON body. The floor reads the request as any
+    /// server must (rmcp parses the arguments, the route a POST's JSON) and sets it aside, so
+    /// the row is read against a server that takes its request and carries its answer.
+    pub(super) async fn call_kept_floor(&self, capability: &Capability, input: &Value) -> Outcome {
+        match self {
+            Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
+            Caller::Mcp(service) => {
+                call_tool(service, super::floor::KEPT_TOOL, arguments(input)).await
+            }
+            Caller::Rest { http, base, token } => {
+                let Some((method, _)) = capability.declaration.exposure.http else {
+                    return no_route(capability);
+                };
+                let url = format!("{base}{}", super::floor::KEPT_ROUTE);
+                rest_outcome(request_to(http, method, &url, input).bearer_auth(token)).await
+            }
+        }
     }
 
     /// Calls the floor once over this caller's transport: the floor server's one tool, or
     /// its REST route, with what the rows send besides the input (the token, the same
     /// client and connection).
     pub(super) async fn call_floor(&self) -> Outcome {
-        self.ask_floor(super::floor::TOOL, super::floor::ROUTE)
-            .await
-    }
-
-    /// One call of the floor server's `tool` over MCP, or a GET of its `route` over REST.
-    async fn ask_floor(&self, tool: &str, route: &str) -> Outcome {
         match self {
             Caller::InProcess(_) => Outcome::Failure("the handler alone has no floor".into()),
-            Caller::Mcp(service) => call_tool(service, tool, JsonObject::new()).await,
+            Caller::Mcp(service) => call_tool(service, super::floor::TOOL, JsonObject::new()).await,
             Caller::Rest { http, base, token } => {
-                rest_outcome(http.get(format!("{base}{route}")).bearer_auth(token)).await
+                let url = format!("{base}{}", super::floor::ROUTE);
+                rest_outcome(http.get(url).bearer_auth(token)).await
             }
         }
     }
@@ -244,24 +249,42 @@ fn rest_request(
     input: &Value,
 ) -> Result<reqwest::RequestBuilder, Outcome> {
     let Some((method, path)) = capability.declaration.exposure.http else {
-        return Err(Outcome::Failure(format!(
-            "{} has no HTTP route",
-            capability.id()
-        )));
+        return Err(no_route(capability));
     };
-    Ok(match method {
+    Ok(request_to(http, method, &format!("{base}{path}"), input))
+}
+
+/// A request of `method` to `url` taking `input` as a route of majordomus takes it.
+fn request_to(
+    http: &reqwest::Client,
+    method: HttpMethod,
+    url: &str,
+    input: &Value,
+) -> reqwest::RequestBuilder {
+    match method {
         HttpMethod::Get => {
             let query =
                 serde_urlencoded::to_string(query_pairs(input)).expect("string pairs encode");
-            let url = if query.is_empty() {
-                format!("{base}{path}")
+            if query.is_empty() {
+                http.get(url)
             } else {
-                format!("{base}{path}?{query}")
-            };
-            http.get(url)
+                http.get(format!("{url}?{query}"))
+            }
         }
-        HttpMethod::Post => http.post(format!("{base}{path}")).json(input),
-    })
+        HttpMethod::Post => http.post(url).json(input),
+    }
+}
+
+fn no_route(capability: &Capability) -> Outcome {
+    Outcome::Failure(format!("{} has no HTTP route", capability.id()))
+}
+
+/// A tool call's arguments: the input's fields.
+fn arguments(input: &Value) -> JsonObject {
+    match input {
+        Value::Object(object) => object.clone(),
+        _ => JsonObject::new(),
+    }
 }
 
 /// Sends a REST request and reads its answer: the body is read and parsed whole, as any

@@ -6,8 +6,9 @@
 //! machine, which no change to majordomus can remove.
 //!
 //! The floor also answers, on its `kept` tool and route, whatever a row's call answered
-//! last: a server doing nothing but carrying a row's own answer, so a row can also be read
-//! against what moving its answer's bytes costs (see the runner's `measure_row`).
+//! last, to the row's own request: a server doing nothing but take a row's request and carry
+//! its answer, so a row can also be read against what moving its bytes costs (see the
+//! runner's `measure_row`).
 
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -40,7 +41,8 @@ pub const KEPT_TOOL: &str = "kept";
 /// The floor server's REST route.
 pub const ROUTE: &str = "/api/v1/floor";
 
-/// The floor server's REST route that keeps a POST's body and answers it to every GET.
+/// The floor server's REST route that keeps a PUT's body and answers it to every GET and
+/// POST; a POST's JSON body is parsed, as a route of majordomus parses it, and set aside.
 pub const KEPT_ROUTE: &str = "/api/v1/floor/kept";
 
 /// What the floor's clients send as a token: the floor asks for none, but the rows send
@@ -89,7 +91,11 @@ impl ServerHandler for Floor {
                 schema.clone(),
             ),
             Tool::new(KEEP_TOOL, "Keeps its `answer` argument.", schema.clone()),
-            Tool::new(KEPT_TOOL, "Answers what `keep` was last given.", schema),
+            Tool::new(
+                KEPT_TOOL,
+                "Answers what `keep` was last given, whatever its arguments.",
+                schema,
+            ),
         ]))
     }
 
@@ -125,6 +131,17 @@ pub async fn serve_stdio() -> Result<(), String> {
     Ok(())
 }
 
+/// The body the kept route answers.
+type Kept = Arc<Mutex<Bytes>>;
+
+/// The kept body, answered as JSON.
+fn kept_answer(kept: &Mutex<Bytes>) -> impl axum::response::IntoResponse + use<> {
+    (
+        [(CONTENT_TYPE, "application/json")],
+        kept.lock_or_recover().clone(),
+    )
+}
+
 /// Serves the floor's `/mcp` and its REST route on a loopback port, says the URL on stdout
 /// (one line), and serves until stdin closes: the benchmark that started it holds the other
 /// end, so the server cannot outlive it.
@@ -136,24 +153,22 @@ pub async fn serve_http() -> Result<(), String> {
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let kept: Arc<Mutex<Bytes>> = Arc::default();
+    let kept: Kept = Arc::default();
     let router = Router::new()
         .route_service("/mcp", mcp)
         .route(ROUTE, get(|| async { axum::Json(answer()) }))
         .route(
             KEPT_ROUTE,
-            get(|State(kept): State<Arc<Mutex<Bytes>>>| async move {
-                (
-                    [(CONTENT_TYPE, "application/json")],
-                    kept.lock_or_recover().clone(),
+            get(|State(kept): State<Kept>| async move { kept_answer(&kept) })
+                .post(
+                    |State(kept): State<Kept>, _request: axum::Json<Value>| async move {
+                        kept_answer(&kept)
+                    },
                 )
-            })
-            .post(
-                |State(kept): State<Arc<Mutex<Bytes>>>, body: Bytes| async move {
+                .put(|State(kept): State<Kept>, body: Bytes| async move {
                     *kept.lock_or_recover() = body;
                     axum::Json(answer())
-                },
-            ),
+                }),
         )
         .with_state(kept);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

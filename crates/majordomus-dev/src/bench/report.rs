@@ -49,13 +49,14 @@ pub struct Row {
     /// work is more than a transport's floor (a gather, a write), `floor_ratio` says little
     /// about the transport's part, and this says it. Absent where either was not measured.
     pub added_floor_ratio: Option<f64>,
-    /// The median of the floor server answering this row's own answer (kept from one of its
-    /// calls), called alternately with the row's calls as the do-nothing floor is.
+    /// The median of the floor server sent this row's own request and answering its own
+    /// answer (kept from one of its calls), called alternately with the row's calls as the
+    /// do-nothing floor is.
     pub answer_floor_p50_ms: Option<f64>,
     /// The median over `answer_floor_p50_ms`, to two decimals: what majordomus adds over a
-    /// server that does nothing but carry the same answer. Where `floor_ratio` is high and
-    /// this is near 1, the time goes to moving and reading the answer's bytes, not to
-    /// producing them.
+    /// server that does nothing but take the same request and carry the same answer. Where
+    /// `floor_ratio` is high and this is near 1, the time goes to moving and reading the
+    /// bytes, not to producing the answer.
     pub answer_floor_ratio: Option<f64>,
 }
 
@@ -521,7 +522,7 @@ impl Report {
             .collect();
         (!floors.is_empty()).then(|| {
             format!(
-                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. added × floor: the row's p50 less the same case's in-process p50, over the same floor (`added_floor_ratio`): what the transport and the serving add, apart from the capability's own work. × answer floor: the row's p50 over the p50 of the same floor server answering the row's own answer, handed to it from one of the row's calls and called alternately with them too (`answer_floor_ratio`): what majordomus adds over carrying its answer's bytes. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
+                "× floor: a row's p50 over the p50 of its transport's floor, called alternately with the row's own calls (`floor_p50_ms` in the JSON; the floor rows above, measured on their own first, read {}): a minimal rmcp server's do-nothing tool over stdio and Streamable HTTP, a minimal axum route over REST; a bridge's floor is stdio's. added × floor: the row's p50 less the same case's in-process p50, over the same floor (`added_floor_ratio`): what the transport and the serving add, apart from the capability's own work. × answer floor: the row's p50 over the p50 of the same floor server sent the row's own request and answering the row's own answer, handed to it from one of the row's calls, called alternately with them too (`answer_floor_ratio`): what majordomus adds over taking its request's bytes and carrying its answer's. Rows that read only this checkout's board (`peers.list` and `server.status` with `this`, `peers.announce`) are read against ≤ {FLOOR_GOAL}×.",
                 floors.join(", ")
             )
         })

@@ -371,7 +371,7 @@ async fn measure_floor(
         budget,
         slow.of(&key),
         None,
-        false,
+        None,
         async || {},
         async || caller.call_floor().await,
     )
@@ -657,9 +657,10 @@ fn filling(capability: &Capability) -> Option<(&'static Capability, Value, usize
 /// every measured call.
 ///
 /// With a floor, the floor server is first handed what one call of the row answered, and
-/// every other floor call asks for that answer back: a server that does nothing but carry
-/// the row's own answer, so the row can be read against what its answer's bytes cost the
-/// transport and its client apart from what majordomus does to produce them.
+/// every other floor call sends it the row's own request and asks for that answer back: a
+/// server that does nothing but take the row's request and carry its answer, so the row can
+/// be read against what its bytes cost the transport and its client apart from what
+/// majordomus does with them.
 pub(crate) async fn measure_row(
     key: &RowKey,
     caller: &Caller,
@@ -698,6 +699,7 @@ pub(crate) async fn measure_row(
         }
         None => false,
     };
+    let kept = kept.then_some((capability, &input));
     let sampled = sample_calls(budget, slow, floor, kept, prepared, async || {
         caller.call(capability, &input).await
     })

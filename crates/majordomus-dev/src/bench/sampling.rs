@@ -1,9 +1,13 @@
 //! Sampling one row: warm-up, then calls until the budget says stop, each timed alone and,
 //! with a floor, alternated call for call with the floor of the same transport (and with
-//! the floor answering the row's own answer, when it was handed one).
+//! the floor taking the row's own request and answering its own answer, when it was handed
+//! one).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+use majordomus_core::registry::Capability;
+use serde_json::Value;
 
 use super::Budget;
 use super::clients::{Caller, Outcome};
@@ -18,7 +22,8 @@ pub(super) struct Sampled {
     samples: Vec<Duration>,
     /// The floor's calls made alternately with the row's, when a floor was given.
     floor_samples: Vec<Duration>,
-    /// The calls of the floor answering the row's own answer, made the same way.
+    /// The calls of the floor taking the row's request and answering its answer, made the
+    /// same way.
     kept_floor_samples: Vec<Duration>,
     outcomes: BTreeMap<&'static str, usize>,
     first: Outcome,
@@ -56,14 +61,15 @@ impl Sampled {
 /// With a `floor`, each measured call is preceded by a timed call of the floor on the same
 /// transport, so the row and its floor meet the machine in the same state, call for call: a
 /// ratio of two medians taken minutes apart moves with whatever else the machine did in
-/// between, one of medians taken together does not. With `kept` as well, every other floor
-/// call is the floor's call answering what it was handed (the row's own answer), so each
-/// floor is measured on half the row's calls, in the same state as the other.
+/// between, one of medians taken together does not. With `kept` (the row's capability and
+/// input) as well, every other floor call sends the row's own request to the floor answering
+/// what it was handed (the row's own answer), so each floor is measured on half the row's
+/// calls, in the same state as the other.
 pub(super) async fn sample_calls(
     budget: Budget,
     slow: Option<Duration>,
     floor: Option<&Caller>,
-    kept: bool,
+    kept: Option<(&Capability, &Value)>,
     prepare: impl AsyncFn(),
     call: impl AsyncFn() -> Outcome,
 ) -> Sampled {
@@ -99,16 +105,18 @@ pub(super) async fn sample_calls(
             // Each floor call comes straight after one of the row's, as the row's comes after
             // a floor's: each server has sat idle for one other call before it answers. Called
             // one after the other, the second floor would answer on a server still awake.
-            let kept_turn = kept && turn % 2 == 1;
+            let kept_turn = kept.filter(|_| turn % 2 == 1);
             let started = Instant::now();
-            let answered = if kept_turn {
-                tokio::time::timeout(CALL_BOUND, floor.call_kept_floor()).await
-            } else {
-                tokio::time::timeout(CALL_BOUND, floor.call_floor()).await
+            let answered = match kept_turn {
+                Some((capability, input)) => {
+                    let call = floor.call_kept_floor(capability, input);
+                    tokio::time::timeout(CALL_BOUND, call).await
+                }
+                None => tokio::time::timeout(CALL_BOUND, floor.call_floor()).await,
             };
             let elapsed = started.elapsed();
             if matches!(answered, Ok(Outcome::Answer)) {
-                if kept_turn {
+                if kept_turn.is_some() {
                     kept_floor_samples.push(elapsed);
                 } else {
                     floor_samples.push(elapsed);

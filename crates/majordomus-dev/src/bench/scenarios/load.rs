@@ -244,6 +244,7 @@ pub(super) async fn throughput(
         })
         .collect();
 
+    let kept_calls = kept_floor_calls(&calls);
     let repository = TempRepository::new(scratch, &format!("{label}-{clients}"))?;
     let (server, lease) = ServeProcess::start(scratch, repository.root()).await?;
     let pid = server.pid;
@@ -276,8 +277,7 @@ pub(super) async fn throughput(
         if !callers[0].keep_on_floor(carried).await {
             return Err("the floor server did not keep the answer it was handed".to_string());
         }
-        let calls = (0..clients).map(|_| Call::KeptFloor).collect();
-        let kept = drive(callers, calls, seconds, floor_server.pid()?).await?;
+        let kept = drive(callers, kept_calls, seconds, floor_server.pid()?).await?;
         Ok((floor, Some(kept)))
     }
     .await;
@@ -338,8 +338,9 @@ pub(super) enum Call {
     Capability(&'static Capability, Value),
     /// The floor server's do-nothing tool or route.
     Floor,
-    /// The floor server's tool or route answering what it was handed.
-    KeptFloor,
+    /// The floor server's tool or route answering what it was handed, sent the request a
+    /// client of majordomus sends.
+    KeptFloor(&'static Capability, Value),
     /// One turn at a lease every client wants: asked for until granted, then released.
     LeaseTurn,
 }
@@ -351,7 +352,9 @@ impl Call {
                 tokio::time::timeout(SETUP_BOUND, caller.call(capability, input)).await
             }
             Call::Floor => tokio::time::timeout(SETUP_BOUND, caller.call_floor()).await,
-            Call::KeptFloor => tokio::time::timeout(SETUP_BOUND, caller.call_kept_floor()).await,
+            Call::KeptFloor(capability, input) => {
+                tokio::time::timeout(SETUP_BOUND, caller.call_kept_floor(capability, input)).await
+            }
             Call::LeaseTurn => tokio::time::timeout(SETUP_BOUND, lease_turn(caller)).await,
         };
         outcome.unwrap_or_else(|_| Outcome::Failure("no answer within 30 s".into()))
@@ -361,10 +364,22 @@ impl Call {
         match self {
             Call::Capability(capability, _) => capability.id(),
             Call::Floor => "the floor",
-            Call::KeptFloor => "the floor answering majordomus's answer",
+            Call::KeptFloor(..) => "the floor answering majordomus's answer",
             Call::LeaseTurn => "a turn at the lease",
         }
     }
+}
+
+/// The floor's calls answering what it was handed, one a client of majordomus, each sending
+/// that client's own request.
+fn kept_floor_calls(calls: &[Call]) -> Vec<Call> {
+    calls
+        .iter()
+        .filter_map(|call| match call {
+            Call::Capability(capability, input) => Some(Call::KeptFloor(capability, input.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The lease every client of a contended run wants.
