@@ -275,6 +275,7 @@ fn request_to(
     }
 }
 
+/// What calling a capability over REST comes to when it has no route.
 fn no_route(capability: &Capability) -> Outcome {
     Outcome::Failure(format!("{} has no HTTP route", capability.id()))
 }

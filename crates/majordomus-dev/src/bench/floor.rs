@@ -6,9 +6,9 @@
 //! machine, which no change to majordomus can remove.
 //!
 //! The floor also answers, on its `kept` tool and route, whatever a row's call answered
-//! last, to the row's own request: a server doing nothing but take a row's request and carry
-//! its answer, so a row can also be read against what moving its bytes costs (see the
-//! runner's `measure_row`).
+//! last, to the row's own request: a server doing nothing but taking a row's request and
+//! carrying its answer, so a row can also be read against what moving its bytes costs (see
+//! the runner's `measure_row`).
 
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
