@@ -416,7 +416,7 @@ fn the_floor_answers_exactly_what_it_was_handed() {
         assert_eq!(
             posted.text().await.unwrap(),
             body,
-            "a row's POST is answered the bytes kept, and keeps nothing"
+            "a row's POST is answered the bytes kept"
         );
         let not_json = http
             .post(format!("{url}{KEPT_ROUTE}"))

@@ -211,8 +211,9 @@ pub(super) const THROUGHPUT_WARMUP: usize = 20;
 /// cores, which the CPU figure shows. Then the same clients call the floor server's
 /// do-nothing tool or route for as long: what these clients reach on this machine when the
 /// server does next to nothing, so the row reads as a ratio as the rows do. Last they call
-/// the floor answering what majordomus answered the first client, for as long: what they
-/// reach when the server does nothing but carry the same answer.
+/// the floor answering what majordomus answered the first client, each sending its own
+/// request, for as long: what they reach when the server does nothing but take the same
+/// requests and carry the same answer.
 pub(super) async fn throughput(
     scenario: &Scenario,
     scratch: &Scratch,
